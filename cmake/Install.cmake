@@ -1,0 +1,32 @@
+# `cmake --install`: binaries, the runtime libraries with their public headers, a CMake package config
+# (find_package(hccltune CONFIG) -> hccltune::runtime) and a pkg-config file (hccltune.pc).
+include(CMakePackageConfigHelpers)
+
+set(HCCL_TUNE_INSTALL_LIBS hccltune_common)
+if(TARGET hccltune_runtime)
+  list(APPEND HCCL_TUNE_INSTALL_LIBS hccltune_runtime)
+endif()
+install(TARGETS ${HCCL_TUNE_INSTALL_LIBS} EXPORT hccltuneTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(DIRECTORY runtime/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hccltune/runtime
+        FILES_MATCHING PATTERN "*.h")
+install(FILES ${PROJECT_BINARY_DIR}/generated/hccltune/version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hccltune/hccltune)
+install(EXPORT hccltuneTargets NAMESPACE hccltune:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/hccltune)
+configure_package_config_file(cmake/hccltuneConfig.cmake.in ${PROJECT_BINARY_DIR}/hccltuneConfig.cmake
+  INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/hccltune)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/hccltuneConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/hccltuneConfig.cmake ${PROJECT_BINARY_DIR}/hccltuneConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/hccltune)
+
+# pkg-config: link order runtime before common.
+list(REVERSE HCCL_TUNE_INSTALL_LIBS)
+set(HCCL_TUNE_PC_LIBS "")
+foreach(lib IN LISTS HCCL_TUNE_INSTALL_LIBS)
+  string(APPEND HCCL_TUNE_PC_LIBS " -l${lib}")
+endforeach()
+file(RELATIVE_PATH HCCL_TUNE_PC_PREFIX_REL "${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig" "${CMAKE_INSTALL_PREFIX}")
+configure_file(cmake/hccltune.pc.in ${PROJECT_BINARY_DIR}/hccltune.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/hccltune.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

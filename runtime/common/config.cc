@@ -1,0 +1,196 @@
+#include "runtime/common/config.h"
+
+#include <cstdlib>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace hccltune {
+namespace {
+
+absl::Status Bad(const std::string& var, const std::string& value, absl::string_view accepted) {
+  return absl::InvalidArgumentError(absl::StrCat(var, "='", value, "' is invalid: expected ", accepted));
+}
+
+// Reads an integer variable in [lo, hi]; absent -> nullopt.
+absl::Status ReadInt(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi,
+                     std::optional<int64_t>& out) {
+  auto v = src(var);
+  if (!v) return absl::OkStatus();
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*v), &n) || n < lo || n > hi) {
+    return Bad(var, *v, absl::StrCat("an integer from ", lo, " to ", hi));
+  }
+  out = n;
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status ReadIntInto(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi, T& out) {
+  std::optional<int64_t> v;
+  if (absl::Status s = ReadInt(src, var, lo, hi, v); !s.ok()) return s;
+  if (v) out = static_cast<T>(*v);
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status ReadOptInt(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi,
+                        std::optional<T>& out) {
+  std::optional<int64_t> v;
+  if (absl::Status s = ReadInt(src, var, lo, hi, v); !s.ok()) return s;
+  if (v) out = static_cast<T>(*v);
+  return absl::OkStatus();
+}
+
+std::string ReadString(const Environment::Source& src, const std::string& var) {
+  auto v = src(var);
+  return v ? std::string(absl::StripAsciiWhitespace(*v)) : std::string();
+}
+
+constexpr int kMaxRanks = 1 << 20;
+constexpr int kDay = 24 * 3600;
+
+}  // namespace
+
+absl::string_view TuneModeName(TuneMode m) {
+  switch (m) {
+    case TuneMode::kOff: return "off";
+    case TuneMode::kStatic: return "static";
+    case TuneMode::kOnline: return "online";
+  }
+  return "online";
+}
+
+absl::string_view LogLevelName(LogLevel l) {
+  switch (l) {
+    case LogLevel::kError: return "error";
+    case LogLevel::kWarn: return "warn";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kDebug: return "debug";
+    case LogLevel::kTrace: return "trace";
+  }
+  return "warn";
+}
+
+absl::StatusOr<Environment> Environment::Load() {
+  return LoadFrom([](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  });
+}
+
+absl::StatusOr<Environment> Environment::LoadFrom(const std::map<std::string, std::string>& vars) {
+  return LoadFrom([&vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  });
+}
+
+absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
+  Environment e;
+  absl::Status s;
+#define HT_TRY(expr)         \
+  do {                       \
+    s = (expr);              \
+    if (!s.ok()) return s;   \
+  } while (0)
+
+  e.hccl_algo = ReadString(src, "HCCL_ALGO");
+  {
+    std::optional<int64_t> mb;
+    HT_TRY(ReadInt(src, "HCCL_BUFFSIZE", 1, 64 * 1024, mb));
+    if (mb) e.buffsize_bytes = static_cast<uint64_t>(*mb) << 20;
+  }
+  HT_TRY(ReadIntInto(src, "HCCL_CONNECT_TIMEOUT", 1, kDay, e.connect_timeout_s));
+  HT_TRY(ReadIntInto(src, "HCCL_EXEC_TIMEOUT", 1, kDay, e.exec_timeout_s));
+  e.socket_ifname = ReadString(src, "HCCL_SOCKET_IFNAME");
+  e.rank_table_file = ReadString(src, "RANK_TABLE_FILE");
+  HT_TRY(ReadOptInt(src, "RANK_ID", 0, kMaxRanks - 1, e.rank_id));
+
+  e.tune_algo = ReadString(src, "HCCL_TUNE_ALGO");
+  e.daemon = ReadString(src, "HCCL_TUNE_DAEMON");
+  if (auto v = src("HCCL_TUNE_MODE")) {
+    const std::string m = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
+    if (m == "off") {
+      e.mode = TuneMode::kOff;
+    } else if (m == "static") {
+      e.mode = TuneMode::kStatic;
+    } else if (m == "online") {
+      e.mode = TuneMode::kOnline;
+    } else {
+      return Bad("HCCL_TUNE_MODE", *v, "off, static or online");
+    }
+  }
+  if (auto v = src("HCCL_TUNE_SAMPLE_RATE")) {
+    double r = 0;
+    if (!absl::SimpleAtod(absl::StripAsciiWhitespace(*v), &r) || !(r >= 0.0 && r <= 1.0)) {
+      return Bad("HCCL_TUNE_SAMPLE_RATE", *v, "a fraction of calls from 0 to 1 (e.g. 0.01)");
+    }
+    e.sample_rate = r;
+  }
+  if (auto v = src("HCCL_TUNE_LOG_LEVEL")) {
+    const std::string l = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
+    bool found = false;
+    for (LogLevel lv : {LogLevel::kError, LogLevel::kWarn, LogLevel::kInfo, LogLevel::kDebug, LogLevel::kTrace}) {
+      if (l == LogLevelName(lv)) {
+        e.log_level = lv;
+        found = true;
+      }
+    }
+    if (!found) return Bad("HCCL_TUNE_LOG_LEVEL", *v, "error, warn, info, debug or trace");
+  }
+  e.node_id = ReadString(src, "HCCL_TUNE_NODE_ID");
+  HT_TRY(ReadOptInt(src, "HCCL_TUNE_DEVICE", 0, 1 << 16, e.device));
+  e.master_addr = ReadString(src, "HCCL_TUNE_MASTER_ADDR");
+  HT_TRY(ReadOptInt(src, "HCCL_TUNE_MASTER_PORT", 1, 65535, e.master_port));
+  e.store = ReadString(src, "HCCL_TUNE_STORE");
+  if (!e.store.empty() && e.store.rfind("file://", 0) != 0) {
+    return Bad("HCCL_TUNE_STORE", e.store, "file:///path/to/shared/dir");
+  }
+  HT_TRY(ReadOptInt(src, "HCCL_TUNE_TABLE_VERSION", 1, INT64_MAX, e.table_version));
+  if (auto v = src("HCCL_TUNE_TORCH_ALIAS")) {
+    const std::string a = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
+    if (a == "0" || a == "false" || a == "off") {
+      e.torch_alias = false;
+    } else if (a == "1" || a == "true" || a == "on") {
+      e.torch_alias = true;
+    } else {
+      return Bad("HCCL_TUNE_TORCH_ALIAS", *v, "0 or 1");
+    }
+  }
+
+  // Launchers, in order of precedence: torchrun (RANK/WORLD_SIZE), Open MPI, Slurm.
+  if (src("RANK") || src("WORLD_SIZE")) {
+    e.launcher = "torchrun";
+    HT_TRY(ReadOptInt(src, "RANK", 0, kMaxRanks - 1, e.rank));
+    HT_TRY(ReadOptInt(src, "WORLD_SIZE", 1, kMaxRanks, e.world_size));
+    HT_TRY(ReadOptInt(src, "LOCAL_RANK", 0, kMaxRanks - 1, e.local_rank));
+    HT_TRY(ReadOptInt(src, "LOCAL_WORLD_SIZE", 1, kMaxRanks, e.local_world_size));
+  } else if (src("OMPI_COMM_WORLD_RANK")) {
+    e.launcher = "openmpi";
+    HT_TRY(ReadOptInt(src, "OMPI_COMM_WORLD_RANK", 0, kMaxRanks - 1, e.rank));
+    HT_TRY(ReadOptInt(src, "OMPI_COMM_WORLD_SIZE", 1, kMaxRanks, e.world_size));
+    HT_TRY(ReadOptInt(src, "OMPI_COMM_WORLD_LOCAL_RANK", 0, kMaxRanks - 1, e.local_rank));
+    HT_TRY(ReadOptInt(src, "OMPI_COMM_WORLD_LOCAL_SIZE", 1, kMaxRanks, e.local_world_size));
+  } else if (src("SLURM_PROCID")) {
+    e.launcher = "slurm";
+    HT_TRY(ReadOptInt(src, "SLURM_PROCID", 0, kMaxRanks - 1, e.rank));
+    HT_TRY(ReadOptInt(src, "SLURM_NTASKS", 1, kMaxRanks, e.world_size));
+    HT_TRY(ReadOptInt(src, "SLURM_LOCALID", 0, kMaxRanks - 1, e.local_rank));
+    HT_TRY(ReadOptInt(src, "SLURM_NTASKS_PER_NODE", 1, kMaxRanks, e.local_world_size));
+  }
+  if (e.rank && e.world_size && *e.rank >= *e.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", *e.rank, " from ", e.launcher,
+                                                   " is not below the world size ", *e.world_size));
+  }
+  e.launcher_master_addr = ReadString(src, "MASTER_ADDR");
+  HT_TRY(ReadOptInt(src, "MASTER_PORT", 1, 65535, e.launcher_master_port));
+  e.xdg_runtime_dir = ReadString(src, "XDG_RUNTIME_DIR");
+#undef HT_TRY
+  return e;
+}
+
+}  // namespace hccltune

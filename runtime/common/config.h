@@ -1,0 +1,65 @@
+// The one place environment variables are read (../shared/CONVENTIONS.md, Environment variables). Every
+// variable is parsed and validated here; a bad value is an error naming the variable, the value and what is
+// accepted. Other modules receive an `Environment` value and never call getenv.
+//
+// Thread-safety: Environment is a plain value. Load*() read the process environment and must not race with
+// setenv() in the same process (POSIX).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace hccltune {
+
+enum class TuneMode : uint8_t { kOff, kStatic, kOnline };
+absl::string_view TuneModeName(TuneMode m);
+
+enum class LogLevel : uint8_t { kError, kWarn, kInfo, kDebug, kTrace };
+absl::string_view LogLevelName(LogLevel l);
+
+struct Environment {
+  // --- seed-compatible (HCCL) ---
+  std::string hccl_algo;                   // HCCL_ALGO, raw; parsed by policies/
+  uint64_t buffsize_bytes = 200ull << 20;  // HCCL_BUFFSIZE (MB), default 200 MB as HCCL
+  int connect_timeout_s = 120;             // HCCL_CONNECT_TIMEOUT, default 120 s as HCCL
+  int exec_timeout_s = 1836;               // HCCL_EXEC_TIMEOUT, default 1836 s as HCCL
+  std::string socket_ifname;               // HCCL_SOCKET_IFNAME
+  std::string rank_table_file;             // RANK_TABLE_FILE
+  std::optional<int> rank_id;              // RANK_ID (with a rank table)
+
+  // --- ours ---
+  std::string tune_algo;                   // HCCL_TUNE_ALGO, raw; parsed by policies/
+  std::string daemon;                      // HCCL_TUNE_DAEMON ("off" disables), empty = discovery
+  TuneMode mode = TuneMode::kOnline;       // HCCL_TUNE_MODE
+  double sample_rate = 0.01;               // HCCL_TUNE_SAMPLE_RATE, fraction of calls in [0, 1]
+  LogLevel log_level = LogLevel::kWarn;    // HCCL_TUNE_LOG_LEVEL
+  std::string node_id;                     // HCCL_TUNE_NODE_ID
+  std::optional<int> device;               // HCCL_TUNE_DEVICE
+  std::string master_addr;                 // HCCL_TUNE_MASTER_ADDR
+  std::optional<int> master_port;          // HCCL_TUNE_MASTER_PORT
+  std::string store;                       // HCCL_TUNE_STORE (file:///dir)
+  std::optional<int64_t> table_version;    // HCCL_TUNE_TABLE_VERSION
+  bool torch_alias = true;                 // HCCL_TUNE_TORCH_ALIAS
+
+  // --- launchers (torchrun, Open MPI, Slurm) ---
+  std::optional<int> rank, world_size, local_rank, local_world_size;  // after precedence torchrun > OMPI > Slurm
+  std::string launcher;                                                // "torchrun", "openmpi", "slurm" or ""
+  std::string launcher_master_addr;                                    // MASTER_ADDR
+  std::optional<int> launcher_master_port;                             // MASTER_PORT
+  std::string xdg_runtime_dir;                                         // XDG_RUNTIME_DIR
+
+  using Source = std::function<std::optional<std::string>(const std::string&)>;
+
+  // Reads the process environment.
+  static absl::StatusOr<Environment> Load();
+  // Reads from `source` (tests pass a map).
+  static absl::StatusOr<Environment> LoadFrom(const Source& source);
+  static absl::StatusOr<Environment> LoadFrom(const std::map<std::string, std::string>& vars);
+};
+
+}  // namespace hccltune

@@ -1,0 +1,105 @@
+#include "runtime/common/config.h"
+
+#include <gtest/gtest.h>
+
+namespace hccltune {
+namespace {
+
+TEST(Environment, Defaults) {
+  auto e = Environment::LoadFrom(std::map<std::string, std::string>{});
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->buffsize_bytes, 200u << 20);
+  EXPECT_EQ(e->connect_timeout_s, 120);
+  EXPECT_EQ(e->exec_timeout_s, 1836);
+  EXPECT_EQ(e->mode, TuneMode::kOnline);
+  EXPECT_EQ(e->log_level, LogLevel::kWarn);
+  EXPECT_TRUE(e->torch_alias);
+  EXPECT_FALSE(e->rank.has_value());
+  EXPECT_EQ(e->launcher, "");
+}
+
+TEST(Environment, ParsesEveryVariable) {
+  auto e = Environment::LoadFrom(std::map<std::string, std::string>{
+      {"HCCL_ALGO", "level0:ring"},
+      {"HCCL_BUFFSIZE", "64"},
+      {"HCCL_CONNECT_TIMEOUT", "5"},
+      {"HCCL_EXEC_TIMEOUT", "7"},
+      {"HCCL_SOCKET_IFNAME", "eth1"},
+      {"HCCL_TUNE_ALGO", "allreduce:0-=ring"},
+      {"HCCL_TUNE_MODE", "static"},
+      {"HCCL_TUNE_SAMPLE_RATE", "1"},
+      {"HCCL_TUNE_LOG_LEVEL", "DEBUG"},
+      {"HCCL_TUNE_DEVICE", "3"},
+      {"HCCL_TUNE_MASTER_PORT", "29600"},
+      {"HCCL_TUNE_STORE", "file:///tmp/x"},
+      {"HCCL_TUNE_TABLE_VERSION", "12"},
+      {"HCCL_TUNE_TORCH_ALIAS", "0"},
+      {"RANK", "1"},
+      {"WORLD_SIZE", "4"},
+      {"LOCAL_RANK", "1"},
+      {"MASTER_ADDR", "127.0.0.1"},
+      {"MASTER_PORT", "29500"},
+  });
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->buffsize_bytes, 64u << 20);
+  EXPECT_EQ(e->connect_timeout_s, 5);
+  EXPECT_EQ(e->exec_timeout_s, 7);
+  EXPECT_EQ(e->mode, TuneMode::kStatic);
+  EXPECT_DOUBLE_EQ(e->sample_rate, 1.0);
+  EXPECT_EQ(e->log_level, LogLevel::kDebug);
+  EXPECT_EQ(*e->device, 3);
+  EXPECT_EQ(*e->master_port, 29600);
+  EXPECT_EQ(*e->table_version, 12);
+  EXPECT_FALSE(e->torch_alias);
+  EXPECT_EQ(e->launcher, "torchrun");
+  EXPECT_EQ(*e->rank, 1);
+  EXPECT_EQ(*e->world_size, 4);
+  EXPECT_EQ(*e->launcher_master_port, 29500);
+}
+
+TEST(Environment, LauncherPrecedence) {
+  auto ompi = Environment::LoadFrom(std::map<std::string, std::string>{
+      {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}});
+  ASSERT_TRUE(ompi.ok());
+  EXPECT_EQ(ompi->launcher, "openmpi");
+  EXPECT_EQ(*ompi->rank, 2);
+  auto slurm = Environment::LoadFrom(
+      std::map<std::string, std::string>{{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}});
+  ASSERT_TRUE(slurm.ok());
+  EXPECT_EQ(slurm->launcher, "slurm");
+  EXPECT_EQ(*slurm->world_size, 8);
+  EXPECT_EQ(*slurm->local_rank, 1);
+}
+
+TEST(Environment, BadValuesNameVariableValueAndAccepted) {
+  struct Case {
+    const char* var;
+    const char* value;
+    const char* accepted;
+  } cases[] = {
+      {"HCCL_BUFFSIZE", "0", "an integer from 1"},
+      {"HCCL_BUFFSIZE", "lots", "an integer from 1"},
+      {"HCCL_CONNECT_TIMEOUT", "-3", "an integer from 1"},
+      {"HCCL_TUNE_MODE", "sometimes", "off, static or online"},
+      {"HCCL_TUNE_SAMPLE_RATE", "2", "from 0 to 1"},
+      {"HCCL_TUNE_LOG_LEVEL", "loud", "error, warn, info, debug or trace"},
+      {"HCCL_TUNE_MASTER_PORT", "70000", "to 65535"},
+      {"HCCL_TUNE_STORE", "/tmp/x", "file:///"},
+      {"HCCL_TUNE_TORCH_ALIAS", "maybe", "0 or 1"},
+      {"RANK", "x", "an integer"},
+  };
+  for (const auto& c : cases) {
+    auto e = Environment::LoadFrom(std::map<std::string, std::string>{{c.var, c.value}});
+    ASSERT_FALSE(e.ok()) << c.var << "=" << c.value;
+    const std::string msg(e.status().message());
+    EXPECT_NE(msg.find(c.var), std::string::npos) << msg;
+    EXPECT_NE(msg.find(c.value), std::string::npos) << msg;
+    EXPECT_NE(msg.find(c.accepted), std::string::npos) << msg;
+  }
+  auto e = Environment::LoadFrom(std::map<std::string, std::string>{{"RANK", "4"}, {"WORLD_SIZE", "4"}});
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("not below the world size 4"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hccltune

@@ -1,0 +1,87 @@
+#include "runtime/common/configuration.h"
+
+#include <gtest/gtest.h>
+
+namespace hccltune {
+namespace {
+
+TEST(Configuration, ParseFillsDefaultsAndPrintsCanonically) {
+  auto c = Configuration::Parse("ring");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ToString(), "ring(chunk=512K,channels=1,link=auto)");
+  auto d = Configuration::Parse(" ring ( link = shm , chunk=1024K ) ");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->ToString(), "ring(chunk=1M,channels=1,link=shm)");
+  EXPECT_EQ(d->chunk, 1u << 20);
+}
+
+TEST(Configuration, ConventionsExamples) {
+  auto c = Configuration::Parse("ring(chunk=1M,channels=2,link=shm)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ToString(), "ring(chunk=1M,channels=2,link=shm)");
+  auto h = Configuration::Parse(
+      "hierarchical(intra=ring(link=shm),inter=halving_doubling(chunk=256K,link=tcp@10.20.0.0/16))");
+  // halving_doubling has no chunk parameter in the catalogue.
+  EXPECT_FALSE(h.ok());
+  auto h2 =
+      Configuration::Parse("hierarchical(intra=ring(link=shm),inter=halving_doubling(link=tcp@10.20.0.0/16))");
+  ASSERT_TRUE(h2.ok()) << h2.status();
+  EXPECT_EQ(h2->ToString(),
+            "hierarchical(intra=ring(chunk=512K,channels=1,link=shm),"
+            "inter=halving_doubling(channels=1,link=tcp@10.20.0.0/16))");
+  EXPECT_EQ(h2->inter->link.kind, LinkKind::kTcp);
+  EXPECT_EQ(h2->inter->link.network, "10.20.0.0/16");
+}
+
+TEST(Configuration, EveryCatalogueEntryRoundTrips) {
+  for (const AlgorithmSpec& spec : AlgorithmCatalogue()) {
+    auto d = Configuration::Default(spec.name);
+    ASSERT_TRUE(d.ok()) << spec.name;
+    const std::string text = d->ToString();
+    auto again = Configuration::Parse(text);
+    ASSERT_TRUE(again.ok()) << text << ": " << again.status();
+    EXPECT_EQ(again->ToString(), text);
+    EXPECT_EQ(*again, *d);
+  }
+}
+
+TEST(Configuration, EqualExactlyWhenCanonicalStringsAre) {
+  EXPECT_EQ(*Configuration::Parse("ring(chunk=1M)"), *Configuration::Parse("ring(chunk=1024K,channels=1)"));
+  EXPECT_FALSE(*Configuration::Parse("ring(chunk=1M)") == *Configuration::Parse("ring(chunk=2M)"));
+}
+
+TEST(Configuration, ErrorsNamePositionAndAccepted) {
+  struct Case {
+    const char* text;
+    const char* needle;
+  } cases[] = {
+      {"rnig", "unknown algorithm 'rnig'"},
+      {"ring(chnk=1M)", "unknown parameter 'chnk' for ring; accepted: chunk, channels, link"},
+      {"ring(chunk=0)", "chunk must be a positive byte size"},
+      {"ring(channels=99)", "channels must be an integer from 1 to 16"},
+      {"ring(link=nvlink)", "unknown link 'nvlink'"},
+      {"ring(link=tcp@eth0)", "subnet"},
+      {"ring(link=shm@1.2.3.0/24)", "only tcp and roce"},
+      {"ring(chunk=1M", "expected ',' or ')'"},
+      {"ring(chunk=1M,chunk=2M)", "given twice"},
+      {"ring(chunk 1M)", "expected '='"},
+      {"ring()x", "trailing"},
+      {"hierarchical(intra=hierarchical)", "cannot nest"},
+      {"dissemination(chunk=1M)", "accepted: link"},
+  };
+  for (const auto& c : cases) {
+    auto r = Configuration::Parse(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_NE(r.status().message().find(c.needle), std::string::npos) << c.text << " -> " << r.status();
+    EXPECT_NE(r.status().message().find(" at "), std::string::npos) << r.status();
+  }
+}
+
+TEST(Link, ParseAndFormat) {
+  EXPECT_EQ(FormatLink(*ParseLink("TCP@10.0.0.0/8")), "tcp@10.0.0.0/8");
+  EXPECT_EQ(ParseLink("roce")->kind, LinkKind::kRoce);
+  EXPECT_EQ(FormatLink(LinkSpec{}), "auto");
+}
+
+}  // namespace
+}  // namespace hccltune

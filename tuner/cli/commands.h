@@ -1,0 +1,11 @@
+// Sub-commands of the `hccl-tune` CLI. Each Register* adds its sub-command to the app and sets the
+// callback that runs it; the callback stores its exit code in `*exit_code`.
+#pragma once
+
+#include "CLI/CLI.hpp"
+
+namespace hccltune::cli {
+
+void RegisterAlgorithms(CLI::App& app, int* exit_code);
+
+}  // namespace hccltune::cli

@@ -1,0 +1,21 @@
+// hccl-tune: measure, store and inspect tuned collective configurations.
+#include <cstdio>
+
+#include "CLI/CLI.hpp"
+#include "hccltune/version.h"
+#include "tuner/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"hccl-tune — measured algorithm choice for collective communication"};
+  app.name("hccl-tune");
+  app.set_version_flag("--version", std::string("hccl-tune ") + HCCL_TUNE_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  hccltune::cli::RegisterAlgorithms(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}
