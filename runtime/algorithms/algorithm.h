@@ -1,0 +1,80 @@
+// The contract between the runtime and one collective algorithm.
+//
+// An algorithm is a function that runs one collective call on this rank, given the call's arguments, its
+// configuration (canonical form, see ../shared/CONVENTIONS.md) and a context that hands out endpoints and
+// scratch memory. Every rank of the group calls the same algorithm with the same configuration and matching
+// arguments; the algorithm talks to peers only through Endpoint.
+//
+// Buffer conventions (counts are in elements of `dtype`, n = group size, r = this rank):
+//   allreduce      send[count]            -> recv[count]
+//   allgather      send[count]            -> recv[n*count]          (rank i's block at i*count)
+//   allgatherv     send[counts[r]]        -> recv[sum counts]       (rank i's block at displs[i])
+//   reducescatter  send[n*count]          -> recv[count]            (rank r gets block r reduced)
+//   broadcast      root: send[count]      -> every rank's recv[count]
+//   reduce         send[count]            -> root's recv[count]
+//   gather         send[count]            -> root's recv[n*count]
+//   scatter        root: send[n*count]    -> recv[count]
+//   alltoall       send[n*count]          -> recv[n*count]          (block i goes to / comes from rank i)
+//   alltoallv      send: send_counts[i] at send_displs[i] -> rank i; recv: recv_counts[i] at recv_displs[i]
+//   barrier        no buffers
+// In place: `send == recv` (for allgather/gather: send points at this rank's block inside recv; for
+// reducescatter/scatter: recv points at block r inside send). Algorithms must support both.
+//
+// Numerics (CONVENTIONS.md): fp16/bf16 are reduced in fp32 within a step and rounded once per step; every rank
+// ends with bit-identical results — a value is computed once and copied, never recomputed in another order.
+// avg = sum, then one division by n, applied once to the final sum before it is distributed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "runtime/common/configuration.h"
+#include "runtime/common/types.h"
+#include "runtime/transport/endpoint.h"
+
+namespace hccltune {
+
+struct CollectiveArgs {
+  Collective collective = Collective::kAllreduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+  // allgatherv: counts/displs of every rank's block in recv. alltoallv: per-peer send and receive layout.
+  absl::Span<const size_t> counts, displs;
+  absl::Span<const size_t> send_counts, send_displs, recv_counts, recv_displs;
+};
+
+// The node each rank of the group is on: node_of[i] is a dense node index in [0, num_nodes).
+struct GroupTopology {
+  std::vector<int> node_of;
+  int num_nodes = 1;
+};
+
+// What an algorithm may ask of the runtime during one call.
+class AlgorithmContext {
+ public:
+  virtual ~AlgorithmContext() = default;
+  // The endpoint for the whole group over `link` (shm, tcp, tcp@NET; auto = the runtime's route choice).
+  virtual absl::StatusOr<Endpoint*> GetEndpoint(const LinkSpec& link) = 0;
+  virtual const GroupTopology& topology() const = 0;
+  // Scratch memory reused across calls; valid until the algorithm returns; one region per call (partition it
+  // yourself; a second call returns the same region, grown if needed, contents not preserved). A
+  // sub-collective run through RunSubCollective gets its own region, distinct from its parent's. Growth past
+  // the preallocated buffer is counted as a hot-path allocation ("fallback to malloc").
+  virtual void* Scratch(size_t bytes) = 0;
+  // Runs a sub-collective among `members` (group ranks, ascending; must include this rank) with the given
+  // configuration. `args.root` is a rank *within* members. Used by hierarchical algorithms.
+  virtual absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,
+                                        absl::Span<const int> members) = 0;
+};
+
+using AlgorithmFn = absl::Status (*)(const CollectiveArgs& args, const Configuration& config,
+                                     AlgorithmContext& ctx);
+
+}  // namespace hccltune

@@ -1,0 +1,69 @@
+// Endpoint: the only view of the network an algorithm has (algorithms never see a concrete transport).
+//
+// An Endpoint is one rank's side of a group of `size()` ranks for one link choice (shm, tcp, ...). Every
+// message is a block of bytes sent to one peer; between a pair of ranks messages are delivered in the order
+// they were posted, and each receive matches the peer's next message to this rank. The receive's size must
+// equal the send's size: a mismatch is reported as an error naming both ranks and sizes (never silent
+// corruption). Zero-byte messages are allowed (they synchronise).
+//
+// Posting never blocks. Wait()/WaitAll() progress *every* posted operation of this endpoint (not just the one
+// waited for), spinning briefly and then blocking, so a ring where every rank posts its send before its
+// receive cannot deadlock. Each wait gives up after the exec timeout with DeadlineExceeded naming the peer
+// it still waits for; a peer that died yields Unavailable naming it.
+//
+// Thread-safety: an Endpoint is used by one thread at a time (the communicator's progress thread).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+
+namespace hccltune {
+
+using OpHandle = uint32_t;
+
+// Counters an Endpoint keeps since creation (or ResetStats); tests use them to check message patterns.
+struct EndpointStats {
+  uint64_t sends = 0;       // messages posted with Isend
+  uint64_t recvs = 0;       // messages posted with Irecv
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+};
+
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // REQUIRES: 0 <= peer < size(), peer != rank(); `data` stays valid (and, for sends, unchanged) until the
+  // operation completes.
+  virtual OpHandle Isend(int peer, const void* data, size_t bytes) = 0;
+  virtual OpHandle Irecv(int peer, void* data, size_t bytes) = 0;
+
+  // Progresses all posted operations until `op` is complete. After an error the endpoint is broken: every
+  // later call returns the same error.
+  virtual absl::Status Wait(OpHandle op) = 0;
+  // Progresses until every posted operation is complete.
+  virtual absl::Status WaitAll() = 0;
+
+  virtual EndpointStats stats() const = 0;
+  virtual void ResetStats() = 0;
+
+  // Blocking conveniences built on the above.
+  absl::Status Send(int peer, const void* data, size_t bytes) { return Wait(Isend(peer, data, bytes)); }
+  absl::Status Recv(int peer, void* data, size_t bytes) { return Wait(Irecv(peer, data, bytes)); }
+  // Posts the receive and the send together, then waits for both.
+  absl::Status SendRecv(int send_peer, const void* send_data, size_t send_bytes, int recv_peer, void* recv_data,
+                        size_t recv_bytes) {
+    const OpHandle r = Irecv(recv_peer, recv_data, recv_bytes);
+    const OpHandle s = Isend(send_peer, send_data, send_bytes);
+    absl::Status st = Wait(r);
+    absl::Status st2 = Wait(s);
+    return st.ok() ? st2 : st;
+  }
+};
+
+}  // namespace hccltune
