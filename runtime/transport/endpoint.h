@@ -21,7 +21,7 @@
 
 namespace hccltune {
 
-using OpHandle = uint32_t;
+using OpHandle = uint64_t;
 
 // Counters an Endpoint keeps since creation (or ResetStats); tests use them to check message patterns.
 struct EndpointStats {

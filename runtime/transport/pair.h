@@ -1,0 +1,50 @@
+// Pair: a reliable, ordered byte stream in each direction between this rank and one peer, split into
+// `lanes()` independent sub-streams (TCP channels; shm has one). Transports implement it; StreamEndpoint turns
+// pairs into the message-level Endpoint that algorithms see.
+//
+// Thread-safety: a Pair is driven by one thread at a time.
+#pragma once
+
+#include <poll.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace hccltune {
+
+class Pair {
+ public:
+  virtual ~Pair() = default;
+  virtual int lanes() const = 0;
+  // Non-blocking; return the bytes moved (0 when nothing could move now). An error means the link is gone.
+  virtual absl::StatusOr<size_t> TryWrite(int lane, const void* data, size_t bytes) = 0;
+  virtual absl::StatusOr<size_t> TryRead(int lane, void* data, size_t bytes) = 0;
+  // Called after bytes moved, so a sleeping peer can be woken (shm doorbells). Default: nothing.
+  virtual void Notify() {}
+  // File descriptors to poll while blocked (TCP). Default: none (the endpoint's doorbell is used).
+  virtual void AddPollFds(int lane, bool want_read, bool want_write, std::vector<pollfd>* fds) {
+    (void)lane, (void)want_read, (void)want_write, (void)fds;
+  }
+  // Checks the peer is still alive where the transport cannot tell from the link itself (shm).
+  virtual absl::Status CheckPeer() { return absl::OkStatus(); }
+  // "shm" or "tcp"; for messages.
+  virtual std::string Describe() const = 0;
+};
+
+// Blocks a rank until a peer may have made progress on one of its shm links (the rank's doorbell).
+class Doorbell {
+ public:
+  virtual ~Doorbell() = default;
+  // Announce that the caller is about to sleep; returns a token for Sleep.
+  virtual uint32_t PrepareSleep() = 0;
+  // Sleeps until rung after PrepareSleep or until `timeout_us`; clears the sleeping mark.
+  virtual void Sleep(uint32_t token, int64_t timeout_us) = 0;
+  // Clears the sleeping mark without sleeping.
+  virtual void CancelSleep() = 0;
+};
+
+}  // namespace hccltune

@@ -1,0 +1,245 @@
+#include "runtime/transport/shm/shm_transport.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <ctime>
+
+#include "absl/strings/str_cat.h"
+
+namespace hccltune {
+namespace {
+
+constexpr uint64_t kSegmentMagic = 0x48434c5453484d31ull;  // "HCLTSHM1"
+constexpr size_t kLine = 64;
+
+struct alignas(kLine) BellWord {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<uint32_t> sleeping{0};
+};
+
+struct alignas(kLine) RingControl {
+  alignas(kLine) std::atomic<uint64_t> head{0};  // bytes written (producer)
+  alignas(kLine) std::atomic<uint64_t> tail{0};  // bytes read (consumer)
+};
+
+long Futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
+  return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);
+}
+
+void Ring(BellWord* bell) {
+  // Pairs with the seq_cst store of `sleeping` in PrepareSleep (Dekker): either the sleeper sees our data on
+  // its re-check, or we see it sleeping and wake it.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (bell->sleeping.load(std::memory_order_relaxed) != 0) {
+    bell->seq.fetch_add(1, std::memory_order_seq_cst);
+    Futex(&bell->seq, FUTEX_WAKE, INT_MAX, nullptr);
+  }
+}
+
+}  // namespace
+
+struct ShmDomain::Segment {
+  uint64_t magic;
+  int32_t owner_rank;
+  int32_t owner_pid;
+  uint32_t num_local;
+  uint64_t ring_bytes;
+  BellWord bell;
+  // followed by RingControl[num_local], then num_local rings of ring_bytes each (indexed by local position)
+  RingControl* controls() { return reinterpret_cast<RingControl*>(reinterpret_cast<uint8_t*>(this) + Offset()); }
+  uint8_t* ring(size_t i) {
+    return reinterpret_cast<uint8_t*>(this) + Offset() + num_local * sizeof(RingControl) + i * ring_bytes;
+  }
+  static size_t Offset() { return (sizeof(Segment) + kLine - 1) / kLine * kLine; }
+  static size_t Bytes(size_t n, size_t ring) { return Offset() + n * sizeof(RingControl) + n * ring; }
+};
+
+namespace {
+
+class ShmDoorbell final : public Doorbell {
+ public:
+  explicit ShmDoorbell(BellWord* bell) : bell_(bell) {}
+  uint32_t PrepareSleep() override {
+    const uint32_t token = bell_->seq.load(std::memory_order_seq_cst);
+    bell_->sleeping.store(1, std::memory_order_seq_cst);
+    return token;
+  }
+  void Sleep(uint32_t token, int64_t timeout_us) override {
+    timespec ts{static_cast<time_t>(timeout_us / 1000000), static_cast<long>((timeout_us % 1000000) * 1000)};
+    if (bell_->seq.load(std::memory_order_seq_cst) == token) Futex(&bell_->seq, FUTEX_WAIT, token, &ts);
+    bell_->sleeping.store(0, std::memory_order_relaxed);
+  }
+  void CancelSleep() override { bell_->sleeping.store(0, std::memory_order_relaxed); }
+
+ private:
+  BellWord* bell_;
+};
+
+// Link to one local peer: we write into the ring in the peer's segment and read from the ring in ours.
+class ShmPair final : public Pair {
+ public:
+  ShmPair(int peer, int peer_pid, RingControl* out_ctl, uint8_t* out_ring, RingControl* in_ctl, uint8_t* in_ring,
+          size_t ring_bytes, BellWord* peer_bell)
+      : peer_(peer),
+        peer_pid_(peer_pid),
+        out_ctl_(out_ctl),
+        out_ring_(out_ring),
+        in_ctl_(in_ctl),
+        in_ring_(in_ring),
+        cap_(ring_bytes),
+        peer_bell_(peer_bell) {}
+
+  int lanes() const override { return 1; }
+
+  absl::StatusOr<size_t> TryWrite(int, const void* data, size_t bytes) override {
+    const uint64_t head = out_ctl_->head.load(std::memory_order_relaxed);
+    const uint64_t tail = out_ctl_->tail.load(std::memory_order_acquire);
+    const size_t n = std::min<size_t>(bytes, cap_ - static_cast<size_t>(head - tail));
+    if (n == 0) return size_t{0};
+    const size_t at = static_cast<size_t>(head % cap_);
+    const size_t first = std::min(n, cap_ - at);
+    std::memcpy(out_ring_ + at, data, first);
+    if (n > first) std::memcpy(out_ring_, static_cast<const uint8_t*>(data) + first, n - first);
+    out_ctl_->head.store(head + n, std::memory_order_release);
+    return n;
+  }
+
+  absl::StatusOr<size_t> TryRead(int, void* data, size_t bytes) override {
+    const uint64_t tail = in_ctl_->tail.load(std::memory_order_relaxed);
+    const uint64_t head = in_ctl_->head.load(std::memory_order_acquire);
+    const size_t n = std::min<size_t>(bytes, static_cast<size_t>(head - tail));
+    if (n == 0) return size_t{0};
+    const size_t at = static_cast<size_t>(tail % cap_);
+    const size_t first = std::min(n, cap_ - at);
+    std::memcpy(data, in_ring_ + at, first);
+    if (n > first) std::memcpy(static_cast<uint8_t*>(data) + first, in_ring_, n - first);
+    in_ctl_->tail.store(tail + n, std::memory_order_release);
+    return n;
+  }
+
+  void Notify() override { Ring(peer_bell_); }
+
+  absl::Status CheckPeer() override {
+    if (peer_pid_ > 0 && ::kill(peer_pid_, 0) != 0 && errno == ESRCH) {
+      return absl::UnavailableError(
+          absl::StrCat("rank ", peer_, " (pid ", peer_pid_, ") exited or was killed; shm link to it is dead"));
+    }
+    return absl::OkStatus();
+  }
+
+  std::string Describe() const override { return "shm"; }
+
+ private:
+  int peer_;
+  int peer_pid_;
+  RingControl* out_ctl_;
+  uint8_t* out_ring_;
+  RingControl* in_ctl_;
+  uint8_t* in_ring_;
+  size_t cap_;
+  BellWord* peer_bell_;
+};
+
+absl::Status Errno(absl::string_view what, const std::string& name) {
+  return absl::InternalError(absl::StrCat("shm: ", what, " ", name, ": ", std::strerror(errno)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std::vector<int>& local_ranks,
+                                                             size_t ring_bytes, const std::string& name_prefix) {
+  std::unique_ptr<ShmDomain> d(new ShmDomain());
+  d->rank_ = rank;
+  d->local_ranks_ = local_ranks;
+  d->ring_bytes_ = std::max<size_t>(4096, ring_bytes / 4096 * 4096);
+  d->name_ = absl::StrCat("/", name_prefix, "-", rank);
+  d->map_bytes_ = Segment::Bytes(local_ranks.size(), d->ring_bytes_);
+  int fd = ::shm_open(d->name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno("cannot create segment", d->name_);
+  if (::ftruncate(fd, static_cast<off_t>(d->map_bytes_)) != 0) {
+    absl::Status s = Errno("cannot size segment", d->name_);
+    ::close(fd);
+    ::shm_unlink(d->name_.c_str());
+    return s;
+  }
+  void* p = ::mmap(nullptr, d->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    absl::Status s = Errno("cannot map segment", d->name_);
+    ::shm_unlink(d->name_.c_str());
+    return s;
+  }
+  auto* seg = static_cast<Segment*>(p);
+  seg->owner_rank = rank;
+  seg->owner_pid = static_cast<int32_t>(::getpid());
+  seg->num_local = static_cast<uint32_t>(local_ranks.size());
+  seg->ring_bytes = d->ring_bytes_;
+  new (&seg->bell) BellWord();
+  for (size_t i = 0; i < local_ranks.size(); ++i) new (&seg->controls()[i]) RingControl();
+  std::atomic_thread_fence(std::memory_order_release);
+  seg->magic = kSegmentMagic;
+  d->own_ = seg;
+  d->doorbell_ = std::make_unique<ShmDoorbell>(&seg->bell);
+  return d;
+}
+
+ShmDomain::~ShmDomain() {
+  pairs_.clear();
+  for (auto& [r, seg] : peers_) ::munmap(seg, map_bytes_);
+  if (own_ != nullptr) ::munmap(own_, map_bytes_);
+  Unlink();
+}
+
+void ShmDomain::Unlink() {
+  if (!unlinked_ && own_ != nullptr) {
+    ::shm_unlink(name_.c_str());
+    unlinked_ = true;
+  }
+}
+
+absl::Status ShmDomain::MapPeers(const std::map<int, std::string>& names) {
+  auto pos = [this](int r) {
+    return static_cast<size_t>(std::find(local_ranks_.begin(), local_ranks_.end(), r) - local_ranks_.begin());
+  };
+  for (const auto& [peer, name] : names) {
+    if (peer == rank_) continue;
+    int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) return Errno(absl::StrCat("cannot open rank ", peer, "'s segment"), name);
+    void* p = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    if (p == MAP_FAILED) return Errno(absl::StrCat("cannot map rank ", peer, "'s segment"), name);
+    auto* seg = static_cast<Segment*>(p);
+    if (seg->magic != kSegmentMagic || seg->owner_rank != peer || seg->ring_bytes != ring_bytes_ ||
+        seg->num_local != local_ranks_.size()) {
+      ::munmap(p, map_bytes_);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "shm: segment ", name, " of rank ", peer,
+          " does not match this rank's layout (different HCCL_BUFFSIZE or ranks per node on the two ranks?)"));
+    }
+    peers_[peer] = seg;
+    const size_t me = pos(rank_), them = pos(peer);
+    pairs_[peer] = std::make_unique<ShmPair>(peer, seg->owner_pid, &seg->controls()[me], seg->ring(me),
+                                             &own_->controls()[them], own_->ring(them), ring_bytes_, &seg->bell);
+  }
+  return absl::OkStatus();
+}
+
+Pair* ShmDomain::pair(int peer) {
+  auto it = pairs_.find(peer);
+  return it == pairs_.end() ? nullptr : it->second.get();
+}
+
+Doorbell* ShmDomain::doorbell() { return doorbell_.get(); }
+
+}  // namespace hccltune

@@ -1,0 +1,350 @@
+#include "runtime/transport/stream_endpoint.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace hccltune {
+
+struct StreamEndpoint::Header {
+  uint32_t magic;
+  uint32_t sequence;
+  uint64_t bytes;
+  uint64_t count;
+  int32_t root;
+  uint8_t collective, dtype, op, reserved;
+};
+static_assert(sizeof(StreamEndpoint::Header) == 32);
+
+namespace {
+constexpr uint32_t kHeaderMagic = 0x4854554e;  // "HTUN"
+constexpr int kSpinPasses = 64;                 // progress passes before yielding
+constexpr int kYieldPasses = 16;                // sched_yield passes before sleeping
+}  // namespace
+
+struct StreamEndpoint::Op {
+  int peer = 0;
+  bool send = false;
+  bool done = false;
+  int lane = 0;
+  uint8_t* data = nullptr;
+  size_t bytes = 0;
+  size_t header_done = 0;
+  size_t payload_done = 0;
+  Header header{};
+};
+
+StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doorbell,
+                               absl::Duration timeout)
+    : rank_(rank), pairs_(std::move(pairs)), doorbell_(doorbell), timeout_(timeout) {
+  for (const auto& p : pairs_) {
+    if (p) max_lanes_ = std::max(max_lanes_, p->lanes());
+  }
+  queues_.resize(pairs_.size() * 2 * static_cast<size_t>(max_lanes_));
+  send_seq_.assign(pairs_.size(), 0);
+  recv_seq_.assign(pairs_.size(), 0);
+  std::vector<pollfd> probe;
+  for (const auto& p : pairs_) {
+    if (p) p->AddPollFds(0, true, true, &probe);
+  }
+  any_polled_ = !probe.empty();
+}
+
+StreamEndpoint::~StreamEndpoint() = default;
+
+void StreamEndpoint::AttachPair(int peer, Pair* pair) {
+  pairs_[static_cast<size_t>(peer)] = pair;
+  if (pair->lanes() > max_lanes_) {
+    // Re-layout the (empty) queues for the wider lane count.
+    max_lanes_ = pair->lanes();
+    queues_.assign(pairs_.size() * 2 * static_cast<size_t>(max_lanes_), Queue{});
+  }
+  std::vector<pollfd> probe;
+  pair->AddPollFds(0, true, true, &probe);
+  any_polled_ = any_polled_ || !probe.empty();
+}
+
+StreamEndpoint::Queue& StreamEndpoint::QueueFor(int peer, bool send, int lane) {
+  return queues_[(static_cast<size_t>(peer) * 2 + (send ? 1 : 0)) * static_cast<size_t>(max_lanes_) +
+                 static_cast<size_t>(lane)];
+}
+
+OpHandle StreamEndpoint::Isend(int peer, const void* data, size_t bytes) {
+  Op op;
+  op.peer = peer;
+  op.send = true;
+  op.data = const_cast<uint8_t*>(static_cast<const uint8_t*>(data));
+  op.bytes = bytes;
+  op.header = Header{kHeaderMagic,
+                     call_.sequence,
+                     bytes,
+                     call_.count,
+                     call_.root,
+                     static_cast<uint8_t>(call_.collective),
+                     static_cast<uint8_t>(call_.dtype),
+                     static_cast<uint8_t>(call_.op),
+                     0};
+  const uint64_t id = base_id_ + ops_.size();
+  if (peer < 0 || peer >= size() || peer == rank_ || !pairs_[static_cast<size_t>(peer)]) {
+    if (broken_.ok()) {
+      broken_ = absl::InvalidArgumentError(absl::StrCat("rank ", rank_, ": send to invalid peer ", peer));
+    }
+    op.done = true;
+    ops_.push_back(op);
+    return id;
+  }
+  op.lane = static_cast<int>(send_seq_[static_cast<size_t>(peer)]++ %
+                             static_cast<uint64_t>(pairs_[static_cast<size_t>(peer)]->lanes()));
+  ops_.push_back(op);
+  QueueFor(peer, true, op.lane).ops.push_back(id);
+  ++pending_;
+  ++stats_.sends;
+  stats_.bytes_sent += bytes;
+  return id;
+}
+
+OpHandle StreamEndpoint::Irecv(int peer, void* data, size_t bytes) {
+  Op op;
+  op.peer = peer;
+  op.send = false;
+  op.data = static_cast<uint8_t*>(data);
+  op.bytes = bytes;
+  const uint64_t id = base_id_ + ops_.size();
+  if (peer < 0 || peer >= size() || peer == rank_ || !pairs_[static_cast<size_t>(peer)]) {
+    if (broken_.ok()) {
+      broken_ = absl::InvalidArgumentError(absl::StrCat("rank ", rank_, ": receive from invalid peer ", peer));
+    }
+    op.done = true;
+    ops_.push_back(op);
+    return id;
+  }
+  op.lane = static_cast<int>(recv_seq_[static_cast<size_t>(peer)]++ %
+                             static_cast<uint64_t>(pairs_[static_cast<size_t>(peer)]->lanes()));
+  ops_.push_back(op);
+  QueueFor(peer, false, op.lane).ops.push_back(id);
+  ++pending_;
+  ++stats_.recvs;
+  stats_.bytes_received += bytes;
+  return id;
+}
+
+StreamEndpoint::Op* StreamEndpoint::Find(uint64_t id) {
+  if (id < base_id_ || id >= base_id_ + ops_.size()) return nullptr;
+  return &ops_[id - base_id_];
+}
+
+void StreamEndpoint::Retire() {
+  while (!ops_.empty() && ops_.front().done) {
+    ops_.pop_front();
+    ++base_id_;
+  }
+}
+
+absl::Status StreamEndpoint::ProgressSend(Op& op, bool* moved) {
+  Pair& pair = *pairs_[static_cast<size_t>(op.peer)];
+  while (op.header_done < sizeof(Header)) {
+    auto n = pair.TryWrite(op.lane, reinterpret_cast<const uint8_t*>(&op.header) + op.header_done,
+                           sizeof(Header) - op.header_done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    op.header_done += *n;
+    *moved = true;
+  }
+  while (op.payload_done < op.bytes) {
+    auto n = pair.TryWrite(op.lane, op.data + op.payload_done, op.bytes - op.payload_done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    op.payload_done += *n;
+    *moved = true;
+  }
+  op.done = true;
+  return absl::OkStatus();
+}
+
+absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
+  Pair& pair = *pairs_[static_cast<size_t>(op.peer)];
+  while (op.header_done < sizeof(Header)) {
+    auto n = pair.TryRead(op.lane, reinterpret_cast<uint8_t*>(&op.header) + op.header_done,
+                          sizeof(Header) - op.header_done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    op.header_done += *n;
+    *moved = true;
+    if (op.header_done == sizeof(Header)) {
+      const Header& h = op.header;
+      const std::string them = absl::StrCat("rank ", op.peer);
+      const std::string me = absl::StrCat("rank ", rank_);
+      if (h.magic != kHeaderMagic) {
+        return absl::DataLossError(absl::StrCat(me, " received a corrupt message header from ", them));
+      }
+      const auto coll = static_cast<Collective>(h.collective);
+      if (h.sequence != call_.sequence) {
+        return absl::FailedPreconditionError(absl::StrCat(them, " is at operation ", h.sequence, " (",
+                                                          CollectiveName(coll), "), ", me, " at operation ",
+                                                          call_.sequence, " (", CollectiveName(call_.collective),
+                                                          "): the ranks issued different sequences of calls"));
+      }
+      if (coll != call_.collective) {
+        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), ", ", me,
+                                                          " called ", CollectiveName(call_.collective),
+                                                          " (operation ", call_.sequence, ")"));
+      }
+      if (h.count != call_.count) {
+        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), " with ", h.count,
+                                                          " elements, ", me, " with ", call_.count));
+      }
+      if (h.dtype != static_cast<uint8_t>(call_.dtype)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(them, " called ", CollectiveName(coll), " with dtype ",
+                         DataTypeName(static_cast<DataType>(h.dtype)), ", ", me, " with ", DataTypeName(call_.dtype)));
+      }
+      if (IsReducing(coll) && h.op != static_cast<uint8_t>(call_.op)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(them, " called ", CollectiveName(coll), " with op ",
+                         ReduceOpName(static_cast<ReduceOp>(h.op)), ", ", me, " with ", ReduceOpName(call_.op)));
+      }
+      if (h.root != call_.root) {
+        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), " with root ",
+                                                          h.root, ", ", me, " with root ", call_.root));
+      }
+      if (h.bytes != op.bytes) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(them, " sent a ", h.bytes, "-byte message where ", me, " expected ", op.bytes,
+                         " bytes (", CollectiveName(coll), ", operation ", call_.sequence,
+                         "): the ranks run different configurations"));
+      }
+    }
+  }
+  while (op.payload_done < op.bytes) {
+    auto n = pair.TryRead(op.lane, op.data + op.payload_done, op.bytes - op.payload_done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    op.payload_done += *n;
+    *moved = true;
+  }
+  op.done = true;
+  return absl::OkStatus();
+}
+
+absl::Status StreamEndpoint::Progress(bool* moved) {
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    Queue& queue = queues_[q];
+    while (!queue.ops.empty()) {
+      Op* op = Find(queue.ops.front());
+      bool op_moved = false;
+      absl::Status s = op->send ? ProgressSend(*op, &op_moved) : ProgressRecv(*op, &op_moved);
+      if (op_moved) {
+        *moved = true;
+        pairs_[static_cast<size_t>(op->peer)]->Notify();
+      }
+      if (!s.ok()) return s;
+      if (!op->done) break;
+      queue.ops.pop_front();
+      --pending_;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StreamEndpoint::Fail(absl::Status s) {
+  if (broken_.ok()) broken_ = s;
+  return broken_;
+}
+
+absl::Status StreamEndpoint::Block(absl::Duration slice) {
+  const int64_t us = absl::ToInt64Microseconds(slice);
+  if (!any_polled_ && doorbell_ != nullptr) {
+    const uint32_t token = doorbell_->PrepareSleep();
+    bool moved = false;
+    absl::Status s = Progress(&moved);  // re-check after announcing the sleep (no lost wake-up)
+    if (!s.ok() || moved || pending_ == 0) {
+      doorbell_->CancelSleep();
+      return s;
+    }
+    doorbell_->Sleep(token, us);
+    return absl::OkStatus();
+  }
+  std::vector<pollfd> fds;
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    if (queues_[q].ops.empty()) continue;
+    const size_t peer = q / (2 * static_cast<size_t>(max_lanes_));
+    const bool send = (q / static_cast<size_t>(max_lanes_)) % 2 == 1;
+    const int lane = static_cast<int>(q % static_cast<size_t>(max_lanes_));
+    pairs_[peer]->AddPollFds(lane, !send, send, &fds);
+  }
+  // A mix of shm and TCP links: poll briefly, shm progress is picked up on the next pass.
+  const bool mixed = doorbell_ != nullptr;
+  const int timeout_ms = mixed ? 1 : static_cast<int>(std::max<int64_t>(1, us / 1000));
+  ::poll(fds.data(), fds.size(), timeout_ms);
+  return absl::OkStatus();
+}
+
+absl::Status StreamEndpoint::Wait(OpHandle handle) {
+  if (!broken_.ok()) return broken_;
+  Op* op = Find(handle);
+  if (op == nullptr || op->done) {
+    Retire();
+    return absl::OkStatus();
+  }
+  absl::Duration blocked;
+  int idle = 0;
+  while (true) {
+    bool moved = false;
+    if (absl::Status s = Progress(&moved); !s.ok()) return Fail(s);
+    op = Find(handle);
+    if (op->done) break;
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    ++idle;
+    if (idle < kSpinPasses) continue;
+    if (idle < kSpinPasses + kYieldPasses) {
+      sched_yield();
+      continue;
+    }
+    const absl::Duration slice = absl::Milliseconds(50);
+    const absl::Time t0 = absl::Now();
+    if (absl::Status s = Block(slice); !s.ok()) return Fail(s);
+    blocked += absl::Now() - t0;
+    // Liveness: a peer process that died leaves its shm ring silent forever.
+    for (const auto& p : pairs_) {
+      if (p) {
+        if (absl::Status s = p->CheckPeer(); !s.ok()) return Fail(s);
+      }
+    }
+    if (blocked > timeout_) {
+      op = Find(handle);
+      return Fail(absl::DeadlineExceededError(absl::StrCat(
+          "rank ", rank_, ": ", CollectiveName(call_.collective), " (operation ", call_.sequence, ") waited ",
+          absl::FormatDuration(blocked), " for rank ", op->peer, " to ", op->send ? "take" : "send", " a ",
+          op->bytes, "-byte message over ", pairs_[static_cast<size_t>(op->peer)]->Describe(),
+          " (HCCL_EXEC_TIMEOUT); is rank ", op->peer, " stuck, or did it call something else?")));
+    }
+  }
+  Retire();
+  return absl::OkStatus();
+}
+
+absl::Status StreamEndpoint::WaitAll() {
+  if (!broken_.ok()) return broken_;
+  while (pending_ > 0) {
+    // Wait on the oldest unfinished op; Wait progresses everything.
+    uint64_t id = base_id_;
+    while (Find(id) != nullptr && Find(id)->done) ++id;
+    if (Find(id) == nullptr) break;
+    if (absl::Status s = Wait(id); !s.ok()) return s;
+  }
+  Retire();
+  return broken_;
+}
+
+std::string StreamEndpoint::DescribeLink(int peer) const {
+  if (peer < 0 || peer >= size() || !pairs_[static_cast<size_t>(peer)]) return "none";
+  return pairs_[static_cast<size_t>(peer)]->Describe();
+}
+
+}  // namespace hccltune

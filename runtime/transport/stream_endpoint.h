@@ -1,0 +1,100 @@
+// StreamEndpoint: the Endpoint implementation over one Pair per peer (shm, TCP or a mix for `auto`).
+//
+// Framing: every message is a 32-byte header followed by its payload. The header carries the payload size and
+// the *call descriptor* of the collective that sent it (operation sequence number, collective, dtype, op,
+// count, root), so a rank that disagrees with its peer about the call is reported by name and value
+// ("rank 2 called allreduce with 1000 elements, rank 0 with 1024") instead of hanging or corrupting memory.
+// Message k between two ranks in one direction travels on lane k % lanes (TCP channels), so several
+// in-flight messages use several connections.
+//
+// Waiting: progress every posted operation; spin a little while nothing moves, then block on the doorbell
+// (shm) or poll() the sockets (TCP) in slices, checking peer liveness, up to the exec timeout.
+//
+// Thread-safety: one thread at a time (see Endpoint).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "runtime/common/types.h"
+#include "runtime/transport/endpoint.h"
+#include "runtime/transport/pair.h"
+
+namespace hccltune {
+
+// What every message of one collective call carries, set by the communicator before the call.
+struct CallDescriptor {
+  uint32_t sequence = 0;
+  Collective collective = Collective::kBarrier;
+  DataType dtype = DataType::kUint8;
+  ReduceOp op = ReduceOp::kSum;
+  uint64_t count = 0;
+  int32_t root = 0;
+};
+
+class StreamEndpoint final : public Endpoint {
+ public:
+  // pairs[i] is the link to rank i (null for this rank). `doorbell` may be null when no pair is shm.
+  StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doorbell, absl::Duration timeout);
+  // Pairs and doorbell are not owned; they outlive the endpoint and may be shared by several endpoints
+  // (calls are serialised, so each byte stream stays in order).
+  ~StreamEndpoint() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return static_cast<int>(pairs_.size()); }
+  OpHandle Isend(int peer, const void* data, size_t bytes) override;
+  OpHandle Irecv(int peer, void* data, size_t bytes) override;
+  absl::Status Wait(OpHandle op) override;
+  absl::Status WaitAll() override;
+  EndpointStats stats() const override { return stats_; }
+  void ResetStats() override { stats_ = {}; }
+
+  void SetCall(const CallDescriptor& call) { call_ = call; }
+  // Adds (or replaces) the link to `peer`; used as sub-groups connect more TCP links.
+  // REQUIRES: no operation pending.
+  void AttachPair(int peer, Pair* pair);
+  bool HasPair(int peer) const { return peer >= 0 && peer < size() && pairs_[static_cast<size_t>(peer)] != nullptr; }
+  void SetTimeout(absl::Duration timeout) { timeout_ = timeout; }
+  // Describes the link to `peer` ("shm", "tcp eth0 10.0.0.2:4000 x2").
+  std::string DescribeLink(int peer) const;
+
+  struct Header;
+
+ private:
+  struct Op;
+  struct Queue {
+    std::deque<uint64_t> ops;  // op ids, head first
+  };
+  Queue& QueueFor(int peer, bool send, int lane);
+  // One pass over every queue head; sets *moved when bytes moved.
+  absl::Status Progress(bool* moved);
+  absl::Status ProgressSend(Op& op, bool* moved);
+  absl::Status ProgressRecv(Op& op, bool* moved);
+  absl::Status Block(absl::Duration slice);
+  absl::Status Fail(absl::Status s);
+  Op* Find(uint64_t id);
+  void Retire();
+
+  int rank_;
+  std::vector<Pair*> pairs_;
+  Doorbell* doorbell_;
+  absl::Duration timeout_;
+  CallDescriptor call_;
+  EndpointStats stats_;
+  absl::Status broken_;
+
+  std::deque<Op> ops_;  // ops_[i] has id base_id_ + i
+  uint64_t base_id_ = 0;
+  uint64_t pending_ = 0;
+  std::vector<Queue> queues_;                   // [peer][dir][lane]
+  std::vector<uint64_t> send_seq_, recv_seq_;   // messages posted per peer, per direction
+  int max_lanes_ = 1;
+  bool any_polled_ = false;
+};
+
+}  // namespace hccltune

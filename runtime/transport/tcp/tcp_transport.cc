@@ -1,0 +1,355 @@
+#include "runtime/transport/tcp/tcp_transport.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace hccltune {
+namespace {
+
+constexpr uint32_t kHelloMagic = 0x48544350;  // "HTCP"
+
+uint32_t ParseIp(const std::string& s) {
+  in_addr a{};
+  if (::inet_pton(AF_INET, s.c_str(), &a) != 1) return 0;
+  return ntohl(a.s_addr);
+}
+
+absl::Status SysError(absl::string_view what) {
+  return absl::UnavailableError(absl::StrCat("tcp: ", what, ": ", std::strerror(errno)));
+}
+
+bool BlockingWrite(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+bool BlockingRead(int fd, void* data, size_t n) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    ssize_t r = ::recv(fd, p, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+void Tune(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+class TcpPair final : public Pair {
+ public:
+  TcpPair(int peer, std::vector<int> fds, std::string where) : peer_(peer), fds_(std::move(fds)), where_(where) {
+    for (int fd : fds_) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  ~TcpPair() override {
+    for (int fd : fds_) ::close(fd);
+  }
+  int lanes() const override { return static_cast<int>(fds_.size()); }
+
+  absl::StatusOr<size_t> TryWrite(int lane, const void* data, size_t bytes) override {
+    ssize_t w = ::send(fds_[static_cast<size_t>(lane)], data, bytes, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (w >= 0) return static_cast<size_t>(w);
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return size_t{0};
+    return Lost(std::strerror(errno));
+  }
+  absl::StatusOr<size_t> TryRead(int lane, void* data, size_t bytes) override {
+    if (bytes == 0) return size_t{0};
+    ssize_t r = ::recv(fds_[static_cast<size_t>(lane)], data, bytes, MSG_DONTWAIT);
+    if (r > 0) return static_cast<size_t>(r);
+    if (r == 0) return Lost("the peer closed the connection (did it exit or crash?)");
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return size_t{0};
+    return Lost(std::strerror(errno));
+  }
+  void AddPollFds(int lane, bool want_read, bool want_write, std::vector<pollfd>* fds) override {
+    short ev = 0;
+    if (want_read) ev |= POLLIN;
+    if (want_write) ev |= POLLOUT;
+    fds->push_back({fds_[static_cast<size_t>(lane)], ev, 0});
+  }
+  std::string Describe() const override { return absl::StrCat("tcp ", where_, " x", fds_.size()); }
+
+ private:
+  absl::Status Lost(absl::string_view why) const {
+    return absl::UnavailableError(absl::StrCat("tcp link to rank ", peer_, " (", where_, ") lost: ", why));
+  }
+  int peer_;
+  std::vector<int> fds_;
+  std::string where_;
+};
+
+std::string HelloKey(const std::string& network, int channels) { return absl::StrCat(network, "#", channels); }
+
+}  // namespace
+
+std::string InterfaceAddress::Subnet() const {
+  const uint32_t ip = ParseIp(address);
+  const uint32_t mask = prefix == 0 ? 0 : ~uint32_t{0} << (32 - prefix);
+  in_addr a{};
+  a.s_addr = htonl(ip & mask);
+  char buf[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &a, buf, sizeof(buf));
+  return absl::StrCat(buf, "/", prefix);
+}
+
+bool InSubnet(const std::string& address, const std::string& subnet) {
+  const size_t slash = subnet.find('/');
+  if (slash == std::string::npos) return false;
+  int prefix = 0;
+  if (!absl::SimpleAtoi(subnet.substr(slash + 1), &prefix) || prefix < 0 || prefix > 32) return false;
+  const uint32_t mask = prefix == 0 ? 0 : ~uint32_t{0} << (32 - prefix);
+  return (ParseIp(address) & mask) == (ParseIp(subnet.substr(0, slash)) & mask);
+}
+
+std::vector<InterfaceAddress> ListInterfaces() {
+  std::vector<InterfaceAddress> out, loop;
+  ifaddrs* ifa = nullptr;
+  if (::getifaddrs(&ifa) != 0) return out;
+  for (ifaddrs* p = ifa; p != nullptr; p = p->ifa_next) {
+    if (p->ifa_addr == nullptr || p->ifa_addr->sa_family != AF_INET || !(p->ifa_flags & IFF_UP)) continue;
+    char buf[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(p->ifa_addr)->sin_addr, buf, sizeof(buf));
+    int prefix = 32;
+    if (p->ifa_netmask != nullptr) {
+      prefix = __builtin_popcount(reinterpret_cast<sockaddr_in*>(p->ifa_netmask)->sin_addr.s_addr);
+    }
+    InterfaceAddress a{p->ifa_name, buf, prefix};
+    ((p->ifa_flags & IFF_LOOPBACK) ? loop : out).push_back(a);
+  }
+  ::freeifaddrs(ifa);
+  out.insert(out.end(), loop.begin(), loop.end());
+  return out;
+}
+
+nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs) {
+  nlohmann::json j;
+  j["port"] = port;
+  j["ifs"] = nlohmann::json::array();
+  for (const auto& i : ifs) j["ifs"].push_back({{"name", i.name}, {"addr", i.address}, {"prefix", i.prefix}});
+  return j;
+}
+
+TcpPeerInfo TcpInfoFromJson(const nlohmann::json& j) {
+  TcpPeerInfo info;
+  info.port = j.value("port", 0);
+  if (j.contains("ifs")) {
+    for (const auto& i : j["ifs"]) {
+      info.interfaces.push_back({i.value("name", ""), i.value("addr", ""), i.value("prefix", 32)});
+    }
+  }
+  return info;
+}
+
+absl::StatusOr<std::unique_ptr<TcpDomain>> TcpDomain::Create(int rank, uint64_t comm_tag, std::string ifname,
+                                                             absl::Duration connect_timeout) {
+  auto d = std::unique_ptr<TcpDomain>(new TcpDomain());
+  d->rank_ = rank;
+  d->tag_ = comm_tag;
+  d->ifname_ = std::move(ifname);
+  d->connect_timeout_ = connect_timeout;
+  d->interfaces_ = ListInterfaces();
+  if (!d->ifname_.empty()) {
+    bool found = false;
+    for (const auto& i : d->interfaces_) found = found || i.name == d->ifname_;
+    if (!found) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("HCCL_SOCKET_IFNAME='", d->ifname_, "': no IPv4 interface of that name is up on this node"));
+    }
+  }
+  d->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (d->listen_fd_ < 0) return SysError("socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (::bind(d->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return SysError("bind");
+  if (::listen(d->listen_fd_, 4096) != 0) return SysError("listen");
+  socklen_t len = sizeof(addr);
+  ::getsockname(d->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  d->port_ = ntohs(addr.sin_port);
+  return d;
+}
+
+TcpDomain::~TcpDomain() {
+  pairs_.clear();
+  for (auto& [k, lanes] : stash_) {
+    for (auto& [lane, fd] : lanes) ::close(fd);
+  }
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+}
+
+absl::StatusOr<std::string> TcpDomain::AddressFor(int peer, const std::string& network) const {
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return absl::InternalError(absl::StrCat("tcp: no address of rank ", peer));
+  const TcpPeerInfo& info = it->second;
+  if (!network.empty()) {
+    for (const auto& i : info.interfaces) {
+      if (InSubnet(i.address, network)) return i.address;
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("link=tcp@", network, ": rank ", peer, " has no interface in that network"));
+  }
+  if (!ifname_.empty()) {
+    for (const auto& i : info.interfaces) {
+      if (i.name == ifname_) return i.address;
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("HCCL_SOCKET_IFNAME=", ifname_, ": rank ", peer, " has no interface of that name"));
+  }
+  if (info.same_node) return std::string("127.0.0.1");
+  for (const auto& i : info.interfaces) {
+    if (i.name == "lo") continue;
+    for (const auto& mine : interfaces_) {
+      if (mine.name != "lo" && InSubnet(i.address, mine.Subnet())) return i.address;
+    }
+  }
+  for (const auto& i : info.interfaces) {
+    if (i.name != "lo") return i.address;
+  }
+  return absl::FailedPreconditionError(absl::StrCat("tcp: rank ", peer, " published no reachable address"));
+}
+
+absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, std::vector<int>>& wanted,
+                                    absl::Time deadline) {
+  auto satisfied = [&] {
+    for (const auto& [k, lanes] : wanted) {
+      auto it = stash_.find(k);
+      if (it == stash_.end() || it->second.size() < lanes.size()) return false;
+    }
+    return true;
+  };
+  while (!satisfied()) {
+    const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+    if (ms <= 0) {
+      std::string missing;
+      for (const auto& [k, lanes] : wanted) {
+        auto it = stash_.find(k);
+        if (it == stash_.end() || it->second.size() < lanes.size()) absl::StrAppend(&missing, " ", k.second);
+      }
+      return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": tcp connections from ranks", missing,
+                                                      " never arrived (HCCL_CONNECT_TIMEOUT)"));
+    }
+    pollfd p{listen_fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, 100))) <= 0) continue;
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    timeval tv{5, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    uint32_t magic = 0, key_len = 0;
+    uint64_t tag = 0;
+    int32_t rank = -1, lane = -1;
+    std::string key;
+    bool ok = BlockingRead(fd, &magic, 4) && magic == kHelloMagic && BlockingRead(fd, &tag, 8) && tag == tag_ &&
+              BlockingRead(fd, &rank, 4) && BlockingRead(fd, &lane, 4) && BlockingRead(fd, &key_len, 4) &&
+              key_len < 4096;
+    if (ok) {
+      key.resize(key_len);
+      ok = BlockingRead(fd, key.data(), key_len);
+    }
+    if (!ok) {
+      ::close(fd);  // not one of ours (or another communicator's): drop it
+      continue;
+    }
+    timeval none{0, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+    Tune(fd);
+    stash_[{key, rank}][lane] = fd;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ranks, const std::string& network,
+                                                      int channels) {
+  const std::string key = HelloKey(network, channels);
+  const absl::Time deadline = absl::Now() + connect_timeout_;
+  int max_rank = rank_;
+  for (int r : ranks) max_rank = std::max(max_rank, r);
+  std::vector<Pair*> out(static_cast<size_t>(max_rank) + 1, nullptr);
+  std::map<std::pair<std::string, int>, std::vector<int>> wanted;
+  // Connect to higher ranks.
+  for (int peer : ranks) {
+    if (peer == rank_) continue;
+    auto existing = pairs_.find({network, channels, peer});
+    if (existing != pairs_.end()) {
+      out[static_cast<size_t>(peer)] = existing->second.get();
+      continue;
+    }
+    if (peer < rank_) {
+      wanted[{key, peer}] = std::vector<int>(static_cast<size_t>(channels));
+      continue;
+    }
+    auto addr = AddressFor(peer, network);
+    if (!addr.ok()) return addr.status();
+    const std::string where = absl::StrCat(*addr, ":", peers_[peer].port);
+    std::vector<int> fds;
+    for (int lane = 0; lane < channels; ++lane) {
+      int fd = -1;
+      while (true) {
+        fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in sa{};
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons(static_cast<uint16_t>(peers_[peer].port));
+        ::inet_pton(AF_INET, addr->c_str(), &sa.sin_addr);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) break;
+        const int err = errno;
+        ::close(fd);
+        if (absl::Now() > deadline) {
+          for (int f : fds) ::close(f);
+          return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": cannot connect to rank ", peer, " at ",
+                                                          where, ": ", std::strerror(err),
+                                                          " (HCCL_CONNECT_TIMEOUT)"));
+        }
+        absl::SleepFor(absl::Milliseconds(5));
+      }
+      Tune(fd);
+      const uint32_t klen = static_cast<uint32_t>(key.size());
+      const int32_t me = rank_, ln = lane;
+      if (!BlockingWrite(fd, &kHelloMagic, 4) || !BlockingWrite(fd, &tag_, 8) || !BlockingWrite(fd, &me, 4) ||
+          !BlockingWrite(fd, &ln, 4) || !BlockingWrite(fd, &klen, 4) || !BlockingWrite(fd, key.data(), klen)) {
+        ::close(fd);
+        for (int f : fds) ::close(f);
+        return SysError(absl::StrCat("hello to rank ", peer, " at ", where));
+      }
+      fds.push_back(fd);
+    }
+    auto pair = std::make_unique<TcpPair>(peer, std::move(fds), where);
+    out[static_cast<size_t>(peer)] = pair.get();
+    pairs_[{network, channels, peer}] = std::move(pair);
+  }
+  if (absl::Status s = AcceptUntil(wanted, deadline); !s.ok()) return s;
+  for (const auto& [k, lanes] : wanted) {
+    auto& got = stash_[k];
+    std::vector<int> fds;
+    for (int lane = 0; lane < channels; ++lane) fds.push_back(got[lane]);
+    stash_.erase(k);
+    const int peer = k.second;
+    auto pair = std::make_unique<TcpPair>(peer, std::move(fds), absl::StrCat("from rank ", peer));
+    out[static_cast<size_t>(peer)] = pair.get();
+    pairs_[{network, channels, peer}] = std::move(pair);
+  }
+  out.resize(out.size());
+  return out;
+}
+
+}  // namespace hccltune

@@ -1,0 +1,83 @@
+// TCP transport: links between nodes, and within a node so the tuner can compare links.
+//
+// Each rank listens on one port on every interface. A link key names the network (a subnet as CONVENTIONS
+// writes it, "" = the default choice) and the channel count; the links for a key are connected the first time
+// an endpoint needs them (the lower rank connects, the higher accepts; hellos carry the communicator tag,
+// rank, lane and key, so connections for different keys may arrive in any order) and are then reused. Each
+// channel is its own connection (a lane of the Pair).
+//
+// Address choice for a peer, in order: the peer's address inside the requested subnet; with
+// HCCL_SOCKET_IFNAME, the peer's address on that interface; a peer on this node: loopback; otherwise the
+// peer's first address that lies in a subnet of one of this rank's interfaces.
+//
+// Thread-safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "runtime/transport/pair.h"
+
+namespace hccltune {
+
+struct InterfaceAddress {
+  std::string name;     // eth0
+  std::string address;  // 10.20.0.2
+  int prefix = 32;      // 16
+  std::string Subnet() const;  // 10.20.0.0/16
+};
+// IPv4 interfaces that are up (loopback included, last).
+std::vector<InterfaceAddress> ListInterfaces();
+// Whether `address` lies in `subnet` ("10.20.0.0/16").
+bool InSubnet(const std::string& address, const std::string& subnet);
+
+struct TcpPeerInfo {
+  int port = 0;
+  std::vector<InterfaceAddress> interfaces;
+  bool same_node = false;
+};
+nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs);
+TcpPeerInfo TcpInfoFromJson(const nlohmann::json& j);
+
+class TcpDomain {
+ public:
+  // Starts listening on any free port.
+  static absl::StatusOr<std::unique_ptr<TcpDomain>> Create(int rank, uint64_t comm_tag, std::string ifname,
+                                                           absl::Duration connect_timeout);
+  ~TcpDomain();
+  int port() const { return port_; }
+  const std::vector<InterfaceAddress>& interfaces() const { return interfaces_; }
+  void SetPeers(std::map<int, TcpPeerInfo> peers) { peers_ = std::move(peers); }
+
+  // Links to every rank in `ranks` (excluding this rank) for (network, channels), connecting on first use.
+  // Every rank in `ranks` must call this for the same key around the same time.
+  absl::StatusOr<std::vector<Pair*>> Connect(const std::vector<int>& ranks, const std::string& network,
+                                            int channels);
+
+ private:
+  using Key = std::tuple<std::string, int, int>;  // network, channels, peer
+  absl::StatusOr<std::string> AddressFor(int peer, const std::string& network) const;
+  absl::Status AcceptUntil(const std::map<std::pair<std::string, int>, std::vector<int>>& wanted,
+                           absl::Time deadline);
+
+  int rank_ = 0;
+  uint64_t tag_ = 0;
+  std::string ifname_;
+  absl::Duration connect_timeout_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::vector<InterfaceAddress> interfaces_;
+  std::map<int, TcpPeerInfo> peers_;
+  std::map<Key, std::unique_ptr<Pair>> pairs_;
+  // Accepted sockets not yet claimed: (key string, peer) -> fd per lane.
+  std::map<std::pair<std::string, int>, std::map<int, int>> stash_;
+};
+
+}  // namespace hccltune

@@ -1,0 +1,187 @@
+// StreamEndpoint over the real shm and TCP transports, ranks as threads; and the rendezvous stores.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/bootstrap/store.h"
+#include "runtime/bootstrap/tcp_store.h"
+#include "runtime/transport/shm/shm_transport.h"
+#include "runtime/transport/stream_endpoint.h"
+#include "runtime/transport/tcp/tcp_transport.h"
+
+namespace hccltune {
+namespace {
+
+// Builds n shm domains (one per "rank") in this process.
+std::vector<std::unique_ptr<ShmDomain>> MakeShm(int n, size_t ring) {
+  std::vector<int> ranks(static_cast<size_t>(n));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  std::vector<std::unique_ptr<ShmDomain>> d;
+  std::map<int, std::string> names;
+  const std::string prefix = absl::StrCat("hccltune-test-", ::getpid(), "-", n, "-", ring);
+  for (int r = 0; r < n; ++r) {
+    auto dom = ShmDomain::Create(r, ranks, ring, prefix);
+    EXPECT_TRUE(dom.ok()) << dom.status();
+    names[r] = (*dom)->segment_name();
+    d.push_back(*std::move(dom));
+  }
+  for (auto& dom : d) EXPECT_TRUE(dom->MapPeers(names).ok());
+  for (auto& dom : d) dom->Unlink();
+  return d;
+}
+
+std::vector<Pair*> ShmPairs(ShmDomain& d, int n, int me) {
+  std::vector<Pair*> p(static_cast<size_t>(n), nullptr);
+  for (int r = 0; r < n; ++r) {
+    if (r != me) p[static_cast<size_t>(r)] = d.pair(r);
+  }
+  return p;
+}
+
+// Ring exchange where every rank posts its send before its receive, with messages larger than the ring.
+void RingExchange(std::vector<std::unique_ptr<StreamEndpoint>>& eps, size_t bytes) {
+  const int n = static_cast<int>(eps.size());
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> st(static_cast<size_t>(n));
+  std::vector<std::vector<uint8_t>> got(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      std::vector<uint8_t> out(bytes);
+      for (size_t i = 0; i < bytes; ++i) out[i] = static_cast<uint8_t>(r * 31 + i * 7);
+      got[static_cast<size_t>(r)].resize(bytes);
+      StreamEndpoint& ep = *eps[static_cast<size_t>(r)];
+      const OpHandle s = ep.Isend((r + 1) % n, out.data(), bytes);
+      const OpHandle v = ep.Irecv((r + n - 1) % n, got[static_cast<size_t>(r)].data(), bytes);
+      absl::Status a = ep.Wait(s), b = ep.Wait(v);
+      st[static_cast<size_t>(r)] = a.ok() ? b : a;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << st[static_cast<size_t>(r)];
+    const int from = (r + n - 1) % n;
+    for (size_t i = 0; i < bytes; ++i) {
+      ASSERT_EQ(got[static_cast<size_t>(r)][i], static_cast<uint8_t>(from * 31 + i * 7)) << "rank " << r << " byte " << i;
+    }
+  }
+}
+
+TEST(ShmTransport, RingLargerThanBuffer) {
+  for (int n : {2, 3, 4}) {
+    auto doms = MakeShm(n, 64 * 1024);
+    std::vector<std::unique_ptr<StreamEndpoint>> eps;
+    for (int r = 0; r < n; ++r) {
+      eps.push_back(std::make_unique<StreamEndpoint>(r, ShmPairs(*doms[static_cast<size_t>(r)], n, r),
+                                                     doms[static_cast<size_t>(r)]->doorbell(), absl::Seconds(20)));
+    }
+    RingExchange(eps, 1 << 20);
+    RingExchange(eps, 0);
+    RingExchange(eps, 13);
+    EXPECT_EQ(eps[0]->stats().sends, 3u);
+  }
+}
+
+TEST(ShmTransport, SizeMismatchIsNamedError) {
+  auto doms = MakeShm(2, 64 * 1024);
+  StreamEndpoint a(0, ShmPairs(*doms[0], 2, 0), doms[0]->doorbell(), absl::Seconds(5));
+  StreamEndpoint b(1, ShmPairs(*doms[1], 2, 1), doms[1]->doorbell(), absl::Seconds(5));
+  CallDescriptor ca{7, Collective::kAllreduce, DataType::kFloat32, ReduceOp::kSum, 1000, 0};
+  CallDescriptor cb{7, Collective::kAllreduce, DataType::kFloat32, ReduceOp::kSum, 1024, 0};
+  a.SetCall(ca);
+  b.SetCall(cb);
+  std::vector<float> x(1000), y(1024);
+  std::thread t([&] { (void)a.Send(1, x.data(), x.size() * 4); });
+  absl::Status s = b.Recv(0, y.data(), y.size() * 4);
+  t.join();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("rank 0 called allreduce with 1000 elements, rank 1 with 1024"), std::string::npos)
+      << s;
+}
+
+TEST(ShmTransport, TimeoutNamesThePeer) {
+  auto doms = MakeShm(2, 64 * 1024);
+  StreamEndpoint b(1, ShmPairs(*doms[1], 2, 1), doms[1]->doorbell(), absl::Milliseconds(300));
+  char c;
+  const absl::Time t0 = absl::Now();
+  absl::Status s = b.Recv(0, &c, 1);
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(5));
+  ASSERT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_NE(s.message().find("for rank 0"), std::string::npos) << s;
+  // The endpoint stays broken.
+  EXPECT_FALSE(b.Recv(0, &c, 1).ok());
+}
+
+TEST(TcpTransport, RingWithChannels) {
+  for (int channels : {1, 3}) {
+    const int n = 3;
+    std::vector<std::unique_ptr<TcpDomain>> doms;
+    std::map<int, TcpPeerInfo> infos;
+    for (int r = 0; r < n; ++r) {
+      auto d = TcpDomain::Create(r, 42, "", absl::Seconds(10));
+      ASSERT_TRUE(d.ok()) << d.status();
+      infos[r] = TcpPeerInfo{(*d)->port(), (*d)->interfaces(), true};
+      doms.push_back(*std::move(d));
+    }
+    for (auto& d : doms) d->SetPeers(infos);
+    std::vector<std::unique_ptr<StreamEndpoint>> eps(n);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        auto pairs = doms[static_cast<size_t>(r)]->Connect({0, 1, 2}, "", channels);
+        ASSERT_TRUE(pairs.ok()) << pairs.status();
+        pairs->resize(n);
+        eps[static_cast<size_t>(r)] = std::make_unique<StreamEndpoint>(r, *pairs, nullptr, absl::Seconds(20));
+      });
+    }
+    for (auto& t : threads) t.join();
+    RingExchange(eps, 3 << 20);
+    RingExchange(eps, 1);
+  }
+}
+
+TEST(Stores, MemoryFileTcpBehaveAlike) {
+  char dir[] = "/tmp/hccltune-store-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto tcp = ConnectTcpStore("127.0.0.1", (*server)->port(), absl::Seconds(5));
+  ASSERT_TRUE(tcp.ok()) << tcp.status();
+  auto file = NewFileStore(dir);
+  ASSERT_TRUE(file.ok());
+  std::vector<std::shared_ptr<Store>> stores = {NewMemoryStore(), *file, *tcp,
+                                                NewPrefixStore(NewMemoryStore(), "p")};
+  for (auto& s : stores) {
+    ASSERT_TRUE(s->Set("a", "1").ok());
+    EXPECT_EQ(*s->Get("a", absl::Seconds(1)), "1");
+    EXPECT_EQ(*s->Add("n", 5), 5);
+    EXPECT_EQ(*s->Add("n", -2), 3);
+    EXPECT_TRUE(*s->Check({"a", "n"}));
+    EXPECT_FALSE(*s->Check({"a", "missing"}));
+    auto late = s->Get("missing", absl::Milliseconds(50));
+    ASSERT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_NE(late.status().message().find("missing"), std::string::npos);
+    std::thread setter([&] {
+      absl::SleepFor(absl::Milliseconds(20));
+      (void)s->Set("later", "x");
+    });
+    EXPECT_TRUE(s->Wait({"later"}, absl::Seconds(5)).ok());
+    setter.join();
+  }
+}
+
+TEST(Stores, TcpClientRefusesForeignServer) {
+  // A listener that answers garbage: not our protocol.
+  auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok());
+  auto none = ConnectTcpStore("127.0.0.1", 1, absl::Milliseconds(100));
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kDeadlineExceeded) << none.status();
+}
+
+}  // namespace
+}  // namespace hccltune
