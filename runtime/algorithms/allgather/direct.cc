@@ -1,0 +1,25 @@
+// Direct allgather: every rank posts its block to every other rank and receives every other block straight
+// into place, all at once. One round (latency alpha), n-1 messages and (n-1)/n x output bytes per rank; many
+// simultaneous messages, so best for small blocks or fully connected fabrics. Any n works.
+#include "runtime/algorithms/all_algorithms.h"
+#include "runtime/algorithms/internal.h"
+
+namespace hccltune::algo {
+
+absl::Status AllgatherDirect(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
+  absl::StatusOr<Group> group = Open(args, config, ctx);
+  if (!group.ok()) return group.status();
+  const Group& g = *group;
+  const size_t bytes = args.count * g.dsize;
+  char* mine = At(args.recv, static_cast<size_t>(g.rank) * args.count, g.dsize);
+  CopyBytes(mine, args.send, bytes);
+  if (g.size == 1 || args.count == 0) return absl::OkStatus();
+  for (int k = 1; k < g.size; ++k) {
+    const int from = Mod(g.rank - k, g.size);
+    g.ep->Irecv(from, At(args.recv, static_cast<size_t>(from) * args.count, g.dsize), bytes);
+  }
+  for (int k = 1; k < g.size; ++k) g.ep->Isend(Mod(g.rank + k, g.size), mine, bytes);
+  return g.ep->WaitAll();
+}
+
+}  // namespace hccltune::algo

@@ -1,0 +1,29 @@
+// Ring allgather: n-1 steps around one logical ring (r sends to r+1, receives from r-1). In step s rank r
+// forwards block r-s (its own in step 0) and receives block r-s-1 straight into its place in recv. Blocks are
+// cut into chunks of at most `chunk` bytes that are forwarded as soon as they arrive (ring_engine.h), so a
+// large block streams through the ring. Any n works.
+// Messages per rank: (n-1) x chunks; bytes per rank: (n-1)/n x output (bandwidth-optimal); latency
+// (n-1) x alpha. In place means send is already block r of recv; otherwise it is copied there first.
+#include "runtime/algorithms/all_algorithms.h"
+#include "runtime/algorithms/ring_engine.h"
+
+namespace hccltune::algo {
+
+absl::Status AllgatherRing(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
+  absl::StatusOr<Group> group = Open(args, config, ctx);
+  if (!group.ok()) return group.status();
+  const Group& g = *group;
+  const size_t r = static_cast<size_t>(g.rank);
+  CopyBytes(At(args.recv, r * args.count, g.dsize), args.send, args.count * g.dsize);
+  if (g.size == 1 || args.count == 0) return absl::OkStatus();
+  RingLane lane;
+  lane.base = static_cast<char*>(args.recv);
+  lane.shift = -1;  // this rank starts out holding block r
+  for (int b = 0; b < g.size; ++b) {
+    lane.block_off.push_back(static_cast<size_t>(b) * args.count);
+    lane.block_cnt.push_back(args.count);
+  }
+  return RingAllgather(g, {lane}, ChunkElems(config.chunk, g.dsize));
+}
+
+}  // namespace hccltune::algo

@@ -1,0 +1,142 @@
+// Hierarchical allreduce: an intra-node step, an inter-node step and an intra-node step, each run as a
+// sub-collective through AlgorithmContext::RunSubCollective with the configuration's `intra` (level0) and
+// `inter` (level1) parts — the shape of HCCL's level0/level1 pipeline and UCC's hierarchical allreduce.
+//
+// Every node has the same number of ranks L (the usual case):
+//   1. reducescatter(intra) among the ranks of each node: local rank j gets block j (ceil(count/L) elements;
+//      when L does not divide count the input is padded with zeros in scratch and the padding dropped at the
+//      end);
+//   2. allreduce(inter) of block j among the ranks with local index j on every node (one rank per node);
+//   3. allgather(intra) of the blocks inside each node.
+//   Inter-node traffic is 1/L of the buffer per rank, spread over all L ranks of a node.
+// Otherwise (uneven nodes, e.g. 2+1):
+//   1. reduce(intra) to each node's leader (its lowest rank);  2. allreduce(inter) among the leaders;
+//   3. broadcast(intra) from the leader.
+// Sub-steps reduce with sum when the op is avg; the division happens once, after the inter-node step, on the
+// value that is then copied to every rank. Every element's final value is computed by one sub-allreduce
+// (bit-identical among its members) and then only copied, so all ranks agree bit for bit.
+// The intra configuration is used for every intra-node step; when its algorithm does not exist for a step's
+// collective (e.g. intra=ring for reduce/broadcast), that step uses the registry's built-in default for the
+// step, on the intra link. Missing intra/inter parts mean ring. Works for any topology (one node degenerates to
+// intra steps around a one-rank inter step); the registry marks it valid only with >= 2 nodes and a node with
+// >= 2 ranks, where it is not pointless.
+#include <memory>
+#include <vector>
+
+#include "runtime/algorithms/all_algorithms.h"
+#include "runtime/algorithms/internal.h"
+#include "runtime/algorithms/registry.h"
+
+namespace hccltune::algo {
+namespace {
+
+GroupTopology OneRankPerNode(size_t n) {
+  GroupTopology t;
+  t.num_nodes = static_cast<int>(n);
+  for (size_t i = 0; i < n; ++i) t.node_of.push_back(static_cast<int>(i));
+  return t;
+}
+
+GroupTopology OneNode(size_t n) {
+  GroupTopology t;
+  t.node_of.assign(n, 0);
+  return t;
+}
+
+Configuration StepConfig(const std::shared_ptr<const Configuration>& given, Collective c, uint64_t bytes,
+                         const GroupTopology& sub) {
+  if (given != nullptr && registry::Find(c, given->algorithm) != nullptr) return *given;
+  Configuration d = registry::BuiltinDefault(c, bytes, static_cast<int>(sub.node_of.size()), sub);
+  if (given != nullptr && given->Has(ParamKind::kLink) && d.Has(ParamKind::kLink)) d.link = given->link;
+  return d;
+}
+
+}  // namespace
+
+absl::Status AllreduceHierarchical(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
+  const GroupTopology& topo = ctx.topology();
+  const size_t dsize = DataTypeSize(args.dtype);
+  const size_t bytes = args.count * dsize;
+  const int n = static_cast<int>(topo.node_of.size());
+  absl::StatusOr<Endpoint*> ep = ctx.GetEndpoint(config.intra ? config.intra->link : LinkSpec{});
+  if (!ep.ok()) return ep.status();
+  const int me = (*ep)->rank();
+  if ((*ep)->size() != n) {
+    return absl::InternalError(absl::StrCat("hierarchical: topology has ", n, " ranks, endpoint ", (*ep)->size()));
+  }
+  if (n == 1 || args.count == 0) {
+    CopyBytes(args.recv, args.send, bytes);
+    return absl::OkStatus();
+  }
+  // Ranks of each node (ascending) and this rank's node and local index.
+  std::vector<std::vector<int>> nodes(static_cast<size_t>(topo.num_nodes));
+  for (int r = 0; r < n; ++r) nodes.at(static_cast<size_t>(topo.node_of[static_cast<size_t>(r)])).push_back(r);
+  const std::vector<int>& mine = nodes[static_cast<size_t>(topo.node_of[static_cast<size_t>(me)])];
+  int local = 0;
+  while (mine[static_cast<size_t>(local)] != me) ++local;
+  bool uniform = true;
+  for (const auto& node : nodes) uniform = uniform && node.size() == mine.size();
+
+  const ReduceOp step_op = args.op == ReduceOp::kAvg ? ReduceOp::kSum : args.op;
+  const GroupTopology intra_topo = OneNode(mine.size());
+  CollectiveArgs sub;
+  sub.dtype = args.dtype;
+  sub.op = step_op;
+
+  if (uniform) {
+    const size_t L = mine.size();
+    const size_t block = CeilDiv(args.count, L);
+    const bool padded = block * L != args.count;
+    char* base = static_cast<char*>(args.recv);
+    if (padded) {
+      base = static_cast<char*>(ctx.Scratch(block * L * dsize));
+      CopyBytes(base, args.send, bytes);
+      std::memset(base + bytes, 0, block * L * dsize - bytes);
+    }
+    char* my_block = At(base, block * static_cast<size_t>(local), dsize);
+    std::vector<int> cross;  // rank with the same local index on every node
+    for (const auto& node : nodes) cross.push_back(node[static_cast<size_t>(local)]);
+    const GroupTopology inter_topo = OneRankPerNode(cross.size());
+
+    sub.collective = Collective::kReducescatter;
+    sub.send = padded ? base : args.send;
+    sub.recv = my_block;
+    sub.count = block;
+    HT_RETURN_IF_ERROR(ctx.RunSubCollective(
+        sub, StepConfig(config.intra, sub.collective, bytes, intra_topo), mine));
+
+    sub.collective = Collective::kAllreduce;
+    sub.send = my_block;
+    HT_RETURN_IF_ERROR(ctx.RunSubCollective(
+        sub, StepConfig(config.inter, sub.collective, block * dsize, inter_topo), cross));
+    MaybeFinalizeAvg(args, my_block, block, n);
+
+    sub.collective = Collective::kAllgather;
+    sub.recv = base;
+    HT_RETURN_IF_ERROR(ctx.RunSubCollective(
+        sub, StepConfig(config.intra, sub.collective, block * L * dsize, intra_topo), mine));
+    if (padded) CopyBytes(args.recv, base, bytes);
+    return absl::OkStatus();
+  }
+
+  std::vector<int> leaders;
+  for (const auto& node : nodes) leaders.push_back(node[0]);
+  sub.count = args.count;
+  sub.root = 0;
+  sub.collective = Collective::kReduce;
+  sub.send = args.send;
+  sub.recv = args.recv;
+  HT_RETURN_IF_ERROR(ctx.RunSubCollective(sub, StepConfig(config.intra, sub.collective, bytes, intra_topo), mine));
+  if (local == 0) {
+    sub.collective = Collective::kAllreduce;
+    sub.send = args.recv;
+    HT_RETURN_IF_ERROR(ctx.RunSubCollective(
+        sub, StepConfig(config.inter, sub.collective, bytes, OneRankPerNode(leaders.size())), leaders));
+    MaybeFinalizeAvg(args, args.recv, args.count, n);
+  }
+  sub.collective = Collective::kBroadcast;
+  sub.send = args.recv;
+  return ctx.RunSubCollective(sub, StepConfig(config.intra, sub.collective, bytes, intra_topo), mine);
+}
+
+}  // namespace hccltune::algo

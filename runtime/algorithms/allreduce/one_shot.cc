@@ -1,0 +1,40 @@
+// One-shot allreduce: every rank sends its whole buffer to every other rank (n-1 messages) and receives the
+// n-1 others, then reduces all n inputs locally in rank order 0, 1, ..., n-1. Every rank evaluates the same
+// expression in the same order, so results are bit-identical; avg divides the sum once.
+//
+// One round: latency alpha (the fewest message rounds of any algorithm), but (n-1) x buffer bytes per rank
+// and n-1 buffers of scratch, so it only pays for small buffers. Any n works.
+#include "runtime/algorithms/all_algorithms.h"
+#include "runtime/algorithms/internal.h"
+
+namespace hccltune::algo {
+
+absl::Status AllreduceOneShot(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
+  absl::StatusOr<Group> group = Open(args, config, ctx);
+  if (!group.ok()) return group.status();
+  const Group& g = *group;
+  const size_t bytes = args.count * g.dsize;
+  if (g.size == 1 || args.count == 0) {
+    CopyBytes(args.recv, args.send, bytes);
+    return absl::OkStatus();
+  }
+  // Slot i holds rank i's input; this rank's own slot is a copy only in place (recv is overwritten below).
+  char* slots = static_cast<char*>(ctx.Scratch(bytes * static_cast<size_t>(g.size)));
+  auto input = [&](int i) -> const void* {
+    if (i == g.rank && args.send != args.recv) return args.send;
+    return slots + static_cast<size_t>(i) * bytes;
+  };
+  if (args.send == args.recv) CopyBytes(slots + static_cast<size_t>(g.rank) * bytes, args.send, bytes);
+  for (int k = 1; k < g.size; ++k) {
+    const int from = Mod(g.rank - k, g.size);
+    g.ep->Irecv(from, slots + static_cast<size_t>(from) * bytes, bytes);
+  }
+  for (int k = 1; k < g.size; ++k) g.ep->Isend(Mod(g.rank + k, g.size), args.send, bytes);
+  HT_RETURN_IF_ERROR(g.ep->WaitAll());
+  Combine(args, args.recv, input(0), input(1), args.count);
+  for (int i = 2; i < g.size; ++i) Combine(args, args.recv, args.recv, input(i), args.count);
+  MaybeFinalizeAvg(args, args.recv, args.count, g.size);
+  return absl::OkStatus();
+}
+
+}  // namespace hccltune::algo

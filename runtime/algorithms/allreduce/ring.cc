@@ -1,0 +1,45 @@
+// Ring allreduce: reduce-scatter then allgather around one logical ring (rank r sends to r+1, receives from
+// r-1), as in Gloo's allreduce_ring_chunked and NCCL's ring.
+//
+// The buffer is split into n blocks (balanced: sizes differ by at most one element, so any count works for any
+// n, including n not a power of two and count < n, where some blocks are empty). Each block is cut into the
+// same number of chunks of at most `chunk` bytes (config.chunk).
+//   Reduce-scatter, steps 0..n-2: rank r sends block r-s and receives block r-s-1, which it reduces into its
+//   copy; every chunk is forwarded as soon as it has been reduced, so chunks stream around the ring
+//   (pipelining: at any moment different chunks are on different links). After n-1 steps rank r holds block
+//   r+1 fully reduced; avg is finalised here, once, on the owned block.
+//   Allgather, steps 0..n-2: each fully reduced block travels once around the ring and is copied, never
+//   recomputed, so every rank has bit-identical results.
+// Messages per rank: 2(n-1) x chunks; bytes per rank: 2(n-1)/n x buffer (bandwidth-optimal); latency
+// 2(n-1) x alpha. Out of place, the input is first copied to recv, which is the working buffer.
+// config.channels is accepted (striping is the transport's business).
+#include "runtime/algorithms/all_algorithms.h"
+#include "runtime/algorithms/ring_engine.h"
+
+namespace hccltune::algo {
+
+absl::Status AllreduceRing(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
+  absl::StatusOr<Group> group = Open(args, config, ctx);
+  if (!group.ok()) return group.status();
+  const Group& g = *group;
+  CopyBytes(args.recv, args.send, args.count * g.dsize);
+  if (g.size == 1 || args.count == 0) return absl::OkStatus();
+
+  RingLane lane;
+  lane.base = static_cast<char*>(args.recv);
+  for (int b = 0; b < g.size; ++b) {
+    lane.block_off.push_back(BlockStart(args.count, g.size, b));
+    lane.block_cnt.push_back(BlockCount(args.count, g.size, b));
+  }
+  const std::vector<RingLane> lanes = {lane};
+  const size_t ce = ChunkElems(config.chunk, g.dsize);
+  void* slots = ctx.Scratch(RingSlotBytes(lanes, ce, g.dsize));
+  HT_RETURN_IF_ERROR(RingReduceScatter(g, args, lanes, ce, slots));
+  if (args.op == ReduceOp::kAvg) {
+    const size_t owned = static_cast<size_t>(RingOwnedBlock(g, lane));
+    FinalizeAvg(args.dtype, At(lane.base, lane.block_off[owned], g.dsize), lane.block_cnt[owned], g.size);
+  }
+  return RingAllgather(g, lanes, ce);
+}
+
+}  // namespace hccltune::algo

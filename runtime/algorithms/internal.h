@@ -1,0 +1,94 @@
+// Helpers shared by the algorithm implementations (not part of the public API).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/algorithms/algorithm.h"
+#include "runtime/reduce/kernels.h"
+
+#define HT_RETURN_IF_ERROR(expr)            \
+  do {                                      \
+    const absl::Status _ht_status = (expr); \
+    if (!_ht_status.ok()) return _ht_status; \
+  } while (0)
+
+namespace hccltune::algo {
+
+// The group as this call sees it: the endpoint for config.link, this rank, the group size, the element size.
+struct Group {
+  Endpoint* ep = nullptr;
+  int rank = 0;
+  int size = 1;
+  size_t dsize = 1;
+};
+
+inline absl::StatusOr<Group> Open(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
+  absl::StatusOr<Endpoint*> ep = ctx.GetEndpoint(config.link);
+  if (!ep.ok()) return ep.status();
+  if (*ep == nullptr) return absl::InternalError("AlgorithmContext::GetEndpoint returned null");
+  Group g;
+  g.ep = *ep;
+  g.rank = g.ep->rank();
+  g.size = g.ep->size();
+  g.dsize = DataTypeSize(args.dtype);
+  if (g.size < 1 || g.rank < 0 || g.rank >= g.size) {
+    return absl::InternalError(absl::StrCat("endpoint has rank ", g.rank, " of size ", g.size));
+  }
+  return g;
+}
+
+// Balanced partition of `count` elements into `parts` blocks: the first count % parts blocks get one more.
+inline size_t BlockStart(size_t count, int parts, int i) {
+  const size_t p = static_cast<size_t>(parts);
+  const size_t idx = static_cast<size_t>(i);
+  return count / p * idx + std::min(idx, count % p);
+}
+inline size_t BlockCount(size_t count, int parts, int i) {
+  return count / static_cast<size_t>(parts) + (static_cast<size_t>(i) < count % static_cast<size_t>(parts) ? 1 : 0);
+}
+
+inline char* At(void* base, size_t elems, size_t dsize) { return static_cast<char*>(base) + elems * dsize; }
+inline const char* At(const void* base, size_t elems, size_t dsize) {
+  return static_cast<const char*>(base) + elems * dsize;
+}
+
+// memmove unless source and destination are the same (in-place calls).
+inline void CopyBytes(void* dst, const void* src, size_t bytes) {
+  if (dst != src && bytes != 0) std::memmove(dst, src, bytes);
+}
+
+inline int Mod(int a, int n) { return ((a % n) + n) % n; }
+
+// Largest power of two <= n (n >= 1).
+inline int FloorPow2(int n) {
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  return p;
+}
+inline int CeilLog2(int n) {
+  int k = 0;
+  while ((1 << k) < n) ++k;
+  return k;
+}
+
+// Elements per pipelined chunk for `chunk` bytes (at least one element).
+inline size_t ChunkElems(uint64_t chunk_bytes, size_t dsize) {
+  const size_t e = static_cast<size_t>(chunk_bytes / dsize);
+  return e == 0 ? 1 : e;
+}
+inline size_t CeilDiv(size_t a, size_t b) { return (a + b - 1) / b; }
+
+// The reduce op used inside the algorithm: avg accumulates as a sum and is finalised once.
+inline void Combine(const CollectiveArgs& a, void* out, const void* x, const void* y, size_t count) {
+  Reduce(a.dtype, a.op, out, x, y, count);
+}
+inline void MaybeFinalizeAvg(const CollectiveArgs& a, void* buf, size_t count, int n) {
+  if (a.op == ReduceOp::kAvg) FinalizeAvg(a.dtype, buf, count, n);
+}
+
+}  // namespace hccltune::algo

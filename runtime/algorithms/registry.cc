@@ -1,0 +1,219 @@
+#include "runtime/algorithms/registry.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/algorithms/all_algorithms.h"
+#include "runtime/common/sizes.h"
+
+namespace hccltune {
+namespace registry {
+namespace {
+
+using C = Collective;
+
+struct Entry {
+  Collective collective;
+  absl::string_view name;
+  AlgorithmFn fn;
+};
+
+// Registry order = the order AlgorithmsFor() lists and the sweep tries.
+constexpr Entry kEntries[] = {
+    {C::kAllreduce, "ring", &algo::AllreduceRing},
+    {C::kAllreduce, "double_ring", &algo::AllreduceDoubleRing},
+    {C::kAllreduce, "halving_doubling", &algo::AllreduceHalvingDoubling},
+    {C::kAllreduce, "recursive_doubling", &algo::AllreduceRecursiveDoubling},
+    {C::kAllreduce, "binomial_tree", &algo::AllreduceBinomialTree},
+    {C::kAllreduce, "one_shot", &algo::AllreduceOneShot},
+    {C::kAllreduce, "hierarchical", &algo::AllreduceHierarchical},
+    {C::kAllgather, "ring", &algo::AllgatherRing},
+    {C::kAllgather, "recursive_doubling", &algo::AllgatherRecursiveDoubling},
+    {C::kAllgather, "bruck", &algo::AllgatherBruck},
+    {C::kAllgather, "direct", &algo::AllgatherDirect},
+    {C::kAllgatherv, "ring", &algo::AllgathervRing},
+    {C::kAllgatherv, "direct", &algo::AllgathervDirect},
+    {C::kReducescatter, "ring", &algo::ReducescatterRing},
+    {C::kReducescatter, "halving_doubling", &algo::ReducescatterHalvingDoubling},
+    {C::kReducescatter, "direct", &algo::ReducescatterDirect},
+    {C::kBroadcast, "binomial_tree", &algo::BroadcastBinomialTree},
+    {C::kBroadcast, "chain", &algo::BroadcastChain},
+    {C::kBroadcast, "scatter_allgather", &algo::BroadcastScatterAllgather},
+    {C::kReduce, "binomial_tree", &algo::ReduceBinomialTree},
+    {C::kReduce, "reducescatter_gather", &algo::ReduceReducescatterGather},
+    {C::kGather, "binomial_tree", &algo::GatherBinomialTree},
+    {C::kGather, "linear", &algo::GatherLinear},
+    {C::kScatter, "binomial_tree", &algo::ScatterBinomialTree},
+    {C::kScatter, "linear", &algo::ScatterLinear},
+    {C::kAlltoall, "pairwise", &algo::AlltoallPairwise},
+    {C::kAlltoall, "bruck", &algo::AlltoallBruck},
+    {C::kAlltoallv, "pairwise", &algo::AlltoallvPairwise},
+    {C::kBarrier, "dissemination", &algo::BarrierDissemination},
+};
+
+// Built-in rule of thumb: below `below` bytes use `small`, otherwise `large` (hierarchical first when valid).
+struct DefaultRule {
+  Collective collective;
+  uint64_t below;
+  absl::string_view small;
+  absl::string_view large;
+};
+constexpr DefaultRule kDefaults[] = {
+    {C::kAllreduce, 64 * 1024, "recursive_doubling", "ring"},
+    {C::kAllgather, 64 * 1024, "bruck", "ring"},
+    {C::kAllgatherv, 0, "ring", "ring"},
+    {C::kReducescatter, 64 * 1024, "halving_doubling", "ring"},
+    {C::kBroadcast, 256 * 1024, "binomial_tree", "scatter_allgather"},
+    {C::kReduce, 256 * 1024, "binomial_tree", "reducescatter_gather"},
+    {C::kGather, 64 * 1024, "binomial_tree", "linear"},
+    {C::kScatter, 64 * 1024, "binomial_tree", "linear"},
+    {C::kAlltoall, 8 * 1024, "bruck", "pairwise"},
+    {C::kAlltoallv, 0, "pairwise", "pairwise"},
+    {C::kBarrier, 0, "dissemination", "dissemination"},
+};
+constexpr uint64_t kHierarchicalFrom = 1024 * 1024;
+constexpr uint64_t kDefaultRingChunk = 1024 * 1024;
+
+}  // namespace
+
+AlgorithmFn Find(Collective c, absl::string_view name) {
+  for (const Entry& e : kEntries) {
+    if (e.collective == c && e.name == name) return e.fn;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> AlgorithmsFor(Collective c) {
+  std::vector<std::string> out;
+  for (const Entry& e : kEntries) {
+    if (e.collective == c) out.emplace_back(e.name);
+  }
+  return out;
+}
+
+std::vector<ParamKind> Params(absl::string_view name) {
+  const AlgorithmSpec* spec = FindAlgorithmSpec(name);
+  return spec == nullptr ? std::vector<ParamKind>{} : spec->params;
+}
+
+absl::Status IsValid(Collective c, absl::string_view algorithm, int world_size, const GroupTopology& topo) {
+  if (Find(c, algorithm) == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no algorithm '", algorithm, "' for ", CollectiveName(c),
+                                            "; accepted: ", absl::StrJoin(AlgorithmsFor(c), ", ")));
+  }
+  if (world_size < 1) return absl::InvalidArgumentError(absl::StrCat("world size ", world_size, " < 1"));
+  if (algorithm == "hierarchical") {
+    if (static_cast<int>(topo.node_of.size()) != world_size) {
+      return absl::FailedPreconditionError(absl::StrCat("hierarchical needs the topology of all ", world_size,
+                                                        " ranks, got ", topo.node_of.size()));
+    }
+    std::vector<int> per_node(static_cast<size_t>(std::max(topo.num_nodes, 0)), 0);
+    for (int node : topo.node_of) {
+      if (node < 0 || node >= topo.num_nodes) return absl::InvalidArgumentError("topology node index out of range");
+      ++per_node[static_cast<size_t>(node)];
+    }
+    int biggest = 0;
+    for (int k : per_node) biggest = std::max(biggest, k);
+    if (topo.num_nodes < 2) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("hierarchical needs at least 2 nodes; all ", world_size, " ranks are on one node"));
+    }
+    if (biggest < 2) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "hierarchical needs a node with at least 2 ranks; every one of the ", topo.num_nodes,
+          " nodes has one rank (the inter-node step alone would be the whole collective)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> ListValid(Collective c, int world_size, const GroupTopology& topo) {
+  std::vector<std::string> out;
+  for (const std::string& name : AlgorithmsFor(c)) {
+    if (IsValid(c, name, world_size, topo).ok()) out.push_back(name);
+  }
+  return out;
+}
+
+std::vector<uint64_t> ChunkCandidates() { return {64 * 1024, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024}; }
+std::vector<int> ChannelCandidates() { return {1, 2, 4}; }
+
+std::vector<Configuration> Candidates(Collective c, absl::string_view algorithm, absl::Span<const LinkSpec> links) {
+  std::vector<Configuration> out;
+  if (Find(c, algorithm) == nullptr) return out;
+  std::vector<LinkSpec> link_values(links.begin(), links.end());
+  if (link_values.empty()) link_values.push_back(LinkSpec{});
+  absl::StatusOr<Configuration> base = Configuration::Default(algorithm);
+  if (!base.ok()) return out;
+  if (algorithm == "hierarchical") {
+    for (absl::string_view inter : {"ring", "halving_doubling", "recursive_doubling"}) {
+      for (const LinkSpec& link : link_values) {
+        Configuration cfg = *base;
+        auto intra = Configuration::Default("ring");
+        auto in = Configuration::Default(inter);
+        if (!intra.ok() || !in.ok()) continue;
+        intra->link = link_values.front();
+        in->link = link;
+        cfg.intra = std::make_shared<const Configuration>(*intra);
+        cfg.inter = std::make_shared<const Configuration>(*in);
+        out.push_back(cfg);
+      }
+    }
+    return out;
+  }
+  const std::vector<uint64_t> chunks =
+      base->Has(ParamKind::kChunk) ? ChunkCandidates() : std::vector<uint64_t>{base->chunk};
+  const std::vector<int> channels =
+      base->Has(ParamKind::kChannels) ? ChannelCandidates() : std::vector<int>{base->channels};
+  const std::vector<LinkSpec> lks = base->Has(ParamKind::kLink) ? link_values : std::vector<LinkSpec>{base->link};
+  for (uint64_t chunk : chunks) {
+    for (int ch : channels) {
+      for (const LinkSpec& link : lks) {
+        Configuration cfg = *base;
+        cfg.chunk = chunk;
+        cfg.channels = ch;
+        cfg.link = link;
+        out.push_back(cfg);
+      }
+    }
+  }
+  return out;
+}
+
+Configuration BuiltinDefault(Collective c, uint64_t bytes, int world_size, const GroupTopology& topo) {
+  absl::string_view name = "ring";
+  for (const DefaultRule& rule : kDefaults) {
+    if (rule.collective == c) name = bytes < rule.below ? rule.small : rule.large;
+  }
+  if (c == C::kAllreduce && bytes >= kHierarchicalFrom && IsValid(c, "hierarchical", world_size, topo).ok()) {
+    name = "hierarchical";
+  }
+  absl::StatusOr<Configuration> cfg = Configuration::Default(name);
+  Configuration out = cfg.ok() ? *cfg : Configuration{};
+  if (out.Has(ParamKind::kChunk)) out.chunk = kDefaultRingChunk;
+  return out;
+}
+
+absl::Status Run(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
+  const AlgorithmFn fn = Find(args.collective, config.algorithm);
+  if (fn == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("no algorithm '", config.algorithm, "' for ",
+                                                   CollectiveName(args.collective),
+                                                   "; accepted: ", absl::StrJoin(AlgorithmsFor(args.collective), ", ")));
+  }
+  if (IsReducing(args.collective)) {
+    if (absl::Status s = CheckReduceSupported(args.op, args.dtype); !s.ok()) return s;
+  }
+  const int world = static_cast<int>(ctx.topology().node_of.size());
+  const bool rooted = args.collective == C::kBroadcast || args.collective == C::kReduce ||
+                      args.collective == C::kGather || args.collective == C::kScatter;
+  if (rooted && world > 0 && (args.root < 0 || args.root >= world)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(CollectiveName(args.collective), ": root ", args.root, " out of range [0, ", world, ")"));
+  }
+  return fn(args, config, ctx);
+}
+
+}  // namespace registry
+}  // namespace hccltune

@@ -1,0 +1,61 @@
+// The algorithm registry: which algorithms exist for each collective, their tunable parameters (from the
+// common catalogue), sweep candidates, validity per world size and topology, and a built-in default choice.
+//
+// Every rank must make the same choices: all functions here are deterministic functions of their arguments.
+// Thread-safety: the registry is immutable after static initialisation; every function is safe to call
+// concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "runtime/algorithms/algorithm.h"
+#include "runtime/common/configuration.h"
+#include "runtime/common/types.h"
+
+namespace hccltune {
+namespace registry {
+
+// The implementation of `name` for collective `c`, or nullptr when there is none.
+AlgorithmFn Find(Collective c, absl::string_view name);
+
+// Names of the algorithms implemented for `c`, in registry order (empty for kSendRecv).
+std::vector<std::string> AlgorithmsFor(Collective c);
+
+// The tunable parameters of an algorithm, in canonical order (the catalogue's AlgorithmSpec::params).
+std::vector<ParamKind> Params(absl::string_view name);
+
+// OK when `algorithm` exists for `c` and is meaningful for this world size and topology; otherwise an error
+// whose message says why (NotFound for an unknown name, listing the accepted ones; FailedPrecondition when the
+// algorithm does not apply, e.g. hierarchical on one node). Every registered algorithm runs correctly on any
+// world size >= 1; "not valid" means "pointless here", never "would break".
+absl::Status IsValid(Collective c, absl::string_view algorithm, int world_size, const GroupTopology& topo);
+
+// The algorithms for which IsValid() is OK, in registry order.
+std::vector<std::string> ListValid(Collective c, int world_size, const GroupTopology& topo);
+
+// Candidate values for the sweep.
+std::vector<uint64_t> ChunkCandidates();  // 64K, 256K, 1M, 4M
+std::vector<int> ChannelCandidates();     // 1, 2, 4
+
+// Every configuration of `algorithm` the sweep should try: the cross product of the candidate values of its
+// parameters, with `links` for the link parameter (empty = {auto}). For hierarchical: intra in {ring} and
+// inter in {ring, halving_doubling, recursive_doubling}, each with default chunk/channels, intra on the first
+// link and inter on every link.
+std::vector<Configuration> Candidates(Collective c, absl::string_view algorithm, absl::Span<const LinkSpec> links);
+
+// A simple rule of thumb used when nothing better is known (policies/ replaces it): latency-bound algorithms
+// for small sizes, bandwidth-optimal ones (ring) for large. `bytes` as CONVENTIONS.md defines it.
+Configuration BuiltinDefault(Collective c, uint64_t bytes, int world_size, const GroupTopology& topo);
+
+// Checks the call (known algorithm for args.collective, op supported for the dtype, root in range, world size
+// from topo.node_of) and runs the algorithm. The one entry point the communicator and RunSubCollective use.
+absl::Status Run(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx);
+
+}  // namespace registry
+}  // namespace hccltune

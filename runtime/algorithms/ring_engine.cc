@@ -1,0 +1,141 @@
+#include "runtime/algorithms/ring_engine.h"
+
+#include <algorithm>
+
+namespace hccltune::algo {
+namespace {
+
+int Position(const Group& g, const RingLane& lane) { return lane.direction > 0 ? g.rank : g.size - 1 - g.rank; }
+int Next(const Group& g, const RingLane& lane) { return Mod(g.rank + lane.direction, g.size); }
+int Prev(const Group& g, const RingLane& lane) { return Mod(g.rank - lane.direction, g.size); }
+
+// Elements [first, first+count) of chunk c of buffer block `block`.
+struct Piece {
+  size_t first;
+  size_t count;
+};
+Piece ChunkOf(const RingLane& lane, int block, size_t c, size_t chunk_elems) {
+  const size_t cnt = lane.block_cnt[static_cast<size_t>(block)];
+  const size_t lo = std::min(cnt, c * chunk_elems);
+  const size_t hi = std::min(cnt, lo + chunk_elems);
+  return {lane.block_off[static_cast<size_t>(block)] + lo, hi - lo};
+}
+
+int BufferBlock(const Group& g, const RingLane& lane, int sched) { return Mod(sched + lane.shift, g.size); }
+
+size_t MaxChunks(const std::vector<RingLane>& lanes, size_t chunk_elems) {
+  size_t m = 1;
+  for (const RingLane& l : lanes) m = std::max(m, RingChunks(l, chunk_elems));
+  return m;
+}
+
+}  // namespace
+
+size_t RingChunks(const RingLane& lane, size_t chunk_elems) {
+  size_t biggest = 0;
+  for (size_t c : lane.block_cnt) biggest = std::max(biggest, c);
+  return std::max<size_t>(1, CeilDiv(biggest, chunk_elems));
+}
+
+size_t RingSlotBytes(const std::vector<RingLane>& lanes, size_t chunk_elems, size_t dsize) {
+  size_t biggest = 0;
+  for (const RingLane& l : lanes) {
+    for (size_t c : l.block_cnt) biggest = std::max(biggest, std::min(c, chunk_elems));
+  }
+  return 2 * biggest * dsize;
+}
+
+int RingOwnedBlock(const Group& g, const RingLane& lane) { return BufferBlock(g, lane, Position(g, lane) + 1); }
+
+absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const std::vector<RingLane>& lanes,
+                               size_t chunk_elems, void* slots) {
+  const int n = g.size;
+  const size_t chunks = MaxChunks(lanes, chunk_elems);
+  const size_t slot_bytes = RingSlotBytes(lanes, chunk_elems, g.dsize) / 2;
+  char* slot[2] = {static_cast<char*>(slots), static_cast<char*>(slots) + slot_bytes};
+
+  // Step 0 sends: this rank's own block, every chunk.
+  for (size_t c = 0; c < chunks; ++c) {
+    for (const RingLane& lane : lanes) {
+      if (c >= RingChunks(lane, chunk_elems)) continue;
+      const Piece p = ChunkOf(lane, BufferBlock(g, lane, Position(g, lane)), c, chunk_elems);
+      g.ep->Isend(Next(g, lane), At(lane.base, p.first, g.dsize), p.count * g.dsize);
+    }
+  }
+  struct Op {
+    int step;
+    size_t chunk;
+    size_t lane;
+  };
+  std::vector<Op> ops;
+  for (int s = 0; s + 1 < n; ++s) {
+    for (size_t c = 0; c < chunks; ++c) {
+      for (size_t l = 0; l < lanes.size(); ++l) {
+        if (c < RingChunks(lanes[l], chunk_elems)) ops.push_back({s, c, l});
+      }
+    }
+  }
+  auto piece_of = [&](const Op& op) {
+    const RingLane& lane = lanes[op.lane];
+    return ChunkOf(lane, BufferBlock(g, lane, Position(g, lane) - op.step - 1), op.chunk, chunk_elems);
+  };
+  auto post = [&](size_t i) {
+    const RingLane& lane = lanes[ops[i].lane];
+    return g.ep->Irecv(Prev(g, lane), slot[i % 2], piece_of(ops[i]).count * g.dsize);
+  };
+  OpHandle pending = ops.empty() ? 0 : post(0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const OpHandle current = pending;
+    if (i + 1 < ops.size()) pending = post(i + 1);
+    HT_RETURN_IF_ERROR(g.ep->Wait(current));
+    const RingLane& lane = lanes[ops[i].lane];
+    const Piece p = piece_of(ops[i]);
+    char* dst = At(lane.base, p.first, g.dsize);
+    Combine(args, dst, dst, slot[i % 2], p.count);
+    if (ops[i].step + 2 < n) g.ep->Isend(Next(g, lane), dst, p.count * g.dsize);
+  }
+  return g.ep->WaitAll();
+}
+
+absl::Status RingAllgather(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems) {
+  const int n = g.size;
+  const size_t chunks = MaxChunks(lanes, chunk_elems);
+  struct Op {
+    int step;
+    size_t chunk;
+    size_t lane;
+    OpHandle handle;
+  };
+  std::vector<Op> ops;
+  auto piece_of = [&](const RingLane& lane, int sched, size_t c) {
+    return ChunkOf(lane, BufferBlock(g, lane, sched), c, chunk_elems);
+  };
+  for (int s = 0; s + 1 < n; ++s) {
+    for (size_t c = 0; c < chunks; ++c) {
+      for (size_t l = 0; l < lanes.size(); ++l) {
+        const RingLane& lane = lanes[l];
+        if (c >= RingChunks(lane, chunk_elems)) continue;
+        const Piece p = piece_of(lane, Position(g, lane) - s, c);
+        ops.push_back({s, c, l, g.ep->Irecv(Prev(g, lane), At(lane.base, p.first, g.dsize), p.count * g.dsize)});
+      }
+    }
+  }
+  for (size_t c = 0; c < chunks; ++c) {
+    for (const RingLane& lane : lanes) {
+      if (c >= RingChunks(lane, chunk_elems)) continue;
+      const Piece p = piece_of(lane, Position(g, lane) + 1, c);
+      g.ep->Isend(Next(g, lane), At(lane.base, p.first, g.dsize), p.count * g.dsize);
+    }
+  }
+  for (const Op& op : ops) {
+    HT_RETURN_IF_ERROR(g.ep->Wait(op.handle));
+    if (op.step + 2 < n) {
+      const RingLane& lane = lanes[op.lane];
+      const Piece p = piece_of(lane, Position(g, lane) - op.step, op.chunk);
+      g.ep->Isend(Next(g, lane), At(lane.base, p.first, g.dsize), p.count * g.dsize);
+    }
+  }
+  return g.ep->WaitAll();
+}
+
+}  // namespace hccltune::algo

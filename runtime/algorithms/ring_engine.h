@@ -1,0 +1,44 @@
+// The chunked, pipelined ring schedule shared by the ring-family algorithms (allreduce ring and double_ring,
+// reducescatter ring, allgather ring, allgatherv ring, broadcast scatter_allgather). Internal.
+//
+// A lane is one logical ring over `n` blocks of a buffer, running in one direction. With v = this rank's
+// position on the ring (v = r for direction +1, n-1-r for -1), schedule block b stands for buffer block
+// (b + shift) mod n.
+//   reduce-scatter, step s = 0..n-2: send block v-s to the next rank, receive block v-s-1 from the previous
+//     rank into a scratch slot and reduce it into the buffer; after n-1 steps this rank holds block v+1 fully
+//     reduced (each block's value is computed once, along the ring).
+//   allgather, step s = 0..n-2: send block v+1-s, receive block v-s straight into the buffer.
+// Every block is cut into the same number of chunks (from the largest block and `chunk_elems`; chunks past a
+// smaller block's end are zero-byte messages), and each chunk moves on as soon as it arrived: a lane sends
+// (n-1) x chunks messages per phase. Several lanes are interleaved chunk by chunk in lane order, so the
+// message order between any pair of ranks is the same on both sides.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "runtime/algorithms/internal.h"
+
+namespace hccltune::algo {
+
+struct RingLane {
+  char* base = nullptr;            // the lane's buffer (block offsets are relative to it)
+  std::vector<size_t> block_off;   // n block offsets, in elements
+  std::vector<size_t> block_cnt;   // n block sizes, in elements
+  int direction = 1;               // +1: send to rank+1; -1: send to rank-1
+  int shift = 0;                   // schedule block b = buffer block (b + shift) mod n
+};
+
+// Chunks per block for these lanes (at least 1).
+size_t RingChunks(const RingLane& lane, size_t chunk_elems);
+// Scratch bytes the reduce-scatter phase needs for its receive slots.
+size_t RingSlotBytes(const std::vector<RingLane>& lanes, size_t chunk_elems, size_t dsize);
+// The buffer block a lane holds complete after its reduce-scatter phase (= the one it sends first in allgather).
+int RingOwnedBlock(const Group& g, const RingLane& lane);
+
+// REQUIRES: g.size >= 2; `slots` has RingSlotBytes() bytes when reduce_scatter is set.
+absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const std::vector<RingLane>& lanes,
+                               size_t chunk_elems, void* slots);
+absl::Status RingAllgather(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems);
+
+}  // namespace hccltune::algo

@@ -1,0 +1,33 @@
+// Element-wise reduction kernels used by every reducing algorithm.
+//
+// Supported: int8 uint8 int32 int64 fp16 bf16 fp32 fp64 with sum prod min max; avg on floating types
+// (accumulated as a sum here; FinalizeAvg divides once at the end); band bor bxor on integer types. Callers
+// check support with CheckReduceSupported() (runtime/common/types.h); an unsupported pair is a programming
+// error here (the kernels leave the output untouched).
+//
+// Numerics: integer sum and prod wrap modulo 2^bits. fp16/bf16 values are widened to fp32, combined, and
+// rounded once to nearest-even per call. min/max use `a < b ? a : b` / `a > b ? a : b` (so a NaN in `b` wins
+// only if `a` is not smaller/greater). The result of Reduce(out, a, b) depends only on the values of a and b
+// and their order, so ranks that combine the same operands in the same order get bit-identical results.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstddef>
+
+#include "runtime/common/types.h"
+
+namespace hccltune {
+
+// out[i] = a[i] op b[i] for i < count. `out` may alias `a` or `b` exactly (not partially overlap).
+void Reduce(DataType dtype, ReduceOp op, void* out, const void* a, const void* b, size_t count);
+
+// inout[i] = inout[i] op in[i].
+inline void ReduceInto(DataType dtype, ReduceOp op, void* inout, const void* in, size_t count) {
+  Reduce(dtype, op, inout, inout, in, count);
+}
+
+// buf[i] /= n for floating types (fp16/bf16 through fp32, rounded once); integer types are left unchanged.
+void FinalizeAvg(DataType dtype, void* buf, size_t count, int n);
+
+}  // namespace hccltune
