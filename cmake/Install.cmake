@@ -2,10 +2,7 @@
 # (find_package(hccltune CONFIG) -> hccltune::runtime) and a pkg-config file (hccltune.pc).
 include(CMakePackageConfigHelpers)
 
-set(HCCL_TUNE_INSTALL_LIBS hccltune_common)
-if(TARGET hccltune_runtime)
-  list(APPEND HCCL_TUNE_INSTALL_LIBS hccltune_runtime)
-endif()
+set(HCCL_TUNE_INSTALL_LIBS hccltune_common hccltune_algorithms hccltune_transport hccltune_runtime)
 install(TARGETS ${HCCL_TUNE_INSTALL_LIBS} EXPORT hccltuneTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
@@ -21,7 +18,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/hccltuneConfigVersion.cma
 install(FILES ${PROJECT_BINARY_DIR}/hccltuneConfig.cmake ${PROJECT_BINARY_DIR}/hccltuneConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/hccltune)
 
-# pkg-config: link order runtime before common.
+# pkg-config: link order runtime before common (dependents first).
 list(REVERSE HCCL_TUNE_INSTALL_LIBS)
 set(HCCL_TUNE_PC_LIBS "")
 foreach(lib IN LISTS HCCL_TUNE_INSTALL_LIBS)

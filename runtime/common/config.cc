@@ -147,8 +147,8 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
   e.master_addr = ReadString(src, "HCCL_TUNE_MASTER_ADDR");
   HT_TRY(ReadOptInt(src, "HCCL_TUNE_MASTER_PORT", 1, 65535, e.master_port));
   e.store = ReadString(src, "HCCL_TUNE_STORE");
-  if (!e.store.empty() && e.store.rfind("file://", 0) != 0) {
-    return Bad("HCCL_TUNE_STORE", e.store, "file:///path/to/shared/dir");
+  if (!e.store.empty() && e.store.rfind("file://", 0) != 0 && e.store.rfind("tcp://", 0) != 0) {
+    return Bad("HCCL_TUNE_STORE", e.store, "file:///path/to/shared/dir or tcp://HOST:PORT (a running hccl-tune store)");
   }
   HT_TRY(ReadOptInt(src, "HCCL_TUNE_TABLE_VERSION", 1, INT64_MAX, e.table_version));
   if (auto v = src("HCCL_TUNE_TORCH_ALIAS")) {

@@ -42,7 +42,7 @@ struct Environment {
   std::optional<int> device;               // HCCL_TUNE_DEVICE
   std::string master_addr;                 // HCCL_TUNE_MASTER_ADDR
   std::optional<int> master_port;          // HCCL_TUNE_MASTER_PORT
-  std::string store;                       // HCCL_TUNE_STORE (file:///dir)
+  std::string store;                       // HCCL_TUNE_STORE (file:///dir or tcp://host:port)
   std::optional<int64_t> table_version;    // HCCL_TUNE_TABLE_VERSION
   bool torch_alias = true;                 // HCCL_TUNE_TORCH_ALIAS
 

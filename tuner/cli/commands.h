@@ -7,5 +7,6 @@
 namespace hccltune::cli {
 
 void RegisterAlgorithms(CLI::App& app, int* exit_code);
+void RegisterBench(CLI::App& app, int* exit_code);
 
 }  // namespace hccltune::cli

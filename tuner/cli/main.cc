@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   hccltune::cli::RegisterAlgorithms(app, &exit_code);
+  hccltune::cli::RegisterBench(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -173,7 +173,7 @@ absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std
     ::shm_unlink(d->name_.c_str());
     return s;
   }
-  void* p = ::mmap(nullptr, d->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = ::mmap(nullptr, d->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (p == MAP_FAILED) {
     absl::Status s = Errno("cannot map segment", d->name_);
@@ -216,7 +216,7 @@ absl::Status ShmDomain::MapPeers(const std::map<int, std::string>& names) {
     if (peer == rank_) continue;
     int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) return Errno(absl::StrCat("cannot open rank ", peer, "'s segment"), name);
-    void* p = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void* p = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     ::close(fd);
     if (p == MAP_FAILED) return Errno(absl::StrCat("cannot map rank ", peer, "'s segment"), name);
     auto* seg = static_cast<Segment*>(p);

@@ -1,0 +1,262 @@
+// Collective entry points: argument checks, configuration choice, execution through the registry, timing.
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/algorithms/registry.h"
+#include "runtime/algorithms/sub_endpoint.h"
+#include "runtime/api/communicator_impl.h"
+#include "runtime/common/logging.h"
+#include "runtime/common/sizes.h"
+
+namespace hccltune {
+namespace {
+
+// The AlgorithmContext of one call (depth 0) or of a sub-collective (depth > 0, `members` a subset).
+class CallContext final : public AlgorithmContext {
+ public:
+  CallContext(CommImpl& comm, int depth, int channels, std::vector<int> members)
+      : comm_(comm), depth_(depth), channels_(channels), members_(std::move(members)) {
+    if (depth_ == 0) {
+      topo_ = comm_.topology();
+    } else {
+      for (int r : members_) topo_.node_of.push_back(comm_.topology().node_of[static_cast<size_t>(r)]);
+      // Re-number nodes densely within the sub-group.
+      std::vector<int> seen;
+      for (int& n : topo_.node_of) {
+        auto it = std::find(seen.begin(), seen.end(), n);
+        if (it == seen.end()) {
+          seen.push_back(n);
+          it = seen.end() - 1;
+        }
+        n = static_cast<int>(it - seen.begin());
+      }
+      topo_.num_nodes = static_cast<int>(seen.size());
+    }
+  }
+
+  absl::StatusOr<Endpoint*> GetEndpoint(const LinkSpec& link) override {
+    auto ep = comm_.EndpointFor(link, channels_, members_);
+    if (!ep.ok()) return ep.status();
+    if (depth_ == 0) return static_cast<Endpoint*>(*ep);
+    subs_.push_back(std::make_unique<SubEndpoint>(*ep, members_));
+    return static_cast<Endpoint*>(subs_.back().get());
+  }
+  const GroupTopology& topology() const override { return topo_; }
+  void* Scratch(size_t bytes) override { return comm_.Scratch(depth_, bytes); }
+  absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,
+                                absl::Span<const int> members) override {
+    std::vector<int> global;
+    for (int m : members) global.push_back(members_[static_cast<size_t>(m)]);
+    CallContext sub(comm_, depth_ + 1, config.channels, std::move(global));
+    return registry::Run(args, config, sub);
+  }
+
+ private:
+  CommImpl& comm_;
+  int depth_;
+  int channels_;
+  std::vector<int> members_;
+  GroupTopology topo_;
+  std::vector<std::unique_ptr<SubEndpoint>> subs_;
+};
+
+std::vector<int> Iota(int n) {
+  std::vector<int> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
+  return v;
+}
+
+// Bytes as CONVENTIONS.md defines them for a call.
+uint64_t CallBytes(const CollectiveArgs& a, int n) {
+  const uint64_t es = DataTypeSize(a.dtype);
+  switch (a.collective) {
+    case Collective::kAllgather:
+    case Collective::kGather:
+    case Collective::kReducescatter:
+    case Collective::kScatter:
+    case Collective::kAlltoall:
+      return a.count * es * static_cast<uint64_t>(n);
+    case Collective::kAllgatherv: {
+      uint64_t total = 0;
+      for (size_t c : a.counts) total += c;
+      return total * es;
+    }
+    case Collective::kAlltoallv: {
+      uint64_t total = 0;
+      for (size_t c : a.send_counts) total += c;
+      return total * es;
+    }
+    case Collective::kBarrier:
+      return 0;
+    default:
+      return a.count * es;
+  }
+}
+
+}  // namespace
+
+absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
+  const std::string what = absl::StrCat(CollectiveName(a.collective), " on rank ", rank_);
+  const uint64_t es = DataTypeSize(a.dtype);
+  const uint64_t n = static_cast<uint64_t>(size_);
+  if (a.count > std::numeric_limits<uint64_t>::max() / es / n) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": count ", a.count, " overflows the byte size"));
+  }
+  if (IsReducing(a.collective)) {
+    if (absl::Status s = CheckReduceSupported(a.op, a.dtype); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
+    }
+  }
+  const bool rooted = a.collective == Collective::kBroadcast || a.collective == Collective::kReduce ||
+                      a.collective == Collective::kGather || a.collective == Collective::kScatter;
+  if (rooted && (a.root < 0 || a.root >= size_)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": root ", a.root, " is not a rank of this communicator (0..",
+                                                   size_ - 1, ")"));
+  }
+  if (a.collective == Collective::kAllgatherv && (a.counts.size() != n || a.displs.size() != n)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": counts and displs need one entry per rank (", n, ")"));
+  }
+  if (a.collective == Collective::kAlltoallv &&
+      (a.send_counts.size() != n || a.send_displs.size() != n || a.recv_counts.size() != n ||
+       a.recv_displs.size() != n)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": send/recv counts and displacements need one entry per rank (", n, ")"));
+  }
+  // Null buffers where data must flow.
+  const bool needs_data = a.collective == Collective::kAllgatherv || a.collective == Collective::kAlltoallv
+                              ? CallBytes(a, size_) > 0
+                              : a.count > 0 && a.collective != Collective::kBarrier;
+  if (needs_data) {
+    const bool root = a.root == rank_;
+    bool send_needed = true, recv_needed = true;
+    if (a.collective == Collective::kBroadcast) send_needed = root;
+    if (a.collective == Collective::kScatter) send_needed = root;
+    if (a.collective == Collective::kReduce || a.collective == Collective::kGather) recv_needed = root;
+    if (a.collective == Collective::kAllgatherv && a.counts[static_cast<size_t>(rank_)] == 0) send_needed = false;
+    if ((send_needed && a.send == nullptr) || (recv_needed && a.recv == nullptr)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": null ", (send_needed && a.send == nullptr) ? "send" : "receive",
+                                                     " buffer for ", a.count, " elements"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Configuration> CommImpl::Choose(const CollectiveArgs& args, const CallOptions& opt) const {
+  if (opt.config.empty() || opt.config == "auto") {
+    return registry::BuiltinDefault(args.collective, CallBytes(args, size_), size_, topo_);
+  }
+  auto c = Configuration::Parse(opt.config);
+  if (!c.ok()) return c.status();
+  if (registry::Find(args.collective, c->algorithm) == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("configuration '", opt.config, "': ", CollectiveName(args.collective),
+                                                   " has no algorithm '", c->algorithm, "'; accepted: ",
+                                                   absl::StrJoin(registry::AlgorithmsFor(args.collective), ", ")));
+  }
+  return c;
+}
+
+absl::StatusOr<std::string> CommImpl::ResolveConfig(Collective c, DataType dtype, uint64_t bytes,
+                                                    const std::string& config) const {
+  CollectiveArgs a;
+  a.collective = c;
+  a.dtype = dtype;
+  const uint64_t per = c == Collective::kAllgather || c == Collective::kGather || c == Collective::kReducescatter ||
+                               c == Collective::kScatter || c == Collective::kAlltoall
+                           ? static_cast<uint64_t>(size_)
+                           : 1;
+  a.count = bytes / DataTypeSize(dtype) / per;
+  CallOptions opt;
+  opt.config = config;
+  auto chosen = Choose(a, opt);
+  if (!chosen.ok()) return chosen.status();
+  return chosen->ToString();
+}
+
+std::vector<std::string> CommImpl::ValidAlgorithms(Collective c) const {
+  return registry::ListValid(c, size_, topo_);
+}
+
+std::string CommImpl::last_config() const {
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  return last_config_;
+}
+
+void CommImpl::SetTimingSink(std::shared_ptr<TimingSink> sink) {
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  sink_ = std::move(sink);
+}
+
+absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt) {
+  if (!broken_.ok()) return broken_;
+  if (absl::Status s = Validate(args); !s.ok()) return s;
+  auto config = Choose(args, opt);
+  if (!config.ok()) return config.status();
+  call_.sequence = ++sequence_;
+  call_.collective = args.collective;
+  call_.dtype = args.dtype;
+  call_.op = args.op;
+  call_.count = args.collective == Collective::kAllgatherv || args.collective == Collective::kAlltoallv
+                    ? CallBytes(args, size_) / DataTypeSize(args.dtype)
+                    : args.count;
+  call_.root = args.root;
+  // alltoallv: each rank knows only its own counts, so the count is not compared.
+  if (args.collective == Collective::kAlltoallv) call_.count = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  CallContext ctx(*this, 0, config->channels, Iota(size_));
+  absl::Status s = registry::Run(args, *config, ctx);
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  last_config_ = config->ToString();
+  Log(LogLevel::kDebug, "rank ", rank_, " op ", call_.sequence, " ", CollectiveName(args.collective), " ",
+      DataTypeName(args.dtype), " ", CallBytes(args, size_), " B ", last_config_, " ", us, " us ",
+      s.ok() ? "ok" : std::string(s.message()));
+  if (!s.ok()) {
+    // Argument errors leave the communicator usable; communication errors break it.
+    if (s.code() != absl::StatusCode::kInvalidArgument) broken_ = s;
+    return s;
+  }
+  if (sink_) {
+    sink_->Record(TimingSample{args.collective, args.dtype, CallBytes(args, size_), size_, last_config_,
+                               call_.sequence, us});
+  }
+  return s;
+}
+
+absl::Status CommImpl::Execute(CollectiveArgs args, const CallOptions& opt) {
+  {
+    std::unique_lock<std::mutex> lock(q_mu_);
+    const bool on_progress = progress_.joinable() && std::this_thread::get_id() == progress_.get_id();
+    if (!on_progress && in_flight_ > 0) {
+      // Keep issue order: run behind the queued non-blocking work.
+      lock.unlock();
+      return Submit([this, args, opt] { return Execute(args, opt); })->Wait();
+    }
+  }
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  return ExecuteLocked(args, opt);
+}
+
+absl::Status CommImpl::PointToPoint(bool send, void* data, size_t count, DataType dtype, int peer) {
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  if (!broken_.ok()) return broken_;
+  if (peer < 0 || peer >= size_ || peer == rank_) {
+    return absl::InvalidArgumentError(absl::StrCat(send ? "send" : "recv", " on rank ", rank_, ": peer ", peer,
+                                                   " is not another rank of this communicator (0..", size_ - 1, ")"));
+  }
+  if (count > 0 && data == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(send ? "send" : "recv", " on rank ", rank_, ": null buffer"));
+  }
+  // Point-to-point does not advance the collective sequence (other ranks do not take part).
+  call_ = CallDescriptor{sequence_, Collective::kSendRecv, dtype, ReduceOp::kSum, count, 0};
+  auto ep = EndpointFor(LinkSpec{}, 1, {rank_, peer});
+  if (!ep.ok()) return ep.status();
+  const size_t bytes = count * DataTypeSize(dtype);
+  absl::Status s = send ? (*ep)->Send(peer, data, bytes) : (*ep)->Recv(peer, data, bytes);
+  if (!s.ok() && s.code() != absl::StatusCode::kInvalidArgument) broken_ = s;
+  return s;
+}
+
+}  // namespace hccltune

@@ -1,0 +1,430 @@
+// Communicator setup: rendezvous, validation, topology, shm and TCP domains, endpoints, split.
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/numbers.h"
+#include "hccltune/version.h"
+#include "nlohmann/json.hpp"
+#include "runtime/api/communicator_impl.h"
+#include "runtime/bootstrap/tcp_store.h"
+#include "runtime/common/logging.h"
+#include "runtime/topology/topology.h"
+
+namespace hccltune {
+namespace {
+
+std::string Hostname() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+nlohmann::json InfoToJson(const RankInfo& i) {
+  return {{"rank", i.rank},     {"protocol", i.protocol}, {"node", i.node},         {"host", i.host},
+          {"pid", i.pid},       {"device", i.device},     {"decisive", i.decisive}, {"tcp", TcpInfoToJson(i.tcp.port, i.tcp.interfaces)},
+          {"shm", i.shm_segment}};
+}
+
+absl::StatusOr<RankInfo> InfoFromJson(const std::string& text, int expected_rank) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::DataLossError(absl::StrCat("bootstrap: rank ", expected_rank, " published unreadable info"));
+  }
+  RankInfo i;
+  i.rank = j.value("rank", -1);
+  i.protocol = j.value("protocol", 0u);
+  i.node = j.value("node", "");
+  i.host = j.value("host", "");
+  i.pid = j.value("pid", 0);
+  i.device = j.value("device", -1);
+  i.decisive = j.value("decisive", "");
+  if (j.contains("tcp")) i.tcp = TcpInfoFromJson(j["tcp"]);
+  i.shm_segment = j.value("shm", "");
+  return i;
+}
+
+std::string Decisive(const Environment& env) {
+  return absl::StrCat("HCCL_ALGO=", env.hccl_algo, ";HCCL_TUNE_ALGO=", env.tune_algo,
+                      ";HCCL_BUFFSIZE=", env.buffsize_bytes >> 20, ";HCCL_TUNE_MODE=", TuneModeName(env.mode),
+                      ";HCCL_TUNE_TABLE_VERSION=", env.table_version ? absl::StrCat(*env.table_version) : "");
+}
+
+// The first differing "VAR=value" between two decisive strings.
+std::string FirstDifference(const std::string& a, const std::string& b) {
+  std::vector<std::string> pa = absl::StrSplit(a, ';'), pb = absl::StrSplit(b, ';');
+  for (size_t i = 0; i < std::min(pa.size(), pb.size()); ++i) {
+    if (pa[i] != pb[i]) return absl::StrCat(pa[i], "' vs '", pb[i]);
+  }
+  return absl::StrCat(a, "' vs '", b);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CommImpl>> CommImpl::Init(int rank, int size, std::shared_ptr<Store> store,
+                                                         const Environment& env, std::string name) {
+  if (size < 1) return absl::InvalidArgumentError(absl::StrCat("communicator size must be >= 1, got ", size));
+  if (rank < 0 || rank >= size) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " is out of range for size ", size));
+  }
+  if (!store) return absl::InvalidArgumentError("communicator needs a rendezvous store");
+  std::unique_ptr<CommImpl> c(new CommImpl());
+  c->rank_ = rank;
+  c->size_ = size;
+  c->env_ = env;
+  c->name_ = std::move(name);
+  c->store_ = NewPrefixStore(std::move(store), absl::StrCat("hccltune/", c->name_));
+  if (absl::Status s = c->Setup(); !s.ok()) return s;
+  return c;
+}
+
+absl::Status CommImpl::Setup() {
+  const absl::Duration connect_timeout = absl::Seconds(env_.connect_timeout_s);
+  // A tag unique to this communicator instance: names shm segments and authenticates TCP hellos.
+  if (rank_ == 0) {
+    std::random_device rd;
+    tag_ = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(::getpid());
+    if (absl::Status s = store_->Set("tag", absl::StrCat(tag_)); !s.ok()) return s;
+  } else {
+    auto t = store_->Get("tag", connect_timeout);
+    if (!t.ok()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank_, ": rank 0 never arrived at the rendezvous (", t.status().message(), ")"));
+    }
+    if (!absl::SimpleAtoi(*t, &tag_)) return absl::DataLossError("bootstrap: bad communicator tag");
+  }
+
+  auto tcp = TcpDomain::Create(rank_, tag_, env_.socket_ifname, connect_timeout);
+  if (!tcp.ok()) return tcp.status();
+  tcp_ = *std::move(tcp);
+
+  RankInfo me;
+  me.rank = rank_;
+  me.protocol = kWireProtocolVersion;
+  me.node = LocalNodeId(env_);
+  me.host = Hostname();
+  me.pid = static_cast<int>(::getpid());
+  me.device = env_.device ? *env_.device : (env_.local_rank ? *env_.local_rank : -1);
+  me.decisive = Decisive(env_);
+  me.tcp.port = tcp_->port();
+  me.tcp.interfaces = tcp_->interfaces();
+  if (absl::Status s = store_->Set(absl::StrCat("info/", rank_), InfoToJson(me).dump()); !s.ok()) return s;
+
+  std::vector<std::string> keys;
+  for (int r = 0; r < size_; ++r) keys.push_back(absl::StrCat("info/", r));
+  if (absl::Status s = store_->Wait(keys, connect_timeout); !s.ok()) {
+    std::vector<std::string> missing;
+    for (int r = 0; r < size_; ++r) {
+      auto ok = store_->Check({absl::StrCat("info/", r)});
+      if (ok.ok() && !*ok) missing.push_back(absl::StrCat(r));
+    }
+    return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": ranks ", absl::StrJoin(missing, ", "),
+                                                    " never joined the communicator of ", size_, " ranks within ",
+                                                    env_.connect_timeout_s, " s (HCCL_CONNECT_TIMEOUT)"));
+  }
+  infos_.resize(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    auto text = store_->Get(absl::StrCat("info/", r), connect_timeout);
+    if (!text.ok()) return text.status();
+    auto info = InfoFromJson(*text, r);
+    if (!info.ok()) return info.status();
+    infos_[static_cast<size_t>(r)] = *std::move(info);
+  }
+
+  // Checks every rank makes: same protocol, same decisive settings, no shared device on a node.
+  for (const RankInfo& i : infos_) {
+    if (i.protocol != kWireProtocolVersion) {
+      return absl::FailedPreconditionError(absl::StrCat("rank ", i.rank, " runs wire protocol version ", i.protocol,
+                                                        ", rank ", rank_, " runs version ", kWireProtocolVersion,
+                                                        ": every rank must run the same hccl-tune release"));
+    }
+    if (i.decisive != infos_[0].decisive) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "ranks disagree on a setting that decides configurations: rank 0 has '",
+          FirstDifference(infos_[0].decisive, i.decisive), "' on rank ", i.rank,
+          "; set the same value on every rank"));
+    }
+  }
+  for (size_t a = 0; a < infos_.size(); ++a) {
+    for (size_t b = a + 1; b < infos_.size(); ++b) {
+      if (infos_[a].node == infos_[b].node && infos_[a].device >= 0 && infos_[a].device == infos_[b].device) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("ranks ", a, " and ", b, " both claim device ", infos_[a].device, " on node ",
+                         infos_[a].host, " (HCCL_TUNE_DEVICE / LOCAL_RANK): each rank needs its own device"));
+      }
+    }
+  }
+
+  // Topology: dense node indices in order of first appearance.
+  std::vector<std::string> nodes;
+  topo_.node_of.resize(static_cast<size_t>(size_));
+  for (const RankInfo& i : infos_) {
+    auto it = std::find(nodes.begin(), nodes.end(), i.node);
+    if (it == nodes.end()) {
+      nodes.push_back(i.node);
+      it = nodes.end() - 1;
+    }
+    topo_.node_of[static_cast<size_t>(i.rank)] = static_cast<int>(it - nodes.begin());
+  }
+  topo_.num_nodes = static_cast<int>(nodes.size());
+  const int my_node = topo_.node_of[static_cast<size_t>(rank_)];
+  for (int r = 0; r < size_; ++r) {
+    if (topo_.node_of[static_cast<size_t>(r)] == my_node) {
+      if (r == rank_) local_rank_ = static_cast<int>(local_ranks_.size());
+      local_ranks_.push_back(r);
+    }
+  }
+  std::map<int, TcpPeerInfo> peers;
+  for (const RankInfo& i : infos_) {
+    TcpPeerInfo p = i.tcp;
+    p.same_node = topo_.node_of[static_cast<size_t>(i.rank)] == my_node;
+    peers[i.rank] = p;
+  }
+  tcp_->SetPeers(std::move(peers));
+
+  TopologyFacts facts;
+  facts.ranks_per_node.assign(nodes.size(), 0);
+  for (int n : topo_.node_of) facts.ranks_per_node[static_cast<size_t>(n)]++;
+  if (*std::max_element(facts.ranks_per_node.begin(), facts.ranks_per_node.end()) > 1) facts.intra_links = {"shm"};
+  if (nodes.size() > 1) {
+    // Networks every node has an interface in (loopback excluded).
+    std::set<std::string> common;
+    bool first = true;
+    for (size_t n = 0; n < nodes.size(); ++n) {
+      std::set<std::string> mine;
+      for (const RankInfo& i : infos_) {
+        if (topo_.node_of[static_cast<size_t>(i.rank)] != static_cast<int>(n)) continue;
+        for (const auto& itf : i.tcp.interfaces) {
+          if (itf.name != "lo") mine.insert(itf.Subnet());
+        }
+      }
+      if (first) {
+        common = mine;
+        first = false;
+      } else {
+        std::set<std::string> both;
+        std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(),
+                              std::inserter(both, both.begin()));
+        common = both;
+      }
+    }
+    facts.inter_networks.assign(common.begin(), common.end());
+  }
+  facts.release = HCCL_TUNE_RELEASE;
+  topology_json_ = TopologyJson(facts);
+  fingerprint_ = Fingerprint(topology_json_);
+
+  // Shared memory among the ranks of this node.
+  prealloc_bytes_ = env_.buffsize_bytes;
+  if (local_ranks_.size() > 1) {
+    // HCCL_BUFFSIZE is shared by the inbound rings; each ring is capped at kMaxRingBytes because a longer ring
+    // only spreads the stream over more cache lines and page faults (messages larger than the ring are
+    // staged through it in pieces).
+    constexpr size_t kMaxRingBytes = 4u << 20;
+    const size_t ring = std::min<size_t>(kMaxRingBytes, env_.buffsize_bytes / (local_ranks_.size() - 1));
+    auto shm = ShmDomain::Create(rank_, local_ranks_, ring, absl::StrCat("hccltune-", absl::Hex(tag_), "-", name_.size()));
+    if (!shm.ok()) return shm.status();
+    shm_ = *std::move(shm);
+    if (absl::Status s = store_->Set(absl::StrCat("shm/", rank_), shm_->segment_name()); !s.ok()) return s;
+    std::map<int, std::string> names;
+    for (int r : local_ranks_) {
+      if (r == rank_) continue;
+      auto n = store_->Get(absl::StrCat("shm/", r), connect_timeout);
+      if (!n.ok()) return n.status();
+      names[r] = *n;
+    }
+    if (absl::Status s = shm_->MapPeers(names); !s.ok()) return s;
+    // Every local peer has mapped our segment once all have counted in: unlink so nothing leaks on SIGKILL.
+    const std::string counter = absl::StrCat("shm_mapped/", my_node);
+    auto n = store_->Add(counter, 1);
+    if (!n.ok()) return n.status();
+    const absl::Time deadline = absl::Now() + connect_timeout;
+    while (true) {
+      auto v = store_->Add(counter, 0);
+      if (!v.ok()) return v.status();
+      if (*v >= static_cast<int64_t>(local_ranks_.size())) break;
+      if (absl::Now() > deadline) {
+        return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": local ranks did not all map shared memory"));
+      }
+      absl::SleepFor(absl::Microseconds(200));
+    }
+    shm_->Unlink();
+  }
+  Log(LogLevel::kInfo, "rank ", rank_, "/", size_, " communicator '", name_, "' ready: ", topo_.num_nodes,
+      " node(s), ", local_ranks_.size(), " local, topology ", fingerprint_, " ", topology_json_);
+  return absl::OkStatus();
+}
+
+CommImpl::~CommImpl() {
+  {
+    std::lock_guard<std::mutex> lock(q_mu_);
+    stopping_ = true;
+  }
+  q_cv_.notify_all();
+  if (progress_.joinable()) progress_.join();
+  endpoints_.clear();
+}
+
+absl::StatusOr<StreamEndpoint*> CommImpl::EndpointFor(const LinkSpec& link, int channels,
+                                                     const std::vector<int>& members) {
+  if (link.kind == LinkKind::kRoce) {
+    return absl::UnimplementedError("link=roce: the ibverbs transport is not available in this build");
+  }
+  const int lanes = link.kind == LinkKind::kShm ? 1 : channels;
+  const std::string key = absl::StrCat(FormatLink(link), "#", lanes);
+  auto it = endpoints_.find(key);
+  if (it == endpoints_.end()) {
+    std::vector<Pair*> none(static_cast<size_t>(size_), nullptr);
+    Doorbell* bell = shm_ ? shm_->doorbell() : nullptr;
+    it = endpoints_
+             .emplace(key, std::make_unique<StreamEndpoint>(rank_, none, bell, absl::Seconds(env_.exec_timeout_s)))
+             .first;
+  }
+  StreamEndpoint* ep = it->second.get();
+  const int my_node = topo_.node_of[static_cast<size_t>(rank_)];
+  std::vector<int> need_tcp;
+  for (int r : members) {
+    if (r == rank_ || ep->HasPair(r)) continue;
+    const bool local = topo_.node_of[static_cast<size_t>(r)] == my_node;
+    if (link.kind == LinkKind::kShm || (link.kind == LinkKind::kAuto && local)) {
+      if (!local) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("link=shm: rank ", r, " is on another node than rank ", rank_, "; use tcp or auto"));
+      }
+      ep->AttachPair(r, shm_->pair(r));
+    } else {
+      need_tcp.push_back(r);
+    }
+  }
+  if (!need_tcp.empty()) {
+    // Every member connects the same set so both ends of each pair take part.
+    std::vector<int> group;
+    for (int r : members) {
+      const bool local = topo_.node_of[static_cast<size_t>(r)] == my_node;
+      if (link.kind == LinkKind::kTcp || !local || r == rank_) group.push_back(r);
+    }
+    auto pairs = tcp_->Connect(group, link.network, lanes);
+    if (!pairs.ok()) return pairs.status();
+    for (int r : need_tcp) ep->AttachPair(r, (*pairs)[static_cast<size_t>(r)]);
+  }
+  ep->SetCall(call_);
+  return ep;
+}
+
+void* CommImpl::Scratch(int depth, size_t bytes) {
+  if (scratch_.size() <= static_cast<size_t>(depth)) scratch_.resize(static_cast<size_t>(depth) + 1);
+  auto& buf = scratch_[static_cast<size_t>(depth)];
+  if (buf.size() < bytes) {
+    size_t total = 0;
+    for (const auto& b : scratch_) total += b.size();
+    if (total + bytes - buf.size() > prealloc_bytes_) fallback_allocs_.fetch_add(1);
+    buf.resize(bytes);
+  }
+  return buf.data();
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> CommImpl::Split(int color, int key) {
+  // Exchange (color, key) over the store, under a name unique to this split call.
+  const int split_id = split_count_++;
+  const std::string base = absl::StrCat("split", split_id);
+  if (absl::Status s = store_->Set(absl::StrCat(base, "/", rank_), absl::StrCat(color, ",", key)); !s.ok()) return s;
+  std::vector<std::tuple<int, int, int>> same;  // key, rank
+  for (int r = 0; r < size_; ++r) {
+    auto v = store_->Get(absl::StrCat(base, "/", r), absl::Seconds(env_.connect_timeout_s));
+    if (!v.ok()) return v.status();
+    int c = 0, k = 0;
+    std::vector<std::string> parts = absl::StrSplit(*v, ',');
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &c) || !absl::SimpleAtoi(parts[1], &k)) {
+      return absl::DataLossError("split: unreadable color/key");
+    }
+    if (c == color && color >= 0) same.emplace_back(k, r, c);
+  }
+  if (color < 0) return std::unique_ptr<Communicator>();
+  std::sort(same.begin(), same.end());
+  int new_rank = 0;
+  for (size_t i = 0; i < same.size(); ++i) {
+    if (std::get<1>(same[i]) == rank_) new_rank = static_cast<int>(i);
+  }
+  auto sub = CommImpl::Init(new_rank, static_cast<int>(same.size()), store_, env_,
+                            absl::StrCat(base, "c", color));
+  if (!sub.ok()) return sub.status();
+  return std::unique_ptr<Communicator>(*std::move(sub));
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(int rank, int size, std::shared_ptr<Store> store,
+                                                                   const Environment& env) {
+  SetLogLevel(env.log_level);
+  auto c = CommImpl::Init(rank, size, std::move(store), env, "world");
+  if (!c.ok()) return c.status();
+  return std::unique_ptr<Communicator>(*std::move(c));
+}
+
+namespace {
+// Keeps rank 0's store server alive as long as the communicators that use it.
+struct ServedStore final : Store {
+  std::unique_ptr<TcpStoreServer> server;
+  std::shared_ptr<Store> client;
+  absl::Status Set(const std::string& k, const std::string& v) override { return client->Set(k, v); }
+  absl::StatusOr<std::string> Get(const std::string& k, absl::Duration t) override { return client->Get(k, t); }
+  absl::StatusOr<int64_t> Add(const std::string& k, int64_t d) override { return client->Add(k, d); }
+  absl::StatusOr<bool> Check(const std::vector<std::string>& k) override { return client->Check(k); }
+};
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(const Environment& env) {
+  if (!env.rank || !env.world_size) {
+    return absl::InvalidArgumentError(
+        "env:// bootstrap needs this rank and the world size: set RANK and WORLD_SIZE (torchrun), or run under "
+        "mpirun (OMPI_COMM_WORLD_RANK/SIZE) or srun (SLURM_PROCID/SLURM_NTASKS)");
+  }
+  const int rank = *env.rank, size = *env.world_size;
+  const absl::Duration timeout = absl::Seconds(env.connect_timeout_s);
+  std::shared_ptr<Store> store;
+  if (env.store.rfind("tcp://", 0) == 0) {
+    const std::string hp = env.store.substr(6);
+    const size_t colon = hp.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || !absl::SimpleAtoi(hp.substr(colon + 1), &port)) {
+      return absl::InvalidArgumentError(absl::StrCat("HCCL_TUNE_STORE='", env.store, "': expected tcp://HOST:PORT"));
+    }
+    auto client = ConnectTcpStore(hp.substr(0, colon), port, timeout);
+    if (!client.ok()) return client.status();
+    store = *client;
+  } else if (!env.store.empty()) {
+    auto fs = NewFileStore(env.store.substr(std::string("file://").size()));
+    if (!fs.ok()) return fs.status();
+    store = *fs;
+  } else {
+    std::string host = env.master_addr;
+    int port = env.master_port.value_or(0);
+    if (host.empty()) host = env.launcher_master_addr;
+    if (port == 0 && env.launcher_master_port) port = *env.launcher_master_port + 1;
+    if (host.empty() || port == 0) {
+      return absl::InvalidArgumentError(
+          "env:// bootstrap needs a rendezvous: HCCL_TUNE_STORE=file:///shared/dir, or HCCL_TUNE_MASTER_ADDR and "
+          "HCCL_TUNE_MASTER_PORT, or MASTER_ADDR and MASTER_PORT (hccl-tune then serves on MASTER_PORT+1)");
+    }
+    auto served = std::make_shared<ServedStore>();
+    if (rank == 0) {
+      auto server = TcpStoreServer::Start(host, port);
+      if (!server.ok()) {
+        // The address may name another interface of this host; listen on all of them.
+        server = TcpStoreServer::Start("0.0.0.0", port);
+        if (!server.ok()) return server.status();
+      }
+      served->server = *std::move(server);
+    }
+    auto client = ConnectTcpStore(host, port, timeout);
+    if (!client.ok()) return client.status();
+    served->client = *client;
+    store = served;
+  }
+  return Create(rank, size, store, env);
+}
+
+}  // namespace hccltune

@@ -1,0 +1,156 @@
+// hccltune::Communicator — a group of ranks that run collectives together.
+//
+// Creation: Communicator::Create(rank, size, store, env) for embedding (threads or processes sharing a
+// Store), or Communicator::FromEnvironment(env) for `env://` bootstrap from torchrun / Open MPI / Slurm
+// variables (see docs/ENVIRONMENT.md and Bootstrap below). Every rank of the group must create it; setup
+// fails after HCCL_CONNECT_TIMEOUT with an error naming the ranks that never arrived. At setup the ranks check
+// that they speak the same wire protocol, that no two ranks on one node claim the same device, and that
+// everything deciding a configuration (HCCL_ALGO, HCCL_TUNE_ALGO, HCCL_BUFFSIZE, HCCL_TUNE_MODE, table
+// version) is identical everywhere.
+//
+// Calls: every collective takes a configuration in canonical form (CONVENTIONS.md) or "auto" (the selector's
+// choice). Buffer layout per collective: runtime/algorithms/algorithm.h. In place: pass the same pointer as
+// send and recv (for allgather/gather the send block inside recv). Every rank ends with bit-identical results
+// whatever the algorithm. Errors (bad arguments, ranks that disagree on the call, a dead or stuck peer after
+// HCCL_EXEC_TIMEOUT) are returned as Status naming the ranks and values; after a communication error the
+// communicator is broken and every later call fails.
+//
+// Threading: calls from several threads are serialised. Non-blocking variants (I*) return a Work handle; a
+// progress thread per communicator runs queued work in issue order; a blocking call issued while work is
+// queued waits behind it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/bootstrap/store.h"
+#include "runtime/common/config.h"
+#include "runtime/common/types.h"
+
+namespace hccltune {
+
+inline constexpr uint32_t kWireProtocolVersion = 1;
+
+// Per-call options.
+struct CallOptions {
+  std::string config = "auto";  // canonical configuration string, or "auto"
+};
+
+// What the runtime reports for every collective call (CONVENTIONS.md, Timing: per-rank call duration).
+struct TimingSample {
+  Collective collective;
+  DataType dtype;
+  uint64_t bytes;
+  int world_size;
+  std::string configuration;
+  uint64_t sequence;
+  double duration_us;
+};
+
+// Receives timing samples. Record() runs on the calling thread right after each collective: keep it cheap
+// (the tuning client aggregates and sends in the background). Default: none installed.
+class TimingSink {
+ public:
+  virtual ~TimingSink() = default;
+  virtual void Record(const TimingSample& sample) = 0;
+};
+
+// Handle for a non-blocking call. Thread-safe.
+class Work {
+ public:
+  virtual ~Work() = default;
+  virtual bool Test() = 0;             // complete (successfully or not)?
+  virtual absl::Status Wait() = 0;     // blocks until complete; returns the call's status
+};
+
+class Communicator {
+ public:
+  static absl::StatusOr<std::unique_ptr<Communicator>> Create(int rank, int size, std::shared_ptr<Store> store,
+                                                              const Environment& env);
+  // env:// bootstrap. Ranks from torchrun (RANK/WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_*) or Slurm
+  // (SLURM_PROCID/SLURM_NTASKS). Rendezvous: HCCL_TUNE_STORE=file://DIR, else HCCL_TUNE_MASTER_ADDR/PORT,
+  // else MASTER_ADDR with port MASTER_PORT+1 (MASTER_PORT itself is torch's TCPStore under torchrun), where
+  // rank 0 serves hccl-tune's own store.
+  static absl::StatusOr<std::unique_ptr<Communicator>> FromEnvironment(const Environment& env);
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Rank within this rank's node and the number of ranks on it.
+  virtual int local_rank() const = 0;
+  virtual int local_size() const = 0;
+  virtual int num_nodes() const = 0;
+  // Topology fingerprint and its canonical JSON (CONVENTIONS.md).
+  virtual const std::string& fingerprint() const = 0;
+  virtual const std::string& topology_json() const = 0;
+  // The configuration "auto" resolves to for a call (what would run).
+  virtual absl::StatusOr<std::string> ResolveConfig(Collective c, DataType dtype, uint64_t bytes,
+                                                    const std::string& config) const = 0;
+  // The algorithms of `c` that apply to this group's size and topology (registry order).
+  virtual std::vector<std::string> ValidAlgorithms(Collective c) const = 0;
+  // The configuration the last completed call ran with.
+  virtual std::string last_config() const = 0;
+  // Hot-path allocations beyond the preallocated buffer ("fallback to malloc").
+  virtual uint64_t fallback_allocations() const = 0;
+
+  virtual void SetTimingSink(std::shared_ptr<TimingSink> sink) = 0;
+
+  // --- collectives (counts in elements; layout in runtime/algorithms/algorithm.h) ---
+  virtual absl::Status Allreduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                                 const CallOptions& opt = {}) = 0;
+  virtual absl::Status Allgather(const void* send, void* recv, size_t count, DataType dtype,
+                                 const CallOptions& opt = {}) = 0;
+  virtual absl::Status Allgatherv(const void* send, void* recv, absl::Span<const size_t> counts,
+                                  absl::Span<const size_t> displs, DataType dtype, const CallOptions& opt = {}) = 0;
+  virtual absl::Status Reducescatter(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                                     const CallOptions& opt = {}) = 0;
+  virtual absl::Status Broadcast(const void* send, void* recv, size_t count, DataType dtype, int root,
+                                 const CallOptions& opt = {}) = 0;
+  virtual absl::Status Reduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, int root,
+                              const CallOptions& opt = {}) = 0;
+  virtual absl::Status Gather(const void* send, void* recv, size_t count, DataType dtype, int root,
+                              const CallOptions& opt = {}) = 0;
+  virtual absl::Status Scatter(const void* send, void* recv, size_t count, DataType dtype, int root,
+                               const CallOptions& opt = {}) = 0;
+  virtual absl::Status Alltoall(const void* send, void* recv, size_t count, DataType dtype,
+                                const CallOptions& opt = {}) = 0;
+  virtual absl::Status Alltoallv(const void* send, absl::Span<const size_t> send_counts,
+                                 absl::Span<const size_t> send_displs, void* recv,
+                                 absl::Span<const size_t> recv_counts, absl::Span<const size_t> recv_displs,
+                                 DataType dtype, const CallOptions& opt = {}) = 0;
+  virtual absl::Status Barrier(const CallOptions& opt = {}) = 0;
+  // Point-to-point over the default link; matched in order per pair.
+  virtual absl::Status Send(const void* data, size_t count, DataType dtype, int peer) = 0;
+  virtual absl::Status Recv(void* data, size_t count, DataType dtype, int peer) = 0;
+
+  // --- non-blocking: same arguments; buffers must stay valid until the Work completes ---
+  virtual std::shared_ptr<Work> Iallreduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                                           const CallOptions& opt = {}) = 0;
+  virtual std::shared_ptr<Work> Iallgather(const void* send, void* recv, size_t count, DataType dtype,
+                                           const CallOptions& opt = {}) = 0;
+  virtual std::shared_ptr<Work> Ireducescatter(const void* send, void* recv, size_t count, DataType dtype,
+                                               ReduceOp op, const CallOptions& opt = {}) = 0;
+  virtual std::shared_ptr<Work> Ibroadcast(const void* send, void* recv, size_t count, DataType dtype, int root,
+                                           const CallOptions& opt = {}) = 0;
+  virtual std::shared_ptr<Work> Ireduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                                        int root, const CallOptions& opt = {}) = 0;
+  virtual std::shared_ptr<Work> Ialltoall(const void* send, void* recv, size_t count, DataType dtype,
+                                          const CallOptions& opt = {}) = 0;
+  virtual std::shared_ptr<Work> Ibarrier(const CallOptions& opt = {}) = 0;
+  // Runs an arbitrary call on the progress thread, after everything queued before it (used by the generic
+  // non-blocking wrappers of the C ABI and the torch backend).
+  virtual std::shared_ptr<Work> Enqueue(std::function<absl::Status(Communicator&)> call) = 0;
+
+  // Sub-communicator of the ranks that pass the same `color` (ordered by `key`, then rank). Collective over
+  // this communicator. color < 0: this rank joins none and gets nullptr.
+  virtual absl::StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) = 0;
+};
+
+}  // namespace hccltune

@@ -1,0 +1,148 @@
+// Internal: the Communicator implementation, shared by communicator.cc (setup, endpoints), collectives.cc
+// (argument checks, execution, timing) and async.cc (progress thread). Not installed as a public header.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/algorithms/algorithm.h"
+#include "runtime/api/communicator.h"
+#include "runtime/transport/shm/shm_transport.h"
+#include "runtime/transport/stream_endpoint.h"
+#include "runtime/transport/tcp/tcp_transport.h"
+
+namespace hccltune {
+
+struct RankInfo {
+  int rank = 0;
+  uint32_t protocol = 0;
+  std::string node;
+  std::string host;
+  int pid = 0;
+  int device = -1;  // -1 = none claimed
+  std::string decisive;  // the settings that decide configurations, as "VAR=value;..."
+  TcpPeerInfo tcp;
+  std::string shm_segment;
+};
+
+class CommImpl final : public Communicator {
+ public:
+  static absl::StatusOr<std::unique_ptr<CommImpl>> Init(int rank, int size, std::shared_ptr<Store> store,
+                                                        const Environment& env, std::string name);
+  ~CommImpl() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  int local_size() const override { return static_cast<int>(local_ranks_.size()); }
+  int num_nodes() const override { return topo_.num_nodes; }
+  const std::string& fingerprint() const override { return fingerprint_; }
+  const std::string& topology_json() const override { return topology_json_; }
+  absl::StatusOr<std::string> ResolveConfig(Collective c, DataType dtype, uint64_t bytes,
+                                            const std::string& config) const override;
+  std::string last_config() const override;
+  std::vector<std::string> ValidAlgorithms(Collective c) const override;
+  uint64_t fallback_allocations() const override { return fallback_allocs_.load(); }
+  void SetTimingSink(std::shared_ptr<TimingSink> sink) override;
+
+  absl::Status Allreduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                         const CallOptions& opt) override;
+  absl::Status Allgather(const void* send, void* recv, size_t count, DataType dtype, const CallOptions& opt) override;
+  absl::Status Allgatherv(const void* send, void* recv, absl::Span<const size_t> counts,
+                          absl::Span<const size_t> displs, DataType dtype, const CallOptions& opt) override;
+  absl::Status Reducescatter(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                             const CallOptions& opt) override;
+  absl::Status Broadcast(const void* send, void* recv, size_t count, DataType dtype, int root,
+                         const CallOptions& opt) override;
+  absl::Status Reduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, int root,
+                      const CallOptions& opt) override;
+  absl::Status Gather(const void* send, void* recv, size_t count, DataType dtype, int root,
+                      const CallOptions& opt) override;
+  absl::Status Scatter(const void* send, void* recv, size_t count, DataType dtype, int root,
+                       const CallOptions& opt) override;
+  absl::Status Alltoall(const void* send, void* recv, size_t count, DataType dtype, const CallOptions& opt) override;
+  absl::Status Alltoallv(const void* send, absl::Span<const size_t> send_counts, absl::Span<const size_t> send_displs,
+                         void* recv, absl::Span<const size_t> recv_counts, absl::Span<const size_t> recv_displs,
+                         DataType dtype, const CallOptions& opt) override;
+  absl::Status Barrier(const CallOptions& opt) override;
+  absl::Status Send(const void* data, size_t count, DataType dtype, int peer) override;
+  absl::Status Recv(void* data, size_t count, DataType dtype, int peer) override;
+
+  std::shared_ptr<Work> Iallreduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                                   const CallOptions& opt) override;
+  std::shared_ptr<Work> Iallgather(const void* send, void* recv, size_t count, DataType dtype,
+                                   const CallOptions& opt) override;
+  std::shared_ptr<Work> Ireducescatter(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                                       const CallOptions& opt) override;
+  std::shared_ptr<Work> Ibroadcast(const void* send, void* recv, size_t count, DataType dtype, int root,
+                                   const CallOptions& opt) override;
+  std::shared_ptr<Work> Ireduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op, int root,
+                                const CallOptions& opt) override;
+  std::shared_ptr<Work> Ialltoall(const void* send, void* recv, size_t count, DataType dtype,
+                                  const CallOptions& opt) override;
+  std::shared_ptr<Work> Ibarrier(const CallOptions& opt) override;
+  std::shared_ptr<Work> Enqueue(std::function<absl::Status(Communicator&)> call) override;
+
+  absl::StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) override;
+
+  // --- used by the call context (collectives.cc) ---
+  // Endpoint over `link` with `channels`, connected to at least `members` (group ranks).
+  absl::StatusOr<StreamEndpoint*> EndpointFor(const LinkSpec& link, int channels, const std::vector<int>& members);
+  void* Scratch(int depth, size_t bytes);
+  const GroupTopology& topology() const { return topo_; }
+  const CallDescriptor& current_call() const { return call_; }
+
+ private:
+  CommImpl() = default;
+  absl::Status Setup();
+  absl::Status Execute(CollectiveArgs args, const CallOptions& opt);
+  absl::Status ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt);
+  absl::StatusOr<Configuration> Choose(const CollectiveArgs& args, const CallOptions& opt) const;
+  absl::Status Validate(const CollectiveArgs& args) const;
+  absl::Status PointToPoint(bool send, void* data, size_t count, DataType dtype, int peer);
+  std::shared_ptr<Work> Submit(std::function<absl::Status()> fn);
+  void ProgressLoop();
+
+  int rank_ = 0, size_ = 1;
+  Environment env_;
+  std::shared_ptr<Store> store_;
+  std::string name_;
+  uint64_t tag_ = 0;
+  std::vector<RankInfo> infos_;
+  GroupTopology topo_;
+  std::vector<int> local_ranks_;
+  int local_rank_ = 0;
+  std::string fingerprint_, topology_json_;
+  std::unique_ptr<ShmDomain> shm_;
+  std::unique_ptr<TcpDomain> tcp_;
+  std::map<std::string, std::unique_ptr<StreamEndpoint>> endpoints_;
+  std::vector<std::vector<uint8_t>> scratch_;
+  std::atomic<uint64_t> fallback_allocs_{0};
+  uint64_t prealloc_bytes_ = 0;
+
+  // Calls are serialised by exec_mu_; call_/last_config_/broken_ are guarded by it.
+  mutable std::mutex exec_mu_;
+  CallDescriptor call_;
+  uint32_t sequence_ = 0;
+  std::string last_config_;
+  absl::Status broken_;
+  int split_count_ = 0;
+  std::shared_ptr<TimingSink> sink_;
+
+  // Progress thread (started on first non-blocking call).
+  std::mutex q_mu_;
+  std::condition_variable q_cv_;
+  std::deque<std::function<void()>> queue_;
+  size_t in_flight_ = 0;  // queued + running on the progress thread
+  bool stopping_ = false;
+  std::thread progress_;
+};
+
+}  // namespace hccltune

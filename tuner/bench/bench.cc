@@ -1,0 +1,180 @@
+#include "tuner/bench/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tuner/bench/check.h"
+
+namespace hccltune::bench {
+namespace {
+
+// Elements per rank block for a byte size (CONVENTIONS.md, Sizes).
+size_t CountFor(Collective c, uint64_t bytes, DataType t, int n) {
+  const uint64_t es = DataTypeSize(t);
+  switch (c) {
+    case Collective::kAllgather:
+    case Collective::kAllgatherv:
+    case Collective::kGather:
+    case Collective::kReducescatter:
+    case Collective::kScatter:
+    case Collective::kAlltoall:
+    case Collective::kAlltoallv: return static_cast<size_t>(bytes / es / static_cast<uint64_t>(n));
+    default: return static_cast<size_t>(bytes / es);
+  }
+}
+
+struct Buffers {
+  std::vector<uint8_t> send, recv;
+  std::vector<size_t> counts, displs;
+};
+
+absl::Status Call(Communicator& comm, const BenchOptions& o, size_t count, Buffers& b, const CallOptions& co) {
+  const int n = comm.size();
+  switch (o.collective) {
+    case Collective::kAllreduce: return comm.Allreduce(b.send.data(), b.recv.data(), count, o.dtype, o.op, co);
+    case Collective::kAllgather: return comm.Allgather(b.send.data(), b.recv.data(), count, o.dtype, co);
+    case Collective::kAllgatherv:
+      return comm.Allgatherv(b.send.data(), b.recv.data(), b.counts, b.displs, o.dtype, co);
+    case Collective::kReducescatter:
+      return comm.Reducescatter(b.send.data(), b.recv.data(), count, o.dtype, o.op, co);
+    case Collective::kBroadcast: return comm.Broadcast(b.send.data(), b.recv.data(), count, o.dtype, o.root, co);
+    case Collective::kReduce: return comm.Reduce(b.send.data(), b.recv.data(), count, o.dtype, o.op, o.root, co);
+    case Collective::kGather: return comm.Gather(b.send.data(), b.recv.data(), count, o.dtype, o.root, co);
+    case Collective::kScatter: return comm.Scatter(b.send.data(), b.recv.data(), count, o.dtype, o.root, co);
+    case Collective::kAlltoall: return comm.Alltoall(b.send.data(), b.recv.data(), count, o.dtype, co);
+    case Collective::kAlltoallv:
+      return comm.Alltoallv(b.send.data(), b.counts, b.displs, b.recv.data(), b.counts, b.displs, o.dtype, co);
+    case Collective::kBarrier: return comm.Barrier(co);
+    case Collective::kSendRecv: {
+      // Ping-pong between ranks 0 and 1; other ranks idle.
+      const size_t bytes = count * DataTypeSize(o.dtype);
+      (void)bytes;
+      if (comm.rank() == 0 && n > 1) {
+        if (absl::Status s = comm.Send(b.send.data(), count, o.dtype, 1); !s.ok()) return s;
+        return comm.Recv(b.recv.data(), count, o.dtype, 1);
+      }
+      if (comm.rank() == 1) {
+        if (absl::Status s = comm.Recv(b.recv.data(), count, o.dtype, 0); !s.ok()) return s;
+        return comm.Send(b.recv.data(), count, o.dtype, 0);
+      }
+      return absl::OkStatus();
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Applies --link to a configuration string that has a link parameter.
+absl::StatusOr<std::string> WithLink(const std::string& config, const std::string& link) {
+  if (link.empty()) return config;
+  auto c = Configuration::Parse(config);
+  if (!c.ok()) return c.status();
+  auto l = ParseLink(link);
+  if (!l.ok()) return l.status();
+  if (c->Has(ParamKind::kLink)) c->link = *l;
+  return c->ToString();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<BenchRow>> RunBench(Communicator& comm, const BenchOptions& o) {
+  const int n = comm.size();
+  if (o.min_bytes > o.max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("--min-bytes ", o.min_bytes, " is above --max-bytes ", o.max_bytes));
+  }
+  std::vector<std::string> configs;
+  if (o.algo == "all") {
+    for (const std::string& a : comm.ValidAlgorithms(o.collective)) {
+      auto d = Configuration::Default(a);
+      if (!d.ok()) return d.status();
+      configs.push_back(d->ToString());
+    }
+    if (configs.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("no algorithm of ", CollectiveName(o.collective),
+                                                     " applies to ", n, " ranks here"));
+    }
+  } else {
+    configs.push_back(o.algo);
+  }
+  std::vector<BenchRow> rows;
+  std::vector<uint64_t> sizes;
+  for (uint64_t b = std::max<uint64_t>(o.min_bytes, 0); b <= o.max_bytes; b = b == 0 ? 1 : b * 2) {
+    sizes.push_back(b);
+    if (b == 0 && o.max_bytes == 0) break;
+  }
+  for (uint64_t bytes : sizes) {
+    const size_t count = CountFor(o.collective, bytes, o.dtype, n);
+    CheckCase cc{o.collective, o.dtype, o.op, comm.rank(), n, o.root, count};
+    Buffers b;
+    const size_t es = DataTypeSize(o.dtype);
+    b.send.resize(std::max<size_t>(1, std::max(SendElements(cc), count) * es));
+    b.recv.resize(std::max<size_t>(1, std::max(RecvElements(cc), count * static_cast<size_t>(n)) * es));
+    for (int r = 0; r < n; ++r) {
+      b.counts.push_back(count);
+      b.displs.push_back(static_cast<size_t>(r) * count);
+    }
+    for (const std::string& cfg0 : configs) {
+      std::string cfg = cfg0;
+      if (cfg == "auto") {
+        auto resolved = comm.ResolveConfig(o.collective, o.dtype, bytes, "auto");
+        if (!resolved.ok()) return resolved.status();
+        cfg = o.link.empty() ? "auto" : *resolved;
+      }
+      auto linked = WithLink(cfg, o.link);
+      if (!linked.ok()) return linked.status();
+      CallOptions co;
+      co.config = *linked;
+      BenchRow row;
+      row.collective = std::string(CollectiveName(o.collective));
+      row.ranks = n;
+      row.bytes = bytes;
+      if (o.check) {
+        FillInput(cc, b.send.data());
+        std::fill(b.recv.begin(), b.recv.end(), uint8_t{0xcd});
+        if (absl::Status s = Call(comm, o, count, b, co); !s.ok()) return s;
+        if (o.collective != Collective::kSendRecv) row.error = Verify(cc, b.recv.data());
+        row.checked = true;
+      }
+      const int iters = o.iters > 0 ? o.iters : (bytes <= (1u << 20) ? 50 : bytes <= (16u << 20) ? 10 : 5);
+      const int warmup = o.warmup > 0 ? o.warmup : std::max(2, iters / 10);
+      std::vector<double> durations;
+      CallOptions barrier_opt;
+      for (int it = 0; it < warmup + iters; ++it) {
+        if (absl::Status s = comm.Barrier(barrier_opt); !s.ok()) return s;
+        const auto t0 = std::chrono::steady_clock::now();
+        if (absl::Status s = Call(comm, o, count, b, co); !s.ok()) return s;
+        const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+        if (it >= warmup) durations.push_back(us);
+      }
+      row.algo = comm.last_config();
+      // Time of an iteration = max over ranks.
+      std::vector<double> maxed(durations.size());
+      if (absl::Status s = comm.Allreduce(durations.data(), maxed.data(), durations.size(), DataType::kFloat64,
+                                          ReduceOp::kMax, barrier_opt);
+          !s.ok()) {
+        return s;
+      }
+      std::sort(maxed.begin(), maxed.end());
+      row.time_us = maxed.empty() ? 0 : maxed[maxed.size() / 2];
+      row.algbw = row.time_us > 0 ? static_cast<double>(bytes) / row.time_us / 1e3 : 0;
+      row.busbw = row.algbw * BusBandwidthFactor(o.collective, n);
+      rows.push_back(row);
+    }
+  }
+  return rows;
+}
+
+std::string FormatHeader() {
+  return absl::StrFormat("%-13s %5s %12s %-60s %11s %8s %8s", "coll", "ranks", "bytes", "algo", "time_us", "algbw",
+                         "busbw");
+}
+
+std::string FormatRow(const BenchRow& r) {
+  return absl::StrFormat("%-13s %5d %12d %-60s %11.2f %8.3f %8.3f%s", r.collective, r.ranks, r.bytes, r.algo,
+                         r.time_us, r.algbw, r.busbw, r.checked ? (r.error.empty() ? "  check ok" : "  CHECK FAILED") : "");
+}
+
+}  // namespace hccltune::bench
