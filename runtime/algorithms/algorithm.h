@@ -74,7 +74,6 @@ class AlgorithmContext {
                                         absl::Span<const int> members) = 0;
 };
 
-using AlgorithmFn = absl::Status (*)(const CollectiveArgs& args, const Configuration& config,
-                                     AlgorithmContext& ctx);
+using AlgorithmFn = absl::Status (*)(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx);
 
 }  // namespace hccltune

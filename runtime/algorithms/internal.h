@@ -11,9 +11,9 @@
 #include "runtime/algorithms/algorithm.h"
 #include "runtime/reduce/kernels.h"
 
-#define HT_RETURN_IF_ERROR(expr)            \
-  do {                                      \
-    const absl::Status _ht_status = (expr); \
+#define HT_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    const absl::Status _ht_status = (expr);  \
     if (!_ht_status.ok()) return _ht_status; \
   } while (0)
 

@@ -105,8 +105,8 @@ absl::Status IsValid(Collective c, absl::string_view algorithm, int world_size, 
   if (world_size < 1) return absl::InvalidArgumentError(absl::StrCat("world size ", world_size, " < 1"));
   if (algorithm == "hierarchical") {
     if (static_cast<int>(topo.node_of.size()) != world_size) {
-      return absl::FailedPreconditionError(absl::StrCat("hierarchical needs the topology of all ", world_size,
-                                                        " ranks, got ", topo.node_of.size()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("hierarchical needs the topology of all ", world_size, " ranks, got ", topo.node_of.size()));
     }
     std::vector<int> per_node(static_cast<size_t>(std::max(topo.num_nodes, 0)), 0);
     for (int node : topo.node_of) {
@@ -120,9 +120,9 @@ absl::Status IsValid(Collective c, absl::string_view algorithm, int world_size, 
           absl::StrCat("hierarchical needs at least 2 nodes; all ", world_size, " ranks are on one node"));
     }
     if (biggest < 2) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "hierarchical needs a node with at least 2 ranks; every one of the ", topo.num_nodes,
-          " nodes has one rank (the inter-node step alone would be the whole collective)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("hierarchical needs a node with at least 2 ranks; every one of the ", topo.num_nodes,
+                       " nodes has one rank (the inter-node step alone would be the whole collective)"));
     }
   }
   return absl::OkStatus();
@@ -198,9 +198,9 @@ Configuration BuiltinDefault(Collective c, uint64_t bytes, int world_size, const
 absl::Status Run(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
   const AlgorithmFn fn = Find(args.collective, config.algorithm);
   if (fn == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("no algorithm '", config.algorithm, "' for ",
-                                                   CollectiveName(args.collective),
-                                                   "; accepted: ", absl::StrJoin(AlgorithmsFor(args.collective), ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("no algorithm '", config.algorithm, "' for ", CollectiveName(args.collective),
+                     "; accepted: ", absl::StrJoin(AlgorithmsFor(args.collective), ", ")));
   }
   if (IsReducing(args.collective)) {
     if (absl::Status s = CheckReduceSupported(args.op, args.dtype); !s.ok()) return s;

@@ -22,11 +22,11 @@
 namespace hccltune::algo {
 
 struct RingLane {
-  char* base = nullptr;            // the lane's buffer (block offsets are relative to it)
-  std::vector<size_t> block_off;   // n block offsets, in elements
-  std::vector<size_t> block_cnt;   // n block sizes, in elements
-  int direction = 1;               // +1: send to rank+1; -1: send to rank-1
-  int shift = 0;                   // schedule block b = buffer block (b + shift) mod n
+  char* base = nullptr;           // the lane's buffer (block offsets are relative to it)
+  std::vector<size_t> block_off;  // n block offsets, in elements
+  std::vector<size_t> block_cnt;  // n block sizes, in elements
+  int direction = 1;              // +1: send to rank+1; -1: send to rank-1
+  int shift = 0;                  // schedule block b = buffer block (b + shift) mod n
 };
 
 // Chunks per block for these lanes (at least 1).

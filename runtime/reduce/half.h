@@ -57,7 +57,7 @@ inline uint16_t FloatToHalf(float f) {
     return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? (0x200u | ((abs >> 13) & 0x3ffu)) : 0u));
   }
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: overflow
-  if (abs < 0x38800000u) {  // below the smallest normal half (2^-14): subnormal or zero
+  if (abs < 0x38800000u) {               // below the smallest normal half (2^-14): subnormal or zero
     if (abs < 0x33000000u) return sign;  // < 2^-25: rounds to zero (exactly 2^-25 ties to even = 0)
     const uint32_t exp = abs >> 23;
     const uint32_t mant = (abs & 0x7fffffu) | 0x800000u;

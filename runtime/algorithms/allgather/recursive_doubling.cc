@@ -38,8 +38,8 @@ absl::Status AllgatherRecursiveDoubling(const CollectiveArgs& args, const Config
     const size_t m0 = static_cast<size_t>(first_rank(mine_lo)), m1 = static_cast<size_t>(first_rank(mine_lo + d));
     const size_t t0 = static_cast<size_t>(first_rank(theirs_lo));
     const size_t t1 = static_cast<size_t>(first_rank(theirs_lo + d));
-    HT_RETURN_IF_ERROR(g.ep->SendRecv(fold.RankOf(partner), out + m0 * bytes, (m1 - m0) * bytes,
-                                      fold.RankOf(partner), out + t0 * bytes, (t1 - t0) * bytes));
+    HT_RETURN_IF_ERROR(g.ep->SendRecv(fold.RankOf(partner), out + m0 * bytes, (m1 - m0) * bytes, fold.RankOf(partner),
+                                      out + t0 * bytes, (t1 - t0) * bytes));
   }
   if (g.rank < 2 * fold.extra) return g.ep->Send(g.rank - 1, out, bytes * static_cast<size_t>(g.size));
   return absl::OkStatus();

@@ -15,8 +15,7 @@
 
 namespace hccltune::algo {
 
-absl::Status AllreduceHalvingDoubling(const CollectiveArgs& args, const Configuration& config,
-                                      AlgorithmContext& ctx) {
+absl::Status AllreduceHalvingDoubling(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
   absl::StatusOr<Group> group = Open(args, config, ctx);
   if (!group.ok()) return group.status();
   const Group& g = *group;

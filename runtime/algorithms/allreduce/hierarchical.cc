@@ -102,19 +102,18 @@ absl::Status AllreduceHierarchical(const CollectiveArgs& args, const Configurati
     sub.send = padded ? base : args.send;
     sub.recv = my_block;
     sub.count = block;
-    HT_RETURN_IF_ERROR(ctx.RunSubCollective(
-        sub, StepConfig(config.intra, sub.collective, bytes, intra_topo), mine));
+    HT_RETURN_IF_ERROR(ctx.RunSubCollective(sub, StepConfig(config.intra, sub.collective, bytes, intra_topo), mine));
 
     sub.collective = Collective::kAllreduce;
     sub.send = my_block;
-    HT_RETURN_IF_ERROR(ctx.RunSubCollective(
-        sub, StepConfig(config.inter, sub.collective, block * dsize, inter_topo), cross));
+    HT_RETURN_IF_ERROR(
+        ctx.RunSubCollective(sub, StepConfig(config.inter, sub.collective, block * dsize, inter_topo), cross));
     MaybeFinalizeAvg(args, my_block, block, n);
 
     sub.collective = Collective::kAllgather;
     sub.recv = base;
-    HT_RETURN_IF_ERROR(ctx.RunSubCollective(
-        sub, StepConfig(config.intra, sub.collective, block * L * dsize, intra_topo), mine));
+    HT_RETURN_IF_ERROR(
+        ctx.RunSubCollective(sub, StepConfig(config.intra, sub.collective, block * L * dsize, intra_topo), mine));
     if (padded) CopyBytes(args.recv, base, bytes);
     return absl::OkStatus();
   }

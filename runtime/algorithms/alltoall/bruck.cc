@@ -34,8 +34,8 @@ absl::Status AlltoallBruck(const CollectiveArgs& args, const Configuration& conf
       if (i & d) std::memcpy(pack_out + (k++) * bytes, rot + i * bytes, bytes);
     }
     const int dd = static_cast<int>(d);
-    HT_RETURN_IF_ERROR(g.ep->SendRecv(Mod(g.rank + dd, g.size), pack_out, k * bytes, Mod(g.rank - dd, g.size),
-                                      pack_in, k * bytes));
+    HT_RETURN_IF_ERROR(
+        g.ep->SendRecv(Mod(g.rank + dd, g.size), pack_out, k * bytes, Mod(g.rank - dd, g.size), pack_in, k * bytes));
     k = 0;
     for (size_t i = 0; i < n; ++i) {
       if (i & d) std::memcpy(rot + i * bytes, pack_in + (k++) * bytes, bytes);

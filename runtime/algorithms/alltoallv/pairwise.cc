@@ -34,10 +34,9 @@ absl::Status AlltoallvPairwise(const CollectiveArgs& args, const Configuration& 
             args.send_counts[r] * g.dsize);
   for (int k = 1; k < g.size; ++k) {
     const size_t to = static_cast<size_t>(Mod(g.rank + k, g.size)), from = static_cast<size_t>(Mod(g.rank - k, g.size));
-    HT_RETURN_IF_ERROR(g.ep->SendRecv(static_cast<int>(to), At(in, args.send_displs[to], g.dsize),
-                                      args.send_counts[to] * g.dsize, static_cast<int>(from),
-                                      At(args.recv, args.recv_displs[from], g.dsize),
-                                      args.recv_counts[from] * g.dsize));
+    HT_RETURN_IF_ERROR(g.ep->SendRecv(
+        static_cast<int>(to), At(in, args.send_displs[to], g.dsize), args.send_counts[to] * g.dsize,
+        static_cast<int>(from), At(args.recv, args.recv_displs[from], g.dsize), args.recv_counts[from] * g.dsize));
   }
   return absl::OkStatus();
 }

@@ -8,8 +8,7 @@
 
 namespace hccltune::algo {
 
-absl::Status BroadcastScatterAllgather(const CollectiveArgs& args, const Configuration& config,
-                                       AlgorithmContext& ctx) {
+absl::Status BroadcastScatterAllgather(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
   absl::StatusOr<Group> group = Open(args, config, ctx);
   if (!group.ok()) return group.status();
   const Group& g = *group;

@@ -9,8 +9,7 @@
 
 namespace hccltune::algo {
 
-absl::Status ReduceReducescatterGather(const CollectiveArgs& args, const Configuration& config,
-                                       AlgorithmContext& ctx) {
+absl::Status ReduceReducescatterGather(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
   absl::StatusOr<Group> group = Open(args, config, ctx);
   if (!group.ok()) return group.status();
   const Group& g = *group;

@@ -50,8 +50,8 @@ absl::Status ReducescatterHalvingDoubling(const CollectiveArgs& args, const Conf
     const int send_lo = upper ? lo : lo + half;
     const size_t k0 = first_rank(keep_lo), k1 = first_rank(keep_lo + half);
     const size_t s0 = first_rank(send_lo), s1 = first_rank(send_lo + half);
-    HT_RETURN_IF_ERROR(g.ep->SendRecv(fold.RankOf(partner), work + s0 * bytes, (s1 - s0) * bytes,
-                                      fold.RankOf(partner), tmp, (k1 - k0) * bytes));
+    HT_RETURN_IF_ERROR(g.ep->SendRecv(fold.RankOf(partner), work + s0 * bytes, (s1 - s0) * bytes, fold.RankOf(partner),
+                                      tmp, (k1 - k0) * bytes));
     char* kept = work + k0 * bytes;
     if (partner < me) {
       Combine(args, kept, tmp, kept, (k1 - k0) * args.count);

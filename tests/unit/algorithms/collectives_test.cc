@@ -1,0 +1,163 @@
+// Every collective x every algorithm x world sizes {1,2,3,4,5,7,8} x counts {0,1,7,13,101} x a dtype/op mix
+// covering every supported pair, in place and out of place, against independent references (harness.cc).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "harness.h"
+#include "runtime/algorithms/registry.h"
+
+namespace hccltune::testing {
+namespace {
+
+const int kWorlds[] = {1, 2, 3, 4, 5, 7, 8};
+const size_t kCounts[] = {0, 1, 7, 13, 101};
+
+std::vector<std::pair<DataType, ReduceOp>> SupportedPairs() {
+  std::vector<std::pair<DataType, ReduceOp>> out;
+  for (DataType t : AllDataTypes()) {
+    for (ReduceOp op : AllReduceOps()) {
+      if (CheckReduceSupported(op, t).ok()) out.emplace_back(t, op);
+    }
+  }
+  return out;
+}
+
+// Nodes of two ranks each (the last one short for odd n): exercises both hierarchical paths.
+GroupTopology PairsOfRanks(int n) {
+  std::vector<int> node_of;
+  for (int r = 0; r < n; ++r) node_of.push_back(r / 2);
+  return Nodes(node_of);
+}
+
+// A configuration text for the algorithm, with a small chunk so that small counts still run several chunks.
+std::string ConfigFor(absl::string_view algorithm, bool small_chunk) {
+  if (algorithm == "hierarchical") {
+    return small_chunk ? "hierarchical(intra=ring(chunk=16),inter=halving_doubling)"
+                       : "hierarchical(intra=binomial_tree,inter=ring)";
+  }
+  const std::vector<ParamKind> params = registry::Params(algorithm);
+  for (ParamKind p : params) {
+    if (p == ParamKind::kChunk && small_chunk) return absl::StrCat(algorithm, "(chunk=24)");
+  }
+  return std::string(algorithm);
+}
+
+struct Param {
+  Collective collective;
+  std::string algorithm;
+};
+
+class CollectiveTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(CollectiveTest, AllWorldsCountsTypes) {
+  const Param& p = GetParam();
+  const auto pairs = SupportedPairs();
+  const bool reducing = IsReducing(p.collective);
+  int failures = 0;
+  for (int n : kWorlds) {
+    // Reducing collectives: every (dtype, op) pair, rotating counts and placement; others: every dtype.
+    const size_t variants = reducing ? pairs.size() : 2 * kNumDataTypes;
+    for (size_t k = 0; k < variants * 2 && failures < 3; ++k) {
+      Case c;
+      c.collective = p.collective;
+      c.world = n;
+      c.count = kCounts[(k + static_cast<size_t>(n)) % 5];
+      c.in_place = (k / 5) % 2 == 1;
+      const size_t v = k % variants;
+      c.dtype = reducing ? pairs[v].first : AllDataTypes()[v % kNumDataTypes];
+      c.op = reducing ? pairs[v].second : ReduceOp::kSum;
+      c.root = (k % 3 == 0) ? 0 : n - 1;
+      c.config = ConfigFor(p.algorithm, k % 2 == 0);
+      if (p.algorithm == "hierarchical") c.topo = PairsOfRanks(n);
+      if (p.collective == Collective::kBarrier && k > 2) break;
+      const std::string err = RunCase(c);
+      if (!err.empty()) {
+        ADD_FAILURE() << c.Describe() << ": " << err;
+        ++failures;
+      }
+    }
+  }
+}
+
+std::vector<Param> AllAlgorithms() {
+  std::vector<Param> out;
+  for (Collective c : AllCollectives()) {
+    for (const std::string& name : registry::AlgorithmsFor(c)) out.push_back({c, name});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, CollectiveTest, ::testing::ValuesIn(AllAlgorithms()),
+                         [](const ::testing::TestParamInfo<Param>& p) {
+                           return absl::StrCat(CollectiveName(p.param.collective), "_", p.param.algorithm);
+                         });
+
+// >= 4 MiB of data for a few dtypes and algorithms.
+TEST(CollectiveLargeTest, FourMebibytes) {
+  struct L {
+    Collective coll;
+    const char* config;
+    DataType dtype;
+    ReduceOp op;
+    int world;
+  };
+  const L cases[] = {
+      {Collective::kAllreduce, "ring(chunk=256K)", DataType::kFloat32, ReduceOp::kSum, 4},
+      {Collective::kAllreduce, "double_ring(chunk=1M)", DataType::kBfloat16, ReduceOp::kAvg, 3},
+      {Collective::kAllreduce, "halving_doubling", DataType::kFloat16, ReduceOp::kSum, 5},
+      {Collective::kAllgather, "ring(chunk=64K)", DataType::kInt8, ReduceOp::kSum, 4},
+      {Collective::kReducescatter, "ring(chunk=64K)", DataType::kInt32, ReduceOp::kSum, 3},
+      {Collective::kBroadcast, "chain(chunk=256K)", DataType::kFloat64, ReduceOp::kSum, 4},
+  };
+  for (const L& l : cases) {
+    Case c;
+    c.collective = l.coll;
+    c.config = l.config;
+    c.dtype = l.dtype;
+    c.op = l.op;
+    c.world = l.world;
+    const size_t bytes = 4u << 20;
+    const size_t per =
+        (l.coll == Collective::kAllgather || l.coll == Collective::kReducescatter) ? static_cast<size_t>(l.world) : 1;
+    c.count = bytes / DataTypeSize(l.dtype) / per + 3;
+    const std::string err = RunCase(c);
+    EXPECT_EQ(err, "") << c.Describe();
+  }
+}
+
+// Hierarchical allreduce on emulated topologies.
+TEST(HierarchicalTest, EmulatedTopologies) {
+  const std::vector<std::vector<int>> topologies = {
+      {0, 0, 1, 1},           // 2 nodes x 2
+      {0, 0, 1, 1, 2, 2},     // 3 nodes x 2
+      {0, 0, 1},              // uneven 2 + 1
+      {0, 1, 0, 1},           // interleaved ranks
+      {0, 0, 0, 1, 1, 2, 2},  // 3 + 2 + 2
+  };
+  for (const auto& nodes : topologies) {
+    for (const char* cfg : {"hierarchical", "hierarchical(intra=ring(chunk=8),inter=recursive_doubling)",
+                            "hierarchical(intra=direct,inter=one_shot)"}) {
+      for (auto [dtype, op] :
+           {std::pair{DataType::kFloat32, ReduceOp::kAvg}, std::pair{DataType::kInt64, ReduceOp::kProd},
+            std::pair{DataType::kBfloat16, ReduceOp::kSum}}) {
+        Case c;
+        c.collective = Collective::kAllreduce;
+        c.config = cfg;
+        c.world = static_cast<int>(nodes.size());
+        c.topo = Nodes(nodes);
+        c.count = 29;
+        c.dtype = dtype;
+        c.op = op;
+        const std::string err = RunCase(c);
+        EXPECT_EQ(err, "") << c.Describe() << " nodes=" << nodes.size();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hccltune::testing

@@ -1,0 +1,203 @@
+// Reduction kernels against scalar references; fp16/bf16 conversions exhaustively.
+#include "runtime/reduce/kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "runtime/reduce/half.h"
+
+namespace hccltune {
+namespace {
+
+TEST(HalfTest, Fp16RoundTripsEveryValue) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float f = HalfToFloat(static_cast<uint16_t>(h));
+    uint16_t ref_bits;
+    const _Float16 hv = [&] {
+      _Float16 v;
+      const uint16_t b = static_cast<uint16_t>(h);
+      std::memcpy(&v, &b, 2);
+      return v;
+    }();
+    const float reff = static_cast<float>(hv);
+    if (std::isnan(reff)) {
+      EXPECT_TRUE(std::isnan(f)) << h;
+      continue;
+    }
+    ASSERT_EQ(FloatBits(f), FloatBits(reff)) << h;
+    const uint16_t back = FloatToHalf(f);
+    std::memcpy(&ref_bits, &hv, 2);
+    ASSERT_EQ(back, ref_bits) << h;
+  }
+}
+
+// float -> fp16 against the compiler's _Float16 conversion (round to nearest even) on a dense sweep of floats.
+TEST(HalfTest, Fp16RoundingMatchesCompiler) {
+  for (uint64_t u = 0; u < (1ull << 32); u += 4093) {
+    const float f = BitsToFloat(static_cast<uint32_t>(u));
+    if (std::isnan(f)) continue;
+    const _Float16 h = static_cast<_Float16>(f);
+    uint16_t bits;
+    std::memcpy(&bits, &h, 2);
+    ASSERT_EQ(FloatToHalf(f), bits) << std::hexfloat << f;
+  }
+  // Exact ties and the overflow boundary.
+  for (float f : {65504.0f, 65519.99f, 65520.0f, 5.960464477539063e-08f, 2.9802322387695312e-08f, 2.98023259e-08f,
+                  6.103515625e-05f, 1.0009765625f + 0.00048828125f}) {
+    const _Float16 h = static_cast<_Float16>(f);
+    uint16_t bits;
+    std::memcpy(&bits, &h, 2);
+    EXPECT_EQ(FloatToHalf(f), bits) << std::hexfloat << f;
+    EXPECT_EQ(FloatToHalf(-f), bits | 0x8000u) << f;
+  }
+}
+
+// bf16 reference: the nearest bf16 by comparing the two neighbours in double, ties to even.
+uint16_t Bf16Reference(float f) {
+  const uint32_t u = FloatBits(f);
+  const uint16_t lo = static_cast<uint16_t>(u >> 16);
+  const uint16_t hi = static_cast<uint16_t>(lo + 1);
+  const double dl = std::fabs(static_cast<double>(Bf16ToFloat(lo)) - f);
+  const double dh = std::fabs(static_cast<double>(Bf16ToFloat(hi)) - f);
+  if ((u & 0xffffu) == 0) return lo;
+  if ((u & 0x7fffffffu) >= 0x7f7f8000u && (u & 0x7fffffffu) < 0x7f800000u) {
+    return static_cast<uint16_t>((u & 0x80000000u) >> 16 | 0x7f80u);  // rounds to inf
+  }
+  if (dl < dh) return lo;
+  if (dh < dl) return hi;
+  return (lo & 1) ? hi : lo;
+}
+
+TEST(HalfTest, Bf16Rounding) {
+  for (uint64_t u = 0; u < (1ull << 32); u += 997) {
+    const float f = BitsToFloat(static_cast<uint32_t>(u));
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(Bf16ToFloat(FloatToBf16(f))));
+      continue;
+    }
+    if (std::isinf(f)) continue;
+    ASSERT_EQ(FloatToBf16(f), Bf16Reference(f)) << std::hexfloat << f;
+  }
+  EXPECT_EQ(FloatToBf16(1.0f + 1.0f / 256), 0x3f80u);  // tie -> even (down)
+  EXPECT_EQ(FloatToBf16(1.0f + 3.0f / 256), 0x3f82u);  // tie -> even (up)
+}
+
+template <typename T>
+void CheckIntOps(DataType dt) {
+  std::mt19937_64 rng(42);
+  const size_t n = 1031;
+  std::vector<T> a(n), b(n), out(n);
+  for (size_t i = 0; i < n; ++i) {
+    a[i] = static_cast<T>(rng());
+    b[i] = static_cast<T>(rng());
+  }
+  a[0] = std::numeric_limits<T>::max();
+  b[0] = std::numeric_limits<T>::max();
+  using U = std::make_unsigned_t<T>;
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kBand, ReduceOp::kBor,
+                      ReduceOp::kBxor}) {
+    Reduce(dt, op, out.data(), a.data(), b.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t x = static_cast<uint64_t>(static_cast<U>(a[i])), y = static_cast<uint64_t>(static_cast<U>(b[i]));
+      T want{};
+      switch (op) {
+        case ReduceOp::kSum: want = static_cast<T>(static_cast<U>(x + y)); break;
+        case ReduceOp::kProd: want = static_cast<T>(static_cast<U>(x * y)); break;
+        case ReduceOp::kMin: want = std::min(a[i], b[i]); break;
+        case ReduceOp::kMax: want = std::max(a[i], b[i]); break;
+        case ReduceOp::kBand: want = static_cast<T>(x & y); break;
+        case ReduceOp::kBor: want = static_cast<T>(x | y); break;
+        default: want = static_cast<T>(x ^ y); break;
+      }
+      ASSERT_EQ(out[i], want) << ReduceOpName(op) << " " << i;
+    }
+  }
+  // Aliasing: inout form.
+  std::vector<T> io = a;
+  ReduceInto(dt, ReduceOp::kBxor, io.data(), b.data(), n);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(io[i], static_cast<T>(a[i] ^ b[i]));
+}
+
+TEST(KernelsTest, Integers) {
+  CheckIntOps<int8_t>(DataType::kInt8);
+  CheckIntOps<uint8_t>(DataType::kUint8);
+  CheckIntOps<int32_t>(DataType::kInt32);
+  CheckIntOps<int64_t>(DataType::kInt64);
+}
+
+template <typename T>
+void CheckFloatOps(DataType dt) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-100, 100);
+  const size_t n = 777;
+  std::vector<T> a(n), b(n), out(n);
+  for (size_t i = 0; i < n; ++i) {
+    a[i] = static_cast<T>(dist(rng));
+    b[i] = static_cast<T>(dist(rng));
+  }
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
+    Reduce(dt, op, out.data(), a.data(), b.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      T want = op == ReduceOp::kProd  ? a[i] * b[i]
+               : op == ReduceOp::kMin ? (a[i] < b[i] ? a[i] : b[i])
+               : op == ReduceOp::kMax ? (a[i] > b[i] ? a[i] : b[i])
+                                      : a[i] + b[i];
+      ASSERT_EQ(out[i], want);
+    }
+  }
+  std::vector<T> avg = a;
+  FinalizeAvg(dt, avg.data(), n, 3);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(avg[i], a[i] / static_cast<T>(3));
+}
+
+TEST(KernelsTest, Floats) {
+  CheckFloatOps<float>(DataType::kFloat32);
+  CheckFloatOps<double>(DataType::kFloat64);
+}
+
+// 16-bit floats: widen, compute in fp32, round once.
+TEST(KernelsTest, HalfAndBfloat) {
+  std::mt19937 rng(9);
+  const size_t n = 1000;  // spans several internal tiles and an F16C tail
+  for (DataType dt : {DataType::kFloat16, DataType::kBfloat16}) {
+    const bool half = dt == DataType::kFloat16;
+    auto to = [&](uint16_t h) { return half ? HalfToFloat(h) : Bf16ToFloat(h); };
+    auto from = [&](float f) { return half ? FloatToHalf(f) : FloatToBf16(f); };
+    std::vector<uint16_t> a(n), b(n), out(n);
+    for (size_t i = 0; i < n; ++i) {
+      a[i] = static_cast<uint16_t>(rng());
+      b[i] = static_cast<uint16_t>(rng());
+    }
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax}) {
+      Reduce(dt, op, out.data(), a.data(), b.data(), n);
+      for (size_t i = 0; i < n; ++i) {
+        const float x = to(a[i]), y = to(b[i]);
+        const float r = op == ReduceOp::kSum    ? x + y
+                        : op == ReduceOp::kProd ? x * y
+                        : op == ReduceOp::kMin  ? (x < y ? x : y)
+                                                : (x > y ? x : y);
+        const uint16_t want = from(r);
+        if (std::isnan(r)) {
+          ASSERT_TRUE(std::isnan(to(out[i])));
+        } else {
+          ASSERT_EQ(out[i], want) << DataTypeName(dt) << " " << ReduceOpName(op) << " " << x << " " << y;
+        }
+      }
+    }
+    std::vector<uint16_t> avg = a;
+    FinalizeAvg(dt, avg.data(), n, 7);
+    for (size_t i = 0; i < n; ++i) {
+      const float want = to(a[i]) / 7.0f;
+      if (std::isnan(want)) continue;
+      ASSERT_EQ(avg[i], from(want));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hccltune

@@ -1,0 +1,212 @@
+// Message patterns: each algorithm's own count of messages (EndpointStats), so no algorithm secretly runs
+// another; plus registry behaviour.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "runtime/algorithms/registry.h"
+#include "thread_endpoint.h"
+
+namespace hccltune::testing {
+namespace {
+
+// Runs `config` for `coll` on n ranks with `count` fp32 elements (per rank block) and returns stats per rank.
+std::vector<RankResult> RunPattern(Collective coll, const char* config, int n, size_t count, int root = 0) {
+  auto cfg = Configuration::Parse(config);
+  EXPECT_TRUE(cfg.ok()) << cfg.status();
+  const size_t total = count * static_cast<size_t>(n);
+  std::vector<std::vector<float>> send(static_cast<size_t>(n), std::vector<float>(total, 1.0f));
+  std::vector<std::vector<float>> recv(static_cast<size_t>(n), std::vector<float>(total, 0.0f));
+  auto res = RunGroup(n, SingleNode(n), [&](int r, AlgorithmContext& ctx) {
+    CollectiveArgs a;
+    a.collective = coll;
+    a.send = send[static_cast<size_t>(r)].data();
+    a.recv = recv[static_cast<size_t>(r)].data();
+    a.count = count;
+    a.root = root;
+    return registry::Run(a, *cfg, ctx);
+  });
+  for (auto& r : res) EXPECT_TRUE(r.status.ok()) << r.status;
+  return res;
+}
+
+uint64_t TotalSends(const std::vector<RankResult>& res) {
+  uint64_t s = 0;
+  for (const auto& r : res) s += r.stats.sends;
+  return s;
+}
+
+TEST(PatternTest, AllreduceRingSends2nMinus1TimesChunks) {
+  // 400 elements on 4 ranks: blocks of 100 floats = 400 bytes; chunk 100 bytes -> 4 chunks per block.
+  for (const auto& r : RunPattern(Collective::kAllreduce, "ring(chunk=100)", 4, 400))
+    EXPECT_EQ(r.stats.sends, 2u * 3 * 4);
+  for (const auto& r : RunPattern(Collective::kAllreduce, "ring(chunk=1M)", 5, 1000)) EXPECT_EQ(r.stats.sends, 2u * 4);
+}
+
+TEST(PatternTest, AllreduceDoubleRingUsesTwoRings) {
+  for (const auto& r : RunPattern(Collective::kAllreduce, "double_ring(chunk=1M)", 4, 800))
+    EXPECT_EQ(r.stats.sends, 2u * 2 * 3);
+}
+
+TEST(PatternTest, AllreduceLogarithmic) {
+  for (const auto& r : RunPattern(Collective::kAllreduce, "recursive_doubling", 8, 64)) EXPECT_EQ(r.stats.sends, 3u);
+  for (const auto& r : RunPattern(Collective::kAllreduce, "halving_doubling", 8, 64)) EXPECT_EQ(r.stats.sends, 6u);
+  // Binomial tree: n-1 messages up, n-1 down; rank 0 sends log2(n) in the broadcast.
+  auto tree = RunPattern(Collective::kAllreduce, "binomial_tree", 8, 64);
+  EXPECT_EQ(TotalSends(tree), 14u);
+  EXPECT_EQ(tree[0].stats.sends, 3u);
+  // Non-power of two (5 = 4 + 1): rank 0 folds into rank 1 and gets the result back.
+  auto rd5 = RunPattern(Collective::kAllreduce, "recursive_doubling", 5, 64);
+  EXPECT_EQ(rd5[0].stats.sends, 1u);
+  EXPECT_EQ(rd5[1].stats.sends, 3u);
+  EXPECT_EQ(rd5[4].stats.sends, 2u);
+}
+
+TEST(PatternTest, AllreduceOneShotSendsNMinus1) {
+  for (const auto& r : RunPattern(Collective::kAllreduce, "one_shot", 7, 10)) {
+    EXPECT_EQ(r.stats.sends, 6u);
+    EXPECT_EQ(r.stats.bytes_sent, 6u * 40);
+  }
+}
+
+TEST(PatternTest, Allgather) {
+  for (const auto& r : RunPattern(Collective::kAllgather, "ring", 5, 10)) EXPECT_EQ(r.stats.sends, 4u);
+  for (const auto& r : RunPattern(Collective::kAllgather, "recursive_doubling", 8, 10)) EXPECT_EQ(r.stats.sends, 3u);
+  for (const auto& r : RunPattern(Collective::kAllgather, "bruck", 5, 10)) EXPECT_EQ(r.stats.sends, 3u);
+  for (const auto& r : RunPattern(Collective::kAllgather, "direct", 5, 10)) EXPECT_EQ(r.stats.sends, 4u);
+}
+
+TEST(PatternTest, Reducescatter) {
+  for (const auto& r : RunPattern(Collective::kReducescatter, "ring", 4, 10)) EXPECT_EQ(r.stats.sends, 3u);
+  for (const auto& r : RunPattern(Collective::kReducescatter, "halving_doubling", 8, 10)) EXPECT_EQ(r.stats.sends, 3u);
+  for (const auto& r : RunPattern(Collective::kReducescatter, "direct", 6, 10)) EXPECT_EQ(r.stats.sends, 5u);
+}
+
+TEST(PatternTest, BroadcastAndReduce) {
+  auto tree = RunPattern(Collective::kBroadcast, "binomial_tree", 7, 10, 2);
+  EXPECT_EQ(TotalSends(tree), 6u);
+  EXPECT_EQ(tree[2].stats.sends, 3u);
+  auto chain = RunPattern(Collective::kBroadcast, "chain(chunk=8)", 4, 10, 0);  // 40 bytes / 8 -> 5 chunks
+  EXPECT_EQ(chain[0].stats.sends, 5u);
+  EXPECT_EQ(chain[3].stats.sends, 0u);
+  EXPECT_EQ(TotalSends(chain), 15u);
+  auto sag = RunPattern(Collective::kBroadcast, "scatter_allgather", 4, 40, 0);
+  EXPECT_EQ(sag[0].stats.sends, 3u + 3u);
+  EXPECT_EQ(sag[1].stats.sends, 3u);
+  EXPECT_EQ(TotalSends(RunPattern(Collective::kReduce, "binomial_tree", 6, 10, 1)), 5u);
+  auto rsg = RunPattern(Collective::kReduce, "reducescatter_gather", 5, 20, 0);
+  EXPECT_EQ(rsg[0].stats.sends, 4u);
+  EXPECT_EQ(rsg[3].stats.sends, 5u);
+}
+
+TEST(PatternTest, AlltoallBarrierGatherScatter) {
+  for (const auto& r : RunPattern(Collective::kAlltoall, "pairwise", 5, 3)) EXPECT_EQ(r.stats.sends, 4u);
+  for (const auto& r : RunPattern(Collective::kAlltoall, "bruck", 5, 3)) EXPECT_EQ(r.stats.sends, 3u);
+  for (const auto& r : RunPattern(Collective::kBarrier, "dissemination", 5, 0)) {
+    EXPECT_EQ(r.stats.sends, 3u);
+    EXPECT_EQ(r.stats.bytes_sent, 0u);
+  }
+  auto gt = RunPattern(Collective::kGather, "binomial_tree", 8, 3, 0);
+  EXPECT_EQ(gt[0].stats.recvs, 3u);
+  EXPECT_EQ(gt[5].stats.sends, 1u);
+  EXPECT_EQ(RunPattern(Collective::kGather, "linear", 8, 3, 0)[0].stats.recvs, 7u);
+  auto st = RunPattern(Collective::kScatter, "binomial_tree", 8, 3, 0);
+  EXPECT_EQ(st[0].stats.sends, 3u);
+  EXPECT_EQ(st[6].stats.recvs, 1u);
+  EXPECT_EQ(RunPattern(Collective::kScatter, "linear", 8, 3, 0)[0].stats.sends, 7u);
+}
+
+TEST(PatternTest, HierarchicalComposesThreeSubCollectives) {
+  auto cfg = Configuration::Parse("hierarchical");
+  ASSERT_TRUE(cfg.ok());
+  std::vector<std::vector<float>> buf(4, std::vector<float>(8, 1.0f));
+  auto res = RunGroup(4, Nodes({0, 0, 1, 1}), [&](int r, AlgorithmContext& ctx) {
+    CollectiveArgs a;
+    a.send = a.recv = buf[static_cast<size_t>(r)].data();
+    a.count = 8;
+    return registry::Run(a, *cfg, ctx);
+  });
+  for (const auto& r : res) {
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    EXPECT_EQ(r.sub_collectives, 3);
+  }
+  for (const auto& b : buf) EXPECT_EQ(b, std::vector<float>(8, 4.0f));
+}
+
+TEST(RegistryTest, ListsAndValidity) {
+  EXPECT_EQ(registry::AlgorithmsFor(Collective::kAllreduce),
+            (std::vector<std::string>{"ring", "double_ring", "halving_doubling", "recursive_doubling", "binomial_tree",
+                                      "one_shot", "hierarchical"}));
+  EXPECT_TRUE(registry::AlgorithmsFor(Collective::kSendRecv).empty());
+  EXPECT_EQ(registry::Find(Collective::kAllgather, "one_shot"), nullptr);
+  EXPECT_NE(registry::Find(Collective::kBarrier, "dissemination"), nullptr);
+  // Hierarchical: 4 nodes x 1 rank is pointless; one node too.
+  const absl::Status s = registry::IsValid(Collective::kAllreduce, "hierarchical", 4, Nodes({0, 1, 2, 3}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("at least 2 ranks"), absl::string_view::npos) << s;
+  EXPECT_FALSE(registry::IsValid(Collective::kAllreduce, "hierarchical", 4, SingleNode(4)).ok());
+  EXPECT_TRUE(registry::IsValid(Collective::kAllreduce, "hierarchical", 3, Nodes({0, 0, 1})).ok());
+  const absl::Status unknown = registry::IsValid(Collective::kAllgather, "nope", 4, SingleNode(4));
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(unknown.message().find("bruck"), absl::string_view::npos);
+  EXPECT_EQ(registry::ListValid(Collective::kAllreduce, 4, SingleNode(4)).size(), 6u);
+}
+
+TEST(RegistryTest, CandidatesAndDefaults) {
+  const std::vector<LinkSpec> links = {LinkSpec{LinkKind::kShm, ""}, LinkSpec{LinkKind::kTcp, ""}};
+  EXPECT_EQ(registry::Candidates(Collective::kAllreduce, "ring", links).size(), 4u * 3 * 2);
+  EXPECT_EQ(registry::Candidates(Collective::kBarrier, "dissemination", links).size(), 2u);
+  EXPECT_EQ(registry::Candidates(Collective::kAllreduce, "hierarchical", links).size(), 3u * 2);
+  for (Collective c : AllCollectives()) {
+    if (c == Collective::kSendRecv) continue;
+    for (uint64_t bytes : {uint64_t{0}, uint64_t{1024}, uint64_t{1} << 20, uint64_t{64} << 20}) {
+      for (const GroupTopology& t : {SingleNode(4), Nodes({0, 0, 1, 1})}) {
+        const Configuration d = registry::BuiltinDefault(c, bytes, 4, t);
+        EXPECT_TRUE(registry::IsValid(c, d.algorithm, 4, t).ok()) << d.ToString();
+      }
+    }
+  }
+  EXPECT_EQ(registry::BuiltinDefault(Collective::kAllreduce, 64 << 20, 4, Nodes({0, 0, 1, 1})).algorithm,
+            "hierarchical");
+  EXPECT_EQ(registry::BuiltinDefault(Collective::kAllreduce, 64 << 20, 4, SingleNode(4)).algorithm, "ring");
+}
+
+TEST(RegistryTest, RunRejectsBadCalls) {
+  auto cfg = Configuration::Parse("ring");
+  ASSERT_TRUE(cfg.ok());
+  auto res = RunGroup(2, SingleNode(2), [&](int, AlgorithmContext& ctx) {
+    CollectiveArgs a;
+    a.dtype = DataType::kFloat32;
+    a.op = ReduceOp::kBxor;
+    return registry::Run(a, *cfg, ctx);
+  });
+  EXPECT_EQ(res[0].status.code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ThreadEndpointTest, SizeMismatchNamesRanksAndSizes) {
+  auto res = RunGroup(2, SingleNode(2), [&](int r, AlgorithmContext& ctx) {
+    Endpoint* ep = *ctx.GetEndpoint(LinkSpec{});
+    char buf[16] = {};
+    if (r == 0) return ep->Send(1, buf, 8);
+    return ep->Recv(0, buf, 16);
+  });
+  EXPECT_FALSE(res[1].status.ok());
+  EXPECT_NE(res[1].status.message().find("rank 0 sent 8 bytes, rank 1 posted a receive of 16"), absl::string_view::npos)
+      << res[1].status;
+}
+
+TEST(ThreadEndpointTest, MissingMessageTimesOut) {
+  auto res = RunGroup(
+      2, SingleNode(2),
+      [&](int r, AlgorithmContext& ctx) {
+        Endpoint* ep = *ctx.GetEndpoint(LinkSpec{});
+        char c = 0;
+        if (r == 1) return ep->Recv(0, &c, 1);
+        return absl::OkStatus();
+      },
+      std::chrono::milliseconds(100));
+  EXPECT_EQ(res[1].status.code(), absl::StatusCode::kDeadlineExceeded);
+}
+
+}  // namespace
+}  // namespace hccltune::testing
