@@ -119,9 +119,8 @@ absl::Status CommImpl::Alltoall(const void* send, void* recv, size_t count, Data
   return Execute(Args(Collective::kAlltoall, send, recv, count, dtype), opt);
 }
 absl::Status CommImpl::Alltoallv(const void* send, absl::Span<const size_t> send_counts,
-                                 absl::Span<const size_t> send_displs, void* recv,
-                                 absl::Span<const size_t> recv_counts, absl::Span<const size_t> recv_displs,
-                                 DataType dtype, const CallOptions& opt) {
+                                 absl::Span<const size_t> send_displs, void* recv, absl::Span<const size_t> recv_counts,
+                                 absl::Span<const size_t> recv_displs, DataType dtype, const CallOptions& opt) {
   CollectiveArgs a = Args(Collective::kAlltoallv, send, recv, 0, dtype);
   a.send_counts = send_counts;
   a.send_displs = send_displs;
@@ -149,8 +148,8 @@ std::shared_ptr<Work> CommImpl::Iallgather(const void* send, void* recv, size_t 
   CollectiveArgs a = Args(Collective::kAllgather, send, recv, count, dtype);
   return Submit([this, a, opt] { return Execute(a, opt); });
 }
-std::shared_ptr<Work> CommImpl::Ireducescatter(const void* send, void* recv, size_t count, DataType dtype,
-                                               ReduceOp op, const CallOptions& opt) {
+std::shared_ptr<Work> CommImpl::Ireducescatter(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                                               const CallOptions& opt) {
   CollectiveArgs a = Args(Collective::kReducescatter, send, recv, count, dtype, op);
   return Submit([this, a, opt] { return Execute(a, opt); });
 }

@@ -78,8 +78,7 @@ uint64_t CallBytes(const CollectiveArgs& a, int n) {
     case Collective::kGather:
     case Collective::kReducescatter:
     case Collective::kScatter:
-    case Collective::kAlltoall:
-      return a.count * es * static_cast<uint64_t>(n);
+    case Collective::kAlltoall: return a.count * es * static_cast<uint64_t>(n);
     case Collective::kAllgatherv: {
       uint64_t total = 0;
       for (size_t c : a.counts) total += c;
@@ -90,10 +89,8 @@ uint64_t CallBytes(const CollectiveArgs& a, int n) {
       for (size_t c : a.send_counts) total += c;
       return total * es;
     }
-    case Collective::kBarrier:
-      return 0;
-    default:
-      return a.count * es;
+    case Collective::kBarrier: return 0;
+    default: return a.count * es;
   }
 }
 
@@ -114,15 +111,14 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
   const bool rooted = a.collective == Collective::kBroadcast || a.collective == Collective::kReduce ||
                       a.collective == Collective::kGather || a.collective == Collective::kScatter;
   if (rooted && (a.root < 0 || a.root >= size_)) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": root ", a.root, " is not a rank of this communicator (0..",
-                                                   size_ - 1, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": root ", a.root, " is not a rank of this communicator (0..", size_ - 1, ")"));
   }
   if (a.collective == Collective::kAllgatherv && (a.counts.size() != n || a.displs.size() != n)) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": counts and displs need one entry per rank (", n, ")"));
   }
-  if (a.collective == Collective::kAlltoallv &&
-      (a.send_counts.size() != n || a.send_displs.size() != n || a.recv_counts.size() != n ||
-       a.recv_displs.size() != n)) {
+  if (a.collective == Collective::kAlltoallv && (a.send_counts.size() != n || a.send_displs.size() != n ||
+                                                 a.recv_counts.size() != n || a.recv_displs.size() != n)) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": send/recv counts and displacements need one entry per rank (", n, ")"));
   }
@@ -138,7 +134,8 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
     if (a.collective == Collective::kReduce || a.collective == Collective::kGather) recv_needed = root;
     if (a.collective == Collective::kAllgatherv && a.counts[static_cast<size_t>(rank_)] == 0) send_needed = false;
     if ((send_needed && a.send == nullptr) || (recv_needed && a.recv == nullptr)) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": null ", (send_needed && a.send == nullptr) ? "send" : "receive",
+      return absl::InvalidArgumentError(absl::StrCat(what, ": null ",
+                                                     (send_needed && a.send == nullptr) ? "send" : "receive",
                                                      " buffer for ", a.count, " elements"));
     }
   }
@@ -152,9 +149,9 @@ absl::StatusOr<Configuration> CommImpl::Choose(const CollectiveArgs& args, const
   auto c = Configuration::Parse(opt.config);
   if (!c.ok()) return c.status();
   if (registry::Find(args.collective, c->algorithm) == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("configuration '", opt.config, "': ", CollectiveName(args.collective),
-                                                   " has no algorithm '", c->algorithm, "'; accepted: ",
-                                                   absl::StrJoin(registry::AlgorithmsFor(args.collective), ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("configuration '", opt.config, "': ", CollectiveName(args.collective), " has no algorithm '",
+                     c->algorithm, "'; accepted: ", absl::StrJoin(registry::AlgorithmsFor(args.collective), ", ")));
   }
   return c;
 }
@@ -176,9 +173,7 @@ absl::StatusOr<std::string> CommImpl::ResolveConfig(Collective c, DataType dtype
   return chosen->ToString();
 }
 
-std::vector<std::string> CommImpl::ValidAlgorithms(Collective c) const {
-  return registry::ListValid(c, size_, topo_);
-}
+std::vector<std::string> CommImpl::ValidAlgorithms(Collective c) const { return registry::ListValid(c, size_, topo_); }
 
 std::string CommImpl::last_config() const {
   std::lock_guard<std::mutex> lock(exec_mu_);
@@ -214,13 +209,20 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
       DataTypeName(args.dtype), " ", CallBytes(args, size_), " B ", last_config_, " ", us, " us ",
       s.ok() ? "ok" : std::string(s.message()));
   if (!s.ok()) {
-    // Argument errors leave the communicator usable; communication errors break it.
-    if (s.code() != absl::StatusCode::kInvalidArgument) broken_ = s;
+    // Argument errors leave the communicator usable; communication errors break it and are announced to the
+    // other ranks (unless this error is itself the announcement of another rank).
+    if (s.code() != absl::StatusCode::kInvalidArgument) {
+      broken_ = s;
+      if (s.code() != absl::StatusCode::kAborted) {
+        (void)store_->Set("abort", absl::StrCat("rank ", rank_, " aborted ", CollectiveName(args.collective),
+                                                " (operation ", call_.sequence, "): ", s.message()));
+      }
+    }
     return s;
   }
   if (sink_) {
-    sink_->Record(TimingSample{args.collective, args.dtype, CallBytes(args, size_), size_, last_config_,
-                               call_.sequence, us});
+    sink_->Record(
+        TimingSample{args.collective, args.dtype, CallBytes(args, size_), size_, last_config_, call_.sequence, us});
   }
   return s;
 }

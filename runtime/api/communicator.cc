@@ -5,10 +5,10 @@
 #include <random>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/numbers.h"
 #include "hccltune/version.h"
 #include "nlohmann/json.hpp"
 #include "runtime/api/communicator_impl.h"
@@ -26,8 +26,10 @@ std::string Hostname() {
 }
 
 nlohmann::json InfoToJson(const RankInfo& i) {
-  return {{"rank", i.rank},     {"protocol", i.protocol}, {"node", i.node},         {"host", i.host},
-          {"pid", i.pid},       {"device", i.device},     {"decisive", i.decisive}, {"tcp", TcpInfoToJson(i.tcp.port, i.tcp.interfaces)},
+  return {{"rank", i.rank},         {"protocol", i.protocol},
+          {"node", i.node},         {"host", i.host},
+          {"pid", i.pid},           {"device", i.device},
+          {"decisive", i.decisive}, {"tcp", TcpInfoToJson(i.tcp.port, i.tcp.interfaces)},
           {"shm", i.shm_segment}};
 }
 
@@ -146,16 +148,15 @@ absl::Status CommImpl::Setup() {
     if (i.decisive != infos_[0].decisive) {
       return absl::FailedPreconditionError(absl::StrCat(
           "ranks disagree on a setting that decides configurations: rank 0 has '",
-          FirstDifference(infos_[0].decisive, i.decisive), "' on rank ", i.rank,
-          "; set the same value on every rank"));
+          FirstDifference(infos_[0].decisive, i.decisive), "' on rank ", i.rank, "; set the same value on every rank"));
     }
   }
   for (size_t a = 0; a < infos_.size(); ++a) {
     for (size_t b = a + 1; b < infos_.size(); ++b) {
       if (infos_[a].node == infos_[b].node && infos_[a].device >= 0 && infos_[a].device == infos_[b].device) {
         return absl::FailedPreconditionError(
-            absl::StrCat("ranks ", a, " and ", b, " both claim device ", infos_[a].device, " on node ",
-                         infos_[a].host, " (HCCL_TUNE_DEVICE / LOCAL_RANK): each rank needs its own device"));
+            absl::StrCat("ranks ", a, " and ", b, " both claim device ", infos_[a].device, " on node ", infos_[a].host,
+                         " (HCCL_TUNE_DEVICE / LOCAL_RANK): each rank needs its own device"));
       }
     }
   }
@@ -227,7 +228,8 @@ absl::Status CommImpl::Setup() {
     // staged through it in pieces).
     constexpr size_t kMaxRingBytes = 4u << 20;
     const size_t ring = std::min<size_t>(kMaxRingBytes, env_.buffsize_bytes / (local_ranks_.size() - 1));
-    auto shm = ShmDomain::Create(rank_, local_ranks_, ring, absl::StrCat("hccltune-", absl::Hex(tag_), "-", name_.size()));
+    auto shm =
+        ShmDomain::Create(rank_, local_ranks_, ring, absl::StrCat("hccltune-", absl::Hex(tag_), "-", name_.size()));
     if (!shm.ok()) return shm.status();
     shm_ = *std::move(shm);
     if (absl::Status s = store_->Set(absl::StrCat("shm/", rank_), shm_->segment_name()); !s.ok()) return s;
@@ -255,8 +257,8 @@ absl::Status CommImpl::Setup() {
     }
     shm_->Unlink();
   }
-  Log(LogLevel::kInfo, "rank ", rank_, "/", size_, " communicator '", name_, "' ready: ", topo_.num_nodes,
-      " node(s), ", local_ranks_.size(), " local, topology ", fingerprint_, " ", topology_json_);
+  Log(LogLevel::kInfo, "rank ", rank_, "/", size_, " communicator '", name_, "' ready: ", topo_.num_nodes, " node(s), ",
+      local_ranks_.size(), " local, topology ", fingerprint_, " ", topology_json_);
   return absl::OkStatus();
 }
 
@@ -271,7 +273,7 @@ CommImpl::~CommImpl() {
 }
 
 absl::StatusOr<StreamEndpoint*> CommImpl::EndpointFor(const LinkSpec& link, int channels,
-                                                     const std::vector<int>& members) {
+                                                      const std::vector<int>& members) {
   if (link.kind == LinkKind::kRoce) {
     return absl::UnimplementedError("link=roce: the ibverbs transport is not available in this build");
   }
@@ -281,9 +283,17 @@ absl::StatusOr<StreamEndpoint*> CommImpl::EndpointFor(const LinkSpec& link, int 
   if (it == endpoints_.end()) {
     std::vector<Pair*> none(static_cast<size_t>(size_), nullptr);
     Doorbell* bell = shm_ ? shm_->doorbell() : nullptr;
-    it = endpoints_
-             .emplace(key, std::make_unique<StreamEndpoint>(rank_, none, bell, absl::Seconds(env_.exec_timeout_s)))
-             .first;
+    it =
+        endpoints_.emplace(key, std::make_unique<StreamEndpoint>(rank_, none, bell, absl::Seconds(env_.exec_timeout_s)))
+            .first;
+    // A rank that fails a call announces it in the store; blocked peers pick it up instead of waiting for
+    // the exec timeout.
+    it->second->SetAbortProbe([this]() -> absl::Status {
+      auto present = store_->Check({"abort"});
+      if (!present.ok() || !*present) return absl::OkStatus();
+      auto why = store_->Get("abort", absl::Seconds(1));
+      return absl::AbortedError(why.ok() ? *why : "another rank aborted the communicator");
+    });
   }
   StreamEndpoint* ep = it->second.get();
   const int my_node = topo_.node_of[static_cast<size_t>(rank_)];
@@ -350,8 +360,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommImpl::Split(int color, int key
   for (size_t i = 0; i < same.size(); ++i) {
     if (std::get<1>(same[i]) == rank_) new_rank = static_cast<int>(i);
   }
-  auto sub = CommImpl::Init(new_rank, static_cast<int>(same.size()), store_, env_,
-                            absl::StrCat(base, "c", color));
+  auto sub = CommImpl::Init(new_rank, static_cast<int>(same.size()), store_, env_, absl::StrCat(base, "c", color));
   if (!sub.ok()) return sub.status();
   return std::unique_ptr<Communicator>(*std::move(sub));
 }

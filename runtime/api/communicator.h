@@ -66,8 +66,8 @@ class TimingSink {
 class Work {
  public:
   virtual ~Work() = default;
-  virtual bool Test() = 0;             // complete (successfully or not)?
-  virtual absl::Status Wait() = 0;     // blocks until complete; returns the call's status
+  virtual bool Test() = 0;          // complete (successfully or not)?
+  virtual absl::Status Wait() = 0;  // blocks until complete; returns the call's status
 };
 
 class Communicator {
@@ -122,9 +122,8 @@ class Communicator {
   virtual absl::Status Alltoall(const void* send, void* recv, size_t count, DataType dtype,
                                 const CallOptions& opt = {}) = 0;
   virtual absl::Status Alltoallv(const void* send, absl::Span<const size_t> send_counts,
-                                 absl::Span<const size_t> send_displs, void* recv,
-                                 absl::Span<const size_t> recv_counts, absl::Span<const size_t> recv_displs,
-                                 DataType dtype, const CallOptions& opt = {}) = 0;
+                                 absl::Span<const size_t> send_displs, void* recv, absl::Span<const size_t> recv_counts,
+                                 absl::Span<const size_t> recv_displs, DataType dtype, const CallOptions& opt = {}) = 0;
   virtual absl::Status Barrier(const CallOptions& opt = {}) = 0;
   // Point-to-point over the default link; matched in order per pair.
   virtual absl::Status Send(const void* data, size_t count, DataType dtype, int peer) = 0;
@@ -135,8 +134,8 @@ class Communicator {
                                            const CallOptions& opt = {}) = 0;
   virtual std::shared_ptr<Work> Iallgather(const void* send, void* recv, size_t count, DataType dtype,
                                            const CallOptions& opt = {}) = 0;
-  virtual std::shared_ptr<Work> Ireducescatter(const void* send, void* recv, size_t count, DataType dtype,
-                                               ReduceOp op, const CallOptions& opt = {}) = 0;
+  virtual std::shared_ptr<Work> Ireducescatter(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
+                                               const CallOptions& opt = {}) = 0;
   virtual std::shared_ptr<Work> Ibroadcast(const void* send, void* recv, size_t count, DataType dtype, int root,
                                            const CallOptions& opt = {}) = 0;
   virtual std::shared_ptr<Work> Ireduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,

@@ -26,7 +26,7 @@ struct RankInfo {
   std::string node;
   std::string host;
   int pid = 0;
-  int device = -1;  // -1 = none claimed
+  int device = -1;       // -1 = none claimed
   std::string decisive;  // the settings that decide configurations, as "VAR=value;..."
   TcpPeerInfo tcp;
   std::string shm_segment;

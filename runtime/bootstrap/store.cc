@@ -198,8 +198,8 @@ std::shared_ptr<Store> NewMemoryStore() { return std::make_shared<MemoryStore>()
 
 absl::StatusOr<std::shared_ptr<Store>> NewFileStore(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InvalidArgumentError(absl::StrCat("file store: cannot create directory ", dir, ": ",
-                                                   std::strerror(errno)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("file store: cannot create directory ", dir, ": ", std::strerror(errno)));
   }
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {

@@ -169,11 +169,8 @@ class Server final : public TcpStoreServer {
         PutStr(reply, data_[key]);
         break;
       }
-      case kCheck:
-        reply.push_back(data_.count(key) ? 1 : 0);
-        break;
-      default:
-        return false;
+      case kCheck: reply.push_back(data_.count(key) ? 1 : 0); break;
+      default: return false;
     }
     return WriteAll(fd, reply.data(), reply.size());
   }
@@ -257,8 +254,8 @@ absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std:
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (::bind(fd, reinterpret_cast<sockaddr*>(&*addr), len) != 0) {
-    absl::Status s = absl::AlreadyExistsError(absl::StrCat("tcp store: cannot listen on ", host, ":", port, ": ",
-                                                           std::strerror(errno)));
+    absl::Status s = absl::AlreadyExistsError(
+        absl::StrCat("tcp store: cannot listen on ", host, ":", port, ": ", std::strerror(errno)));
     ::close(fd);
     return s;
   }
@@ -295,9 +292,9 @@ absl::StatusOr<std::shared_ptr<Store>> ConnectTcpStore(const std::string& host, 
         return std::shared_ptr<Store>(std::make_shared<Client>(fd, where));
       }
       ::close(fd);
-      return absl::FailedPreconditionError(absl::StrCat(
-          "tcp store: ", where, " is not an hccl-tune rendezvous server of protocol version ", kVersion,
-          " (another service on that port, e.g. torch's TCPStore?)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("tcp store: ", where, " is not an hccl-tune rendezvous server of protocol version ", kVersion,
+                       " (another service on that port, e.g. torch's TCPStore?)"));
     }
     ::close(fd);
     if (absl::Now() >= deadline) {

@@ -13,13 +13,12 @@
 
 #include <cstdint>
 #include <memory>
-#include "absl/types/span.h"
 #include <string>
-
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace hccltune {
 
@@ -54,9 +53,9 @@ inline constexpr int kMaxChannels = 16;
 
 struct Configuration {
   std::string algorithm;
-  uint64_t chunk = kDefaultChunkBytes;  // meaningful when the algorithm has kChunk
-  int channels = 1;                     // meaningful when the algorithm has kChannels
-  LinkSpec link;                        // meaningful when the algorithm has kLink
+  uint64_t chunk = kDefaultChunkBytes;         // meaningful when the algorithm has kChunk
+  int channels = 1;                            // meaningful when the algorithm has kChannels
+  LinkSpec link;                               // meaningful when the algorithm has kLink
   std::shared_ptr<const Configuration> intra;  // hierarchical: step inside a node (level0)
   std::shared_ptr<const Configuration> inter;  // hierarchical: step between nodes (level1)
 

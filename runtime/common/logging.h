@@ -4,8 +4,6 @@
 // Thread-safety: SetLogLevel/LogEnabled use an atomic; Log() writes one line with a single write(2).
 #pragma once
 
-
-
 #include "absl/strings/str_cat.h"
 #include "runtime/common/config.h"
 

@@ -8,7 +8,6 @@
 #include <limits>
 #include <string>
 
-
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 

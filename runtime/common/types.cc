@@ -17,18 +17,18 @@ constexpr std::array<absl::string_view, kNumCollectives> kCollectiveNames = {
     "allreduce", "allgather", "allgatherv", "reducescatter", "broadcast", "reduce",
     "gather",    "scatter",   "alltoall",   "alltoallv",     "barrier",   "sendrecv"};
 
-constexpr std::array<DataType, kNumDataTypes> kDataTypes = {
-    DataType::kInt8,    DataType::kUint8,    DataType::kInt32,   DataType::kInt64,
-    DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64};
+constexpr std::array<DataType, kNumDataTypes> kDataTypes = {DataType::kInt8,    DataType::kUint8,   DataType::kInt32,
+                                                            DataType::kInt64,   DataType::kFloat16, DataType::kBfloat16,
+                                                            DataType::kFloat32, DataType::kFloat64};
 constexpr std::array<absl::string_view, kNumDataTypes> kDataTypeNames = {"int8", "uint8", "int32", "int64",
-                                                                        "fp16", "bf16",  "fp32",  "fp64"};
+                                                                         "fp16", "bf16",  "fp32",  "fp64"};
 constexpr std::array<size_t, kNumDataTypes> kDataTypeSizes = {1, 1, 4, 8, 2, 2, 4, 8};
 
 constexpr std::array<ReduceOp, kNumReduceOps> kReduceOps = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
                                                             ReduceOp::kMax, ReduceOp::kAvg,  ReduceOp::kBand,
                                                             ReduceOp::kBor, ReduceOp::kBxor};
-constexpr std::array<absl::string_view, kNumReduceOps> kReduceOpNames = {"sum", "prod", "min",  "max",
-                                                                        "avg", "band", "bor", "bxor"};
+constexpr std::array<absl::string_view, kNumReduceOps> kReduceOpNames = {"sum", "prod", "min", "max",
+                                                                         "avg", "band", "bor", "bxor"};
 
 template <typename Names>
 std::string Accepted(const Names& names) {
@@ -72,8 +72,7 @@ absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
   if (lower == "char") return DataType::kInt8;
   if (lower == "int") return DataType::kInt32;
   if (lower == "long") return DataType::kInt64;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype '", name, "'; accepted: ", Accepted(kDataTypeNames)));
+  return absl::InvalidArgumentError(absl::StrCat("unknown dtype '", name, "'; accepted: ", Accepted(kDataTypeNames)));
 }
 
 absl::Span<const DataType> AllDataTypes() { return kDataTypes; }
@@ -104,9 +103,8 @@ absl::Status CheckReduceSupported(ReduceOp op, DataType t) {
         absl::StrCat("reduce op avg needs a floating-point dtype (fp16, bf16, fp32, fp64), got ", DataTypeName(t)));
   }
   if ((op == ReduceOp::kBand || op == ReduceOp::kBor || op == ReduceOp::kBxor) && fp) {
-    return absl::InvalidArgumentError(absl::StrCat("reduce op ", ReduceOpName(op),
-                                                   " needs an integer dtype (int8, uint8, int32, int64), got ",
-                                                   DataTypeName(t)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "reduce op ", ReduceOpName(op), " needs an integer dtype (int8, uint8, int32, int64), got ", DataTypeName(t)));
   }
   return absl::OkStatus();
 }
@@ -115,18 +113,15 @@ double BusBandwidthFactor(Collective c, int world) {
   if (world <= 1) return 1.0;
   const double n = world;
   switch (c) {
-    case Collective::kAllreduce:
-      return 2.0 * (n - 1) / n;
+    case Collective::kAllreduce: return 2.0 * (n - 1) / n;
     case Collective::kReducescatter:
     case Collective::kAllgather:
     case Collective::kAllgatherv:
     case Collective::kAlltoall:
     case Collective::kAlltoallv:
     case Collective::kGather:
-    case Collective::kScatter:
-      return (n - 1) / n;
-    default:
-      return 1.0;
+    case Collective::kScatter: return (n - 1) / n;
+    default: return 1.0;
   }
 }
 

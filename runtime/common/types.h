@@ -7,13 +7,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include "absl/types/span.h"
 #include <string>
-
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace hccltune {
 

@@ -25,8 +25,8 @@ using OpHandle = uint64_t;
 
 // Counters an Endpoint keeps since creation (or ResetStats); tests use them to check message patterns.
 struct EndpointStats {
-  uint64_t sends = 0;       // messages posted with Isend
-  uint64_t recvs = 0;       // messages posted with Irecv
+  uint64_t sends = 0;  // messages posted with Isend
+  uint64_t recvs = 0;  // messages posted with Irecv
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
 };

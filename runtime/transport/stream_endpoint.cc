@@ -21,8 +21,8 @@ static_assert(sizeof(StreamEndpoint::Header) == 32);
 
 namespace {
 constexpr uint32_t kHeaderMagic = 0x4854554e;  // "HTUN"
-constexpr int kSpinPasses = 64;                 // progress passes before yielding
-constexpr int kYieldPasses = 16;                // sched_yield passes before sleeping
+constexpr int kSpinPasses = 64;                // progress passes before yielding
+constexpr int kYieldPasses = 16;               // sched_yield passes before sleeping
 }  // namespace
 
 struct StreamEndpoint::Op {
@@ -37,8 +37,7 @@ struct StreamEndpoint::Op {
   Header header{};
 };
 
-StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doorbell,
-                               absl::Duration timeout)
+StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doorbell, absl::Duration timeout)
     : rank_(rank), pairs_(std::move(pairs)), doorbell_(doorbell), timeout_(timeout) {
   for (const auto& p : pairs_) {
     if (p) max_lanes_ = std::max(max_lanes_, p->lanes());
@@ -167,8 +166,8 @@ absl::Status StreamEndpoint::ProgressSend(Op& op, bool* moved) {
 absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
   Pair& pair = *pairs_[static_cast<size_t>(op.peer)];
   while (op.header_done < sizeof(Header)) {
-    auto n = pair.TryRead(op.lane, reinterpret_cast<uint8_t*>(&op.header) + op.header_done,
-                          sizeof(Header) - op.header_done);
+    auto n =
+        pair.TryRead(op.lane, reinterpret_cast<uint8_t*>(&op.header) + op.header_done, sizeof(Header) - op.header_done);
     if (!n.ok()) return n.status();
     if (*n == 0) return absl::OkStatus();
     op.header_done += *n;
@@ -182,39 +181,43 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
       }
       const auto coll = static_cast<Collective>(h.collective);
       if (h.sequence != call_.sequence) {
-        return absl::FailedPreconditionError(absl::StrCat(them, " is at operation ", h.sequence, " (",
-                                                          CollectiveName(coll), "), ", me, " at operation ",
-                                                          call_.sequence, " (", CollectiveName(call_.collective),
-                                                          "): the ranks issued different sequences of calls"));
+        auto describe = [](Collective c, int32_t root) {
+          const bool rooted = c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
+                              c == Collective::kScatter;
+          return rooted ? absl::StrCat(CollectiveName(c), ", root ", root) : std::string(CollectiveName(c));
+        };
+        return absl::FailedPreconditionError(
+            absl::StrCat(them, " is at operation ", h.sequence, " (", describe(coll, h.root), "), ", me,
+                         " at operation ", call_.sequence, " (", describe(call_.collective, call_.root),
+                         "): the ranks issued different sequences of calls or disagreed on a root"));
       }
       if (coll != call_.collective) {
-        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), ", ", me,
-                                                          " called ", CollectiveName(call_.collective),
-                                                          " (operation ", call_.sequence, ")"));
+        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), ", ", me, " called ",
+                                                          CollectiveName(call_.collective), " (operation ",
+                                                          call_.sequence, ")"));
       }
       if (h.count != call_.count) {
         return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), " with ", h.count,
                                                           " elements, ", me, " with ", call_.count));
       }
       if (h.dtype != static_cast<uint8_t>(call_.dtype)) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(them, " called ", CollectiveName(coll), " with dtype ",
-                         DataTypeName(static_cast<DataType>(h.dtype)), ", ", me, " with ", DataTypeName(call_.dtype)));
+        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), " with dtype ",
+                                                          DataTypeName(static_cast<DataType>(h.dtype)), ", ", me,
+                                                          " with ", DataTypeName(call_.dtype)));
       }
       if (IsReducing(coll) && h.op != static_cast<uint8_t>(call_.op)) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(them, " called ", CollectiveName(coll), " with op ",
-                         ReduceOpName(static_cast<ReduceOp>(h.op)), ", ", me, " with ", ReduceOpName(call_.op)));
+        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), " with op ",
+                                                          ReduceOpName(static_cast<ReduceOp>(h.op)), ", ", me, " with ",
+                                                          ReduceOpName(call_.op)));
       }
       if (h.root != call_.root) {
-        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), " with root ",
-                                                          h.root, ", ", me, " with root ", call_.root));
+        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), " with root ", h.root,
+                                                          ", ", me, " with root ", call_.root));
       }
       if (h.bytes != op.bytes) {
-        return absl::FailedPreconditionError(
-            absl::StrCat(them, " sent a ", h.bytes, "-byte message where ", me, " expected ", op.bytes,
-                         " bytes (", CollectiveName(coll), ", operation ", call_.sequence,
-                         "): the ranks run different configurations"));
+        return absl::FailedPreconditionError(absl::StrCat(
+            them, " sent a ", h.bytes, "-byte message where ", me, " expected ", op.bytes, " bytes (",
+            CollectiveName(coll), ", operation ", call_.sequence, "): the ranks run different configurations"));
       }
     }
   }
@@ -230,22 +233,28 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
 }
 
 absl::Status StreamEndpoint::Progress(bool* moved) {
-  for (size_t q = 0; q < queues_.size(); ++q) {
-    Queue& queue = queues_[q];
-    while (!queue.ops.empty()) {
-      Op* op = Find(queue.ops.front());
-      bool op_moved = false;
-      absl::Status s = op->send ? ProgressSend(*op, &op_moved) : ProgressRecv(*op, &op_moved);
-      if (op_moved) {
-        *moved = true;
-        pairs_[static_cast<size_t>(op->peer)]->Notify();
+  // Sends first: a header that leaves early lets the peer detect a mismatched call by itself even when this
+  // rank stops at a mismatch found in one of its receives.
+  const size_t lanes = static_cast<size_t>(max_lanes_);
+  for (size_t pass = 0; pass < 2; ++pass)
+    for (size_t q = 0; q < queues_.size(); ++q) {
+      const bool send_queue = (q / lanes) % 2 == 1;
+      if (send_queue != (pass == 0)) continue;
+      Queue& queue = queues_[q];
+      while (!queue.ops.empty()) {
+        Op* op = Find(queue.ops.front());
+        bool op_moved = false;
+        absl::Status s = op->send ? ProgressSend(*op, &op_moved) : ProgressRecv(*op, &op_moved);
+        if (op_moved) {
+          *moved = true;
+          pairs_[static_cast<size_t>(op->peer)]->Notify();
+        }
+        if (!s.ok()) return s;
+        if (!op->done) break;
+        queue.ops.pop_front();
+        --pending_;
       }
-      if (!s.ok()) return s;
-      if (!op->done) break;
-      queue.ops.pop_front();
-      --pending_;
     }
-  }
   return absl::OkStatus();
 }
 
@@ -316,13 +325,16 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
         if (absl::Status s = p->CheckPeer(); !s.ok()) return Fail(s);
       }
     }
+    if (abort_probe_) {
+      if (absl::Status s = abort_probe_(); !s.ok()) return Fail(s);
+    }
     if (blocked > timeout_) {
       op = Find(handle);
       return Fail(absl::DeadlineExceededError(absl::StrCat(
           "rank ", rank_, ": ", CollectiveName(call_.collective), " (operation ", call_.sequence, ") waited ",
-          absl::FormatDuration(blocked), " for rank ", op->peer, " to ", op->send ? "take" : "send", " a ",
-          op->bytes, "-byte message over ", pairs_[static_cast<size_t>(op->peer)]->Describe(),
-          " (HCCL_EXEC_TIMEOUT); is rank ", op->peer, " stuck, or did it call something else?")));
+          absl::FormatDuration(blocked), " for rank ", op->peer, " to ", op->send ? "take" : "send", " a ", op->bytes,
+          "-byte message over ", pairs_[static_cast<size_t>(op->peer)]->Describe(), " (HCCL_EXEC_TIMEOUT); is rank ",
+          op->peer, " stuck, or did it call something else?")));
     }
   }
   Retire();

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,6 +61,9 @@ class StreamEndpoint final : public Endpoint {
   void AttachPair(int peer, Pair* pair);
   bool HasPair(int peer) const { return peer >= 0 && peer < size() && pairs_[static_cast<size_t>(peer)] != nullptr; }
   void SetTimeout(absl::Duration timeout) { timeout_ = timeout; }
+  // Called about every 50 ms while blocked; a non-OK status (e.g. another rank announced it aborted this
+  // call) ends the wait with that status.
+  void SetAbortProbe(std::function<absl::Status()> probe) { abort_probe_ = std::move(probe); }
   // Describes the link to `peer` ("shm", "tcp eth0 10.0.0.2:4000 x2").
   std::string DescribeLink(int peer) const;
 
@@ -87,12 +91,13 @@ class StreamEndpoint final : public Endpoint {
   CallDescriptor call_;
   EndpointStats stats_;
   absl::Status broken_;
+  std::function<absl::Status()> abort_probe_;
 
   std::deque<Op> ops_;  // ops_[i] has id base_id_ + i
   uint64_t base_id_ = 0;
   uint64_t pending_ = 0;
-  std::vector<Queue> queues_;                   // [peer][dir][lane]
-  std::vector<uint64_t> send_seq_, recv_seq_;   // messages posted per peer, per direction
+  std::vector<Queue> queues_;                  // [peer][dir][lane]
+  std::vector<uint64_t> send_seq_, recv_seq_;  // messages posted per peer, per direction
   int max_lanes_ = 1;
   bool any_polled_ = false;
 };

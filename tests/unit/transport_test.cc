@@ -67,7 +67,8 @@ void RingExchange(std::vector<std::unique_ptr<StreamEndpoint>>& eps, size_t byte
     ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << st[static_cast<size_t>(r)];
     const int from = (r + n - 1) % n;
     for (size_t i = 0; i < bytes; ++i) {
-      ASSERT_EQ(got[static_cast<size_t>(r)][i], static_cast<uint8_t>(from * 31 + i * 7)) << "rank " << r << " byte " << i;
+      ASSERT_EQ(got[static_cast<size_t>(r)][i], static_cast<uint8_t>(from * 31 + i * 7))
+          << "rank " << r << " byte " << i;
     }
   }
 }
@@ -100,8 +101,7 @@ TEST(ShmTransport, SizeMismatchIsNamedError) {
   absl::Status s = b.Recv(0, y.data(), y.size() * 4);
   t.join();
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.message().find("rank 0 called allreduce with 1000 elements, rank 1 with 1024"), std::string::npos)
-      << s;
+  EXPECT_NE(s.message().find("rank 0 called allreduce with 1000 elements, rank 1 with 1024"), std::string::npos) << s;
 }
 
 TEST(ShmTransport, TimeoutNamesThePeer) {
@@ -154,8 +154,7 @@ TEST(Stores, MemoryFileTcpBehaveAlike) {
   ASSERT_TRUE(tcp.ok()) << tcp.status();
   auto file = NewFileStore(dir);
   ASSERT_TRUE(file.ok());
-  std::vector<std::shared_ptr<Store>> stores = {NewMemoryStore(), *file, *tcp,
-                                                NewPrefixStore(NewMemoryStore(), "p")};
+  std::vector<std::shared_ptr<Store>> stores = {NewMemoryStore(), *file, *tcp, NewPrefixStore(NewMemoryStore(), "p")};
   for (auto& s : stores) {
     ASSERT_TRUE(s->Set("a", "1").ok());
     EXPECT_EQ(*s->Get("a", absl::Seconds(1)), "1");

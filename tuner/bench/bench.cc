@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -37,10 +38,8 @@ absl::Status Call(Communicator& comm, const BenchOptions& o, size_t count, Buffe
   switch (o.collective) {
     case Collective::kAllreduce: return comm.Allreduce(b.send.data(), b.recv.data(), count, o.dtype, o.op, co);
     case Collective::kAllgather: return comm.Allgather(b.send.data(), b.recv.data(), count, o.dtype, co);
-    case Collective::kAllgatherv:
-      return comm.Allgatherv(b.send.data(), b.recv.data(), b.counts, b.displs, o.dtype, co);
-    case Collective::kReducescatter:
-      return comm.Reducescatter(b.send.data(), b.recv.data(), count, o.dtype, o.op, co);
+    case Collective::kAllgatherv: return comm.Allgatherv(b.send.data(), b.recv.data(), b.counts, b.displs, o.dtype, co);
+    case Collective::kReducescatter: return comm.Reducescatter(b.send.data(), b.recv.data(), count, o.dtype, o.op, co);
     case Collective::kBroadcast: return comm.Broadcast(b.send.data(), b.recv.data(), count, o.dtype, o.root, co);
     case Collective::kReduce: return comm.Reduce(b.send.data(), b.recv.data(), count, o.dtype, o.op, o.root, co);
     case Collective::kGather: return comm.Gather(b.send.data(), b.recv.data(), count, o.dtype, o.root, co);
@@ -93,8 +92,8 @@ absl::StatusOr<std::vector<BenchRow>> RunBench(Communicator& comm, const BenchOp
       configs.push_back(d->ToString());
     }
     if (configs.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("no algorithm of ", CollectiveName(o.collective),
-                                                     " applies to ", n, " ranks here"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("no algorithm of ", CollectiveName(o.collective), " applies to ", n, " ranks here"));
     }
   } else {
     configs.push_back(o.algo);
@@ -135,7 +134,12 @@ absl::StatusOr<std::vector<BenchRow>> RunBench(Communicator& comm, const BenchOp
         FillInput(cc, b.send.data());
         std::fill(b.recv.begin(), b.recv.end(), uint8_t{0xcd});
         if (absl::Status s = Call(comm, o, count, b, co); !s.ok()) return s;
-        if (o.collective != Collective::kSendRecv) row.error = Verify(cc, b.recv.data());
+        if (o.collective != Collective::kSendRecv) {
+          row.error = Verify(cc, b.recv.data());
+        } else if (comm.rank() == 0 && n > 1 &&
+                   std::memcmp(b.recv.data(), b.send.data(), count * DataTypeSize(o.dtype)) != 0) {
+          row.error = "sendrecv: rank 0 got back different bytes than it sent to rank 1";
+        }
         row.checked = true;
       }
       const int iters = o.iters > 0 ? o.iters : (bytes <= (1u << 20) ? 50 : bytes <= (16u << 20) ? 10 : 5);
@@ -149,7 +153,8 @@ absl::StatusOr<std::vector<BenchRow>> RunBench(Communicator& comm, const BenchOp
         const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
         if (it >= warmup) durations.push_back(us);
       }
-      row.algo = comm.last_config();
+      // Point-to-point has no algorithm: it runs over the default link.
+      row.algo = o.collective == Collective::kSendRecv ? std::string("p2p(link=auto)") : comm.last_config();
       // Time of an iteration = max over ranks.
       std::vector<double> maxed(durations.size());
       if (absl::Status s = comm.Allreduce(durations.data(), maxed.data(), durations.size(), DataType::kFloat64,
@@ -173,8 +178,8 @@ std::string FormatHeader() {
 }
 
 std::string FormatRow(const BenchRow& r) {
-  return absl::StrFormat("%-13s %5d %12d %-60s %11.2f %8.3f %8.3f%s", r.collective, r.ranks, r.bytes, r.algo,
-                         r.time_us, r.algbw, r.busbw, r.checked ? (r.error.empty() ? "  check ok" : "  CHECK FAILED") : "");
+  return absl::StrFormat("%-13s %5d %12d %-60s %11.2f %8.3f %8.3f%s", r.collective, r.ranks, r.bytes, r.algo, r.time_us,
+                         r.algbw, r.busbw, r.checked ? (r.error.empty() ? "  check ok" : "  CHECK FAILED") : "");
 }
 
 }  // namespace hccltune::bench

@@ -171,8 +171,8 @@ std::string Verify(const CheckCase& c, const void* recv) {
   const size_t n = RecvElements(c);
   const size_t blk = c.count;
   const double tol = c.dtype == DataType::kFloat16 || c.dtype == DataType::kBfloat16 ? 1e-2
-                     : c.dtype == DataType::kFloat32                                  ? 1e-6
-                                                                                      : 1e-12;
+                     : c.dtype == DataType::kFloat32                                 ? 1e-6
+                                                                                     : 1e-12;
   for (size_t i = 0; i < n; ++i) {
     double want = 0;
     switch (c.collective) {
@@ -192,11 +192,11 @@ std::string Verify(const CheckCase& c, const void* recv) {
       default: break;
     }
     const double got = Load(c.dtype, recv, i);
-    const bool ok = IsFloatingPoint(c.dtype) ? std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want))
-                                             : got == want;
+    const bool ok =
+        IsFloatingPoint(c.dtype) ? std::fabs(got - want) <= tol * std::max(1.0, std::fabs(want)) : got == want;
     if (!ok) {
-      return absl::StrCat(CollectiveName(c.collective), " ", DataTypeName(c.dtype), " ", ReduceOpName(c.op),
-                          " rank ", c.rank, " of ", c.world, ": element ", i, " is ", got, ", expected ", want,
+      return absl::StrCat(CollectiveName(c.collective), " ", DataTypeName(c.dtype), " ", ReduceOpName(c.op), " rank ",
+                          c.rank, " of ", c.world, ": element ", i, " is ", got, ", expected ", want,
                           IsRooted(c.collective) ? absl::StrCat(" (root ", c.root, ")") : "");
     }
   }

@@ -14,8 +14,7 @@ namespace hccltune::cli {
 namespace {
 
 struct BenchArgs {
-  std::string coll = "allreduce", dtype = "fp32", op = "sum", min_bytes = "8", max_bytes = "64M", algo = "auto",
-              link;
+  std::string coll = "allreduce", dtype = "fp32", op = "sum", min_bytes = "8", max_bytes = "64M", algo = "auto", link;
   int ranks = 2, iters = 0, warmup = 0, root = 0;
   bool check = false, json = false, launched = false;
 };
@@ -57,7 +56,8 @@ int RunLaunched(const BenchArgs& a) {
   }
   auto rows = bench::RunBench(**comm, o);
   if (!rows.ok()) {
-    std::fprintf(stderr, "hccl-tune bench: rank %d: %s\n", (*comm)->rank(), std::string(rows.status().message()).c_str());
+    std::fprintf(stderr, "hccl-tune bench: rank %d: %s\n", (*comm)->rank(),
+                 std::string(rows.status().message()).c_str());
     return 1;
   }
   int bad = 0;
@@ -72,14 +72,20 @@ int RunLaunched(const BenchArgs& a) {
     if (a.json) {
       nlohmann::json out = nlohmann::json::array();
       for (const auto& r : *rows) {
-        out.push_back({{"coll", r.collective}, {"ranks", r.ranks}, {"bytes", r.bytes}, {"algo", r.algo},
-                       {"time_us", r.time_us}, {"algbw", r.algbw}, {"busbw", r.busbw}, {"checked", r.checked},
+        out.push_back({{"coll", r.collective},
+                       {"ranks", r.ranks},
+                       {"bytes", r.bytes},
+                       {"algo", r.algo},
+                       {"time_us", r.time_us},
+                       {"algbw", r.algbw},
+                       {"busbw", r.busbw},
+                       {"checked", r.checked},
                        {"check_ok", r.error.empty()}});
       }
       std::cout << out.dump(2) << std::endl;
     } else {
-      std::printf("# hccl-tune bench: %s %s %s, %d ranks, topology %s\n", a.coll.c_str(), a.dtype.c_str(),
-                  a.op.c_str(), (*comm)->size(), (*comm)->fingerprint().c_str());
+      std::printf("# hccl-tune bench: %s %s %s, %d ranks, topology %s\n", a.coll.c_str(), a.dtype.c_str(), a.op.c_str(),
+                  (*comm)->size(), (*comm)->fingerprint().c_str());
       std::printf("%s\n", bench::FormatHeader().c_str());
       for (const auto& r : *rows) std::printf("%s\n", bench::FormatRow(r).c_str());
       std::fflush(stdout);
@@ -120,9 +126,9 @@ void RegisterBench(CLI::App& app, int* exit_code) {
       return;
     }
     // Validate names before starting processes.
-    for (const absl::Status& s : {ParseCollective(a->coll).status(), ParseDataType(a->dtype).status(),
-                                  ParseReduceOp(a->op).status(), ParseBytes(a->min_bytes).status(),
-                                  ParseBytes(a->max_bytes).status()}) {
+    for (const absl::Status& s :
+         {ParseCollective(a->coll).status(), ParseDataType(a->dtype).status(), ParseReduceOp(a->op).status(),
+          ParseBytes(a->min_bytes).status(), ParseBytes(a->max_bytes).status()}) {
       if (!s.ok()) {
         std::fprintf(stderr, "hccl-tune bench: %s\n", std::string(s.message()).c_str());
         *exit_code = 2;
@@ -131,9 +137,16 @@ void RegisterBench(CLI::App& app, int* exit_code) {
     }
     bench::SpawnOptions so;
     so.ranks = a->ranks;
-    so.args = {"bench", "--launched", "--coll", a->coll, "--dtype", a->dtype, "--op", a->op, "--min-bytes",
-               a->min_bytes, "--max-bytes", a->max_bytes, "--algo", a->algo, "--iters", std::to_string(a->iters),
-               "--warmup", std::to_string(a->warmup), "--root", std::to_string(a->root)};
+    so.args = {"bench",       "--launched",
+               "--coll",      a->coll,
+               "--dtype",     a->dtype,
+               "--op",        a->op,
+               "--min-bytes", a->min_bytes,
+               "--max-bytes", a->max_bytes,
+               "--algo",      a->algo,
+               "--iters",     std::to_string(a->iters),
+               "--warmup",    std::to_string(a->warmup),
+               "--root",      std::to_string(a->root)};
     if (!a->link.empty()) so.args.insert(so.args.end(), {"--link", a->link});
     if (a->check) so.args.push_back("--check");
     if (a->json) so.args.push_back("--json");

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 
@@ -131,7 +132,21 @@ class ShmPair final : public Pair {
   void Notify() override { Ring(peer_bell_); }
 
   absl::Status CheckPeer() override {
-    if (peer_pid_ > 0 && ::kill(peer_pid_, 0) != 0 && errno == ESRCH) {
+    if (peer_pid_ <= 0 || peer_pid_ == self_pid_) return absl::OkStatus();
+    bool dead = ::kill(peer_pid_, 0) != 0 && errno == ESRCH;
+    if (!dead) {
+      // A killed process stays a zombie until its parent reaps it: look at its state too.
+      char path[64];
+      std::snprintf(path, sizeof(path), "/proc/%d/stat", peer_pid_);
+      if (FILE* f = std::fopen(path, "r")) {
+        char buf[512] = {};
+        const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+        std::fclose(f);
+        const char* close = std::strrchr(buf, ')');
+        if (n > 0 && close != nullptr && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X')) dead = true;
+      }
+    }
+    if (dead) {
       return absl::UnavailableError(
           absl::StrCat("rank ", peer_, " (pid ", peer_pid_, ") exited or was killed; shm link to it is dead"));
     }
@@ -143,6 +158,7 @@ class ShmPair final : public Pair {
  private:
   int peer_;
   int peer_pid_;
+  int self_pid_ = static_cast<int>(::getpid());
   RingControl* out_ctl_;
   uint8_t* out_ring_;
   RingControl* in_ctl_;

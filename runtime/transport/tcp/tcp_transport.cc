@@ -317,8 +317,7 @@ absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ra
         if (absl::Now() > deadline) {
           for (int f : fds) ::close(f);
           return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": cannot connect to rank ", peer, " at ",
-                                                          where, ": ", std::strerror(err),
-                                                          " (HCCL_CONNECT_TIMEOUT)"));
+                                                          where, ": ", std::strerror(err), " (HCCL_CONNECT_TIMEOUT)"));
         }
         absl::SleepFor(absl::Milliseconds(5));
       }

@@ -28,9 +28,9 @@
 namespace hccltune {
 
 struct InterfaceAddress {
-  std::string name;     // eth0
-  std::string address;  // 10.20.0.2
-  int prefix = 32;      // 16
+  std::string name;            // eth0
+  std::string address;         // 10.20.0.2
+  int prefix = 32;             // 16
   std::string Subnet() const;  // 10.20.0.0/16
 };
 // IPv4 interfaces that are up (loopback included, last).
@@ -58,14 +58,12 @@ class TcpDomain {
 
   // Links to every rank in `ranks` (excluding this rank) for (network, channels), connecting on first use.
   // Every rank in `ranks` must call this for the same key around the same time.
-  absl::StatusOr<std::vector<Pair*>> Connect(const std::vector<int>& ranks, const std::string& network,
-                                            int channels);
+  absl::StatusOr<std::vector<Pair*>> Connect(const std::vector<int>& ranks, const std::string& network, int channels);
 
  private:
   using Key = std::tuple<std::string, int, int>;  // network, channels, peer
   absl::StatusOr<std::string> AddressFor(int peer, const std::string& network) const;
-  absl::Status AcceptUntil(const std::map<std::pair<std::string, int>, std::vector<int>>& wanted,
-                           absl::Time deadline);
+  absl::Status AcceptUntil(const std::map<std::pair<std::string, int>, std::vector<int>>& wanted, absl::Time deadline);
 
   int rank_ = 0;
   uint64_t tag_ = 0;

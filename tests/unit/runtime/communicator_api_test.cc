@@ -1,0 +1,265 @@
+// Communicator behaviour around the collectives: bad input, mismatched calls, timeouts, split, non-blocking
+// calls, point-to-point, setup checks, timing sink.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "tests/unit/runtime/rank_fixture.h"
+
+namespace hccltune {
+namespace {
+
+using testing::RunRanks;
+using testing::TestEnv;
+
+bool Contains(const absl::Status& s, absl::string_view what) {
+  return s.message().find(what) != absl::string_view::npos;
+}
+
+TEST(CommunicatorApi, MismatchedCountsAreNamed) {
+  auto st = RunRanks(2, [](int rank, Communicator& comm) -> absl::Status {
+    std::vector<float> buf(1024);
+    return comm.Allreduce(buf.data(), buf.data(), rank == 0 ? 1024 : 1000, DataType::kFloat32, ReduceOp::kSum,
+                          {"ring"});
+  });
+  // Whichever rank detects it names both ranks and both counts.
+  bool named = false;
+  for (const auto& s : st) {
+    ASSERT_FALSE(s.ok());
+    named = named || (Contains(s, "rank 0 called allreduce with 1024 elements, rank 1 with 1000") ||
+                      Contains(s, "rank 1 called allreduce with 1000 elements, rank 0 with 1024"));
+  }
+  EXPECT_TRUE(named) << st[0] << " / " << st[1];
+}
+
+TEST(CommunicatorApi, MismatchedRootIsNamed) {
+  // Both ranks believe they are the root: both only send, so the broadcast itself cannot notice; the next
+  // call reads the other rank's stale broadcast message and names its root.
+  auto st = RunRanks(2, [](int rank, Communicator& comm) -> absl::Status {
+    std::vector<int32_t> buf(16);
+    absl::Status s = comm.Broadcast(buf.data(), buf.data(), 16, DataType::kInt32, rank, {"binomial_tree"});
+    if (!s.ok()) return s;
+    return comm.Barrier();
+  });
+  bool named = false;
+  for (const auto& s : st) named = named || Contains(s, "(broadcast, root ");
+  EXPECT_TRUE(named) << st[0] << " / " << st[1];
+}
+
+TEST(CommunicatorApi, MismatchedCollectiveIsNamed) {
+  auto st = RunRanks(3, [](int rank, Communicator& comm) -> absl::Status {
+    std::vector<float> buf(16);
+    if (rank == 1) return comm.Allgather(buf.data(), buf.data(), 4, DataType::kFloat32, {"ring"});
+    return comm.Allreduce(buf.data(), buf.data(), 16, DataType::kFloat32, ReduceOp::kSum, {"ring"});
+  });
+  bool named = false;
+  for (const auto& s : st) named = named || (Contains(s, "called allgather") && Contains(s, "called allreduce"));
+  EXPECT_TRUE(named) << st[0] << " / " << st[1] << " / " << st[2];
+}
+
+TEST(CommunicatorApi, PeerThatNeverCallsTimesOutNamingIt) {
+  auto env_for = [](int) {
+    Environment e = TestEnv();
+    e.exec_timeout_s = 1;
+    return e;
+  };
+  absl::Notification done;
+  auto st = RunRanks(
+      3,
+      [&](int rank, Communicator& comm) -> absl::Status {
+        std::vector<float> buf(64);
+        if (rank == 2) {
+          done.WaitForNotificationWithTimeout(absl::Seconds(30));
+          return absl::OkStatus();
+        }
+        const absl::Time t0 = absl::Now();
+        absl::Status s = comm.Allreduce(buf.data(), buf.data(), 64, DataType::kFloat32, ReduceOp::kSum, {"ring"});
+        if (rank == 0) done.Notify();
+        EXPECT_LT(absl::Now() - t0, absl::Seconds(10));
+        return s;
+      },
+      env_for);
+  for (int r : {0, 1}) {
+    ASSERT_FALSE(st[static_cast<size_t>(r)].ok());
+    EXPECT_TRUE(Contains(st[static_cast<size_t>(r)], "HCCL_EXEC_TIMEOUT")) << st[static_cast<size_t>(r)];
+    EXPECT_TRUE(Contains(st[static_cast<size_t>(r)], "rank ")) << st[static_cast<size_t>(r)];
+  }
+}
+
+TEST(CommunicatorApi, RankThatNeverJoinsIsNamed) {
+  auto store = NewMemoryStore();
+  Environment e = TestEnv();
+  e.connect_timeout_s = 1;
+  std::vector<absl::Status> st(2);
+  std::thread t0([&] { st[0] = Communicator::Create(0, 3, store, e).status(); });
+  std::thread t1([&] { st[1] = Communicator::Create(1, 3, store, e).status(); });
+  t0.join();
+  t1.join();
+  for (const auto& s : st) {
+    ASSERT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+    EXPECT_TRUE(Contains(s, "ranks 2 never joined")) << s;
+    EXPECT_TRUE(Contains(s, "HCCL_CONNECT_TIMEOUT")) << s;
+  }
+}
+
+TEST(CommunicatorApi, BadArgumentsAreClearAndLeaveTheCommunicatorUsable) {
+  auto st = RunRanks(2, [](int, Communicator& comm) -> absl::Status {
+    std::vector<int32_t> buf(8);
+    absl::Status s = comm.Allreduce(nullptr, buf.data(), 8, DataType::kInt32, ReduceOp::kSum);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_TRUE(Contains(s, "null send buffer")) << s;
+    s = comm.Allreduce(buf.data(), buf.data(), 8, DataType::kInt32, ReduceOp::kAvg);
+    EXPECT_TRUE(Contains(s, "avg needs a floating-point dtype")) << s;
+    s = comm.Allreduce(buf.data(), buf.data(), 8, DataType::kFloat32, ReduceOp::kBxor);
+    EXPECT_TRUE(Contains(s, "bxor needs an integer dtype")) << s;
+    s = comm.Broadcast(buf.data(), buf.data(), 8, DataType::kInt32, 5);
+    EXPECT_TRUE(Contains(s, "root 5 is not a rank")) << s;
+    s = comm.Allreduce(buf.data(), buf.data(), SIZE_MAX / 2, DataType::kInt32, ReduceOp::kSum);
+    EXPECT_TRUE(Contains(s, "overflows")) << s;
+    s = comm.Allreduce(buf.data(), buf.data(), 8, DataType::kInt32, ReduceOp::kSum, {"rnig"});
+    EXPECT_TRUE(Contains(s, "unknown algorithm 'rnig'")) << s;
+    s = comm.Allgather(buf.data(), buf.data(), 1, DataType::kInt32, {"halving_doubling"});
+    EXPECT_TRUE(Contains(s, "allgather has no algorithm 'halving_doubling'")) << s;
+    // Still usable.
+    for (auto& v : buf) v = 1;
+    if (absl::Status ok = comm.Allreduce(buf.data(), buf.data(), 8, DataType::kInt32, ReduceOp::kSum); !ok.ok()) {
+      return ok;
+    }
+    EXPECT_EQ(buf[7], 2);
+    return absl::OkStatus();
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(CommunicatorApi, SplitEvenOdd) {
+  auto st = RunRanks(5, [](int rank, Communicator& comm) -> absl::Status {
+    auto sub = comm.Split(rank % 2, -rank);  // key reverses the order
+    if (!sub.ok()) return sub.status();
+    const int expect_size = rank % 2 == 0 ? 3 : 2;
+    EXPECT_EQ((*sub)->size(), expect_size);
+    int64_t v = rank, sum = 0;
+    if (absl::Status s = (*sub)->Allreduce(&v, &sum, 1, DataType::kInt64, ReduceOp::kSum); !s.ok()) return s;
+    EXPECT_EQ(sum, rank % 2 == 0 ? 0 + 2 + 4 : 1 + 3);
+    // Highest old rank gets new rank 0 (key = -rank).
+    if (rank == 4 || rank == 3) {
+      EXPECT_EQ((*sub)->rank(), 0);
+    }
+    auto none = comm.Split(-1, 0);
+    if (!none.ok()) return none.status();
+    EXPECT_EQ(none->get(), nullptr);
+    return absl::OkStatus();
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(CommunicatorApi, NonBlockingRunsInIssueOrder) {
+  auto st = RunRanks(3, [](int rank, Communicator& comm) -> absl::Status {
+    std::vector<std::vector<int32_t>> bufs(6, std::vector<int32_t>(1000));
+    std::vector<std::shared_ptr<Work>> works;
+    for (size_t i = 0; i < bufs.size(); ++i) {
+      std::fill(bufs[i].begin(), bufs[i].end(), static_cast<int32_t>(rank + i));
+      works.push_back(comm.Iallreduce(bufs[i].data(), bufs[i].data(), 1000, DataType::kInt32, ReduceOp::kSum));
+    }
+    // A blocking call issued now runs after the queued ones.
+    int32_t x = 1, y = 0;
+    if (absl::Status s = comm.Allreduce(&x, &y, 1, DataType::kInt32, ReduceOp::kSum); !s.ok()) return s;
+    EXPECT_EQ(y, 3);
+    for (size_t i = 0; i < works.size(); ++i) {
+      EXPECT_TRUE(works[i]->Test());
+      if (absl::Status s = works[i]->Wait(); !s.ok()) return s;
+      EXPECT_EQ(bufs[i][999], static_cast<int32_t>(3 * i + 3));
+    }
+    auto b = comm.Ibarrier();
+    return b->Wait();
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(CommunicatorApi, SendRecvInOrder) {
+  auto st = RunRanks(3, [](int rank, Communicator& comm) -> absl::Status {
+    std::vector<double> a(100), b(100);
+    if (rank == 0) {
+      std::iota(a.begin(), a.end(), 0.0);
+      if (absl::Status s = comm.Send(a.data(), 100, DataType::kFloat64, 2); !s.ok()) return s;
+      std::iota(a.begin(), a.end(), 100.0);
+      if (absl::Status s = comm.Send(a.data(), 100, DataType::kFloat64, 2); !s.ok()) return s;
+    }
+    if (rank == 2) {
+      if (absl::Status s = comm.Recv(b.data(), 100, DataType::kFloat64, 0); !s.ok()) return s;
+      EXPECT_EQ(b[99], 99.0);
+      if (absl::Status s = comm.Recv(b.data(), 100, DataType::kFloat64, 0); !s.ok()) return s;
+      EXPECT_EQ(b[0], 100.0);
+    }
+    EXPECT_FALSE(comm.Send(a.data(), 1, DataType::kFloat64, rank).ok());  // to self
+    // A collective after point-to-point still agrees on the sequence.
+    return comm.Barrier();
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(CommunicatorApi, SameDeviceOnOneNodeIsRefusedNamingBothRanks) {
+  auto st = RunRanks(
+      3, [](int, Communicator&) { return absl::OkStatus(); },
+      [](int rank) {
+        Environment e = TestEnv();
+        e.device = rank == 2 ? 0 : rank;
+        return e;
+      });
+  for (const auto& s : st) {
+    ASSERT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_TRUE(Contains(s, "ranks 0 and 2 both claim device 0")) << s;
+  }
+}
+
+TEST(CommunicatorApi, DecisiveSettingsMustMatch) {
+  auto st = RunRanks(
+      2, [](int, Communicator&) { return absl::OkStatus(); },
+      [](int rank) {
+        Environment e = TestEnv();
+        if (rank == 1) e.buffsize_bytes = 4u << 20;
+        return e;
+      });
+  for (const auto& s : st) {
+    ASSERT_FALSE(s.ok());
+    EXPECT_TRUE(Contains(s, "HCCL_BUFFSIZE=2' vs 'HCCL_BUFFSIZE=4' on rank 1")) << s;
+  }
+}
+
+class CountingSink : public TimingSink {
+ public:
+  void Record(const TimingSample& s) override {
+    absl::MutexLock l(&mu);
+    samples.push_back(s);
+  }
+  absl::Mutex mu;
+  std::vector<TimingSample> samples;
+};
+
+TEST(CommunicatorApi, TimingSinkSeesEveryCall) {
+  auto st = RunRanks(2, [](int, Communicator& comm) -> absl::Status {
+    auto sink = std::make_shared<CountingSink>();
+    comm.SetTimingSink(sink);
+    std::vector<float> v(256);
+    for (int i = 0; i < 3; ++i) {
+      if (absl::Status s = comm.Allreduce(v.data(), v.data(), 256, DataType::kFloat32, ReduceOp::kSum, {"ring"});
+          !s.ok()) {
+        return s;
+      }
+    }
+    absl::MutexLock l(&sink->mu);
+    EXPECT_EQ(sink->samples.size(), 3u);
+    EXPECT_EQ(sink->samples.back().bytes, 1024u);
+    EXPECT_EQ(sink->samples.back().configuration, "ring(chunk=512K,channels=1,link=auto)");
+    EXPECT_GT(sink->samples.back().sequence, sink->samples.front().sequence);
+    EXPECT_EQ(comm.last_config(), "ring(chunk=512K,channels=1,link=auto)");
+    return absl::OkStatus();
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
+}  // namespace
+}  // namespace hccltune

@@ -1,0 +1,164 @@
+// Every collective and algorithm through the real Communicator (shm and TCP), ranks as threads; references
+// from tuner/bench/check (independent of the runtime).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "hccltune/version.h"
+#include "runtime/algorithms/registry.h"
+#include "runtime/common/configuration.h"
+#include "tests/unit/runtime/rank_fixture.h"
+#include "tuner/bench/check.h"
+
+namespace hccltune {
+namespace {
+
+using bench::CheckCase;
+using testing::RunRanks;
+
+// Runs one checked call of `config` on this rank; returns a mismatch as an error.
+absl::Status CheckedCall(Communicator& comm, const CheckCase& c, const std::string& config, bool in_place) {
+  const size_t es = DataTypeSize(c.dtype);
+  const size_t n = static_cast<size_t>(c.world);
+  std::vector<uint8_t> send(std::max<size_t>(1, std::max(bench::SendElements(c), c.count) * es));
+  std::vector<uint8_t> recv(std::max<size_t>(1, std::max(bench::RecvElements(c), c.count * n) * es), 0xcd);
+  bench::FillInput(c, send.data());
+  std::vector<size_t> counts(n, c.count), displs(n);
+  for (size_t i = 0; i < n; ++i) displs[i] = i * c.count;
+  CallOptions o;
+  o.config = config;
+  absl::Status s;
+  const void* sp = send.data();
+  void* rp = recv.data();
+  if (in_place) {
+    // In place: the input sits where the API expects it inside recv.
+    switch (c.collective) {
+      case Collective::kAllreduce:
+      case Collective::kBroadcast:
+        std::memcpy(recv.data(), send.data(), c.count * es);
+        sp = rp;
+        break;
+      case Collective::kAllgather:
+        std::memcpy(recv.data() + static_cast<size_t>(c.rank) * c.count * es, send.data(), c.count * es);
+        sp = recv.data() + static_cast<size_t>(c.rank) * c.count * es;
+        break;
+      case Collective::kReducescatter:
+        // recv points at block r inside send; the result is checked from there.
+        rp = send.data() + static_cast<size_t>(c.rank) * c.count * es;
+        break;
+      default: break;
+    }
+  }
+  switch (c.collective) {
+    case Collective::kAllreduce: s = comm.Allreduce(sp, rp, c.count, c.dtype, c.op, o); break;
+    case Collective::kAllgather: s = comm.Allgather(sp, rp, c.count, c.dtype, o); break;
+    case Collective::kAllgatherv: s = comm.Allgatherv(sp, rp, counts, displs, c.dtype, o); break;
+    case Collective::kReducescatter: s = comm.Reducescatter(sp, rp, c.count, c.dtype, c.op, o); break;
+    case Collective::kBroadcast: s = comm.Broadcast(sp, rp, c.count, c.dtype, c.root, o); break;
+    case Collective::kReduce: s = comm.Reduce(sp, rp, c.count, c.dtype, c.op, c.root, o); break;
+    case Collective::kGather: s = comm.Gather(sp, rp, c.count, c.dtype, c.root, o); break;
+    case Collective::kScatter: s = comm.Scatter(sp, rp, c.count, c.dtype, c.root, o); break;
+    case Collective::kAlltoall: s = comm.Alltoall(sp, rp, c.count, c.dtype, o); break;
+    case Collective::kAlltoallv: s = comm.Alltoallv(sp, counts, displs, rp, counts, displs, c.dtype, o); break;
+    case Collective::kBarrier: s = comm.Barrier(o); break;
+    default: break;
+  }
+  if (!s.ok()) return s;
+  if (c.collective == Collective::kBarrier) return absl::OkStatus();
+  std::string err = bench::Verify(c, rp);
+  if (!err.empty()) return absl::InternalError(absl::StrCat(err, " [", config, in_place ? ", in place" : "", "]"));
+  return absl::OkStatus();
+}
+
+struct DtypeOp {
+  DataType t;
+  ReduceOp op;
+};
+
+// All dtypes and all ops, in a rotation so every case runs a different pair.
+const std::vector<DtypeOp>& Mix() {
+  static const std::vector<DtypeOp> mix = {
+      {DataType::kFloat32, ReduceOp::kSum},  {DataType::kInt32, ReduceOp::kMax},   {DataType::kFloat16, ReduceOp::kSum},
+      {DataType::kBfloat16, ReduceOp::kMin}, {DataType::kInt8, ReduceOp::kBxor},   {DataType::kUint8, ReduceOp::kBor},
+      {DataType::kInt64, ReduceOp::kProd},   {DataType::kFloat64, ReduceOp::kAvg}, {DataType::kInt32, ReduceOp::kBand},
+      {DataType::kFloat32, ReduceOp::kProd}, {DataType::kFloat16, ReduceOp::kAvg}, {DataType::kInt64, ReduceOp::kMin},
+  };
+  return mix;
+}
+
+// Every collective x every valid algorithm x counts on `n` ranks over `link`.
+void RunMatrix(int n, const std::string& link, const std::vector<size_t>& counts) {
+  auto statuses = RunRanks(n, [&](int rank, Communicator& comm) -> absl::Status {
+    size_t turn = 0;
+    for (Collective coll : AllCollectives()) {
+      if (coll == Collective::kSendRecv) continue;
+      for (const std::string& algo : comm.ValidAlgorithms(coll)) {
+        auto cfg = Configuration::Default(algo);
+        if (!cfg.ok()) return cfg.status();
+        if (cfg->Has(ParamKind::kLink)) cfg->link = *ParseLink(link);
+        if (cfg->Has(ParamKind::kChunk)) cfg->chunk = 4096;  // many pipeline steps even for small counts
+        for (size_t count : counts) {
+          const DtypeOp m = Mix()[turn++ % Mix().size()];
+          DataType t = m.t;
+          ReduceOp op = m.op;
+          if (!IsReducing(coll)) op = ReduceOp::kSum;
+          const int root = static_cast<int>(turn % static_cast<size_t>(n));
+          for (bool in_place : {false, true}) {
+            CheckCase c{coll, t, op, rank, n, root, count};
+            if (absl::Status s = CheckedCall(comm, c, cfg->ToString(), in_place); !s.ok()) {
+              return absl::Status(s.code(), absl::StrCat(CollectiveName(coll), " ", cfg->ToString(), " count ", count,
+                                                         " ", DataTypeName(t), ": ", s.message()));
+            }
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+  for (int r = 0; r < n; ++r)
+    EXPECT_TRUE(statuses[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << statuses[static_cast<size_t>(r)];
+}
+
+class WorldSizes : public ::testing::TestWithParam<int> {};
+
+TEST_P(WorldSizes, EveryCollectiveEveryAlgorithmOverShm) {
+  const int n = GetParam();
+  // 0, 1, 7, a prime larger than the world size, a count not divisible by it.
+  RunMatrix(n, "auto", {0, 1, 7, 101, static_cast<size_t>(n) * 37 + 1});
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtime, WorldSizes, ::testing::Values(1, 2, 3, 4, 5, 7, 8));
+
+TEST(Communicator, EveryCollectiveEveryAlgorithmOverTcp) { RunMatrix(3, "tcp", {0, 7, 1031}); }
+
+TEST(Communicator, LargeAllreduceEveryAlgorithm) {
+  // >= 4 MiB, larger than the shm rings (staged in pieces).
+  const size_t count = (4u << 20) / 4 + 3;
+  auto st = RunRanks(3, [&](int rank, Communicator& comm) -> absl::Status {
+    for (const std::string& algo : comm.ValidAlgorithms(Collective::kAllreduce)) {
+      CheckCase c{Collective::kAllreduce, DataType::kFloat32, ReduceOp::kSum, rank, 3, 0, count};
+      if (absl::Status s = CheckedCall(comm, c, algo, false); !s.ok()) return s;
+    }
+    CheckCase g{Collective::kAllgather, DataType::kInt32, ReduceOp::kSum, rank, 3, 0, count / 3};
+    return CheckedCall(comm, g, "ring", false);
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(Communicator, TopologyFingerprintOneNode) {
+  auto st = RunRanks(3, [&](int, Communicator& comm) -> absl::Status {
+    EXPECT_EQ(comm.num_nodes(), 1);
+    EXPECT_EQ(comm.local_size(), 3);
+    EXPECT_EQ(comm.topology_json(),
+              absl::StrCat(R"({"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[3],"release":")",
+                           HCCL_TUNE_RELEASE, R"("})"));
+    EXPECT_EQ(comm.fingerprint().size(), 16u);
+    return absl::OkStatus();
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
+}  // namespace
+}  // namespace hccltune

@@ -1,0 +1,115 @@
+// Real processes: a rank killed with SIGKILL mid-collective (shm and TCP) and a rank that never joins; the
+// surviving ranks must return an error naming the problem within the timeouts, and /dev/shm stays clean.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/api/communicator.h"
+#include "runtime/bootstrap/store.h"
+
+namespace hccltune {
+namespace {
+
+// Child body: join, run allreduces; `victim` kills itself after two calls. Exit codes: 0 ok, 10 + reason.
+int ChildMain(const std::string& dir, int rank, int n, int victim, const std::string& link, int pipe_fd) {
+  auto store = NewFileStore(dir);
+  if (!store.ok()) return 11;
+  Environment env;
+  env.connect_timeout_s = 20;
+  env.exec_timeout_s = 60;  // the failure must be found by liveness/EOF/abort, long before this
+  env.buffsize_bytes = 2u << 20;
+  auto comm = Communicator::Create(rank, n, *store, env);
+  if (!comm.ok()) return 12;
+  std::vector<float> buf(1 << 20, 1.0f);
+  CallOptions opt;
+  opt.config = absl::StrCat("ring(link=", link, ")");
+  for (int i = 0; i < 1000; ++i) {
+    if (rank == victim && i == 2) ::raise(SIGKILL);
+    absl::Status s = (*comm)->Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum, opt);
+    if (!s.ok()) {
+      const std::string msg(s.message());
+      (void)!::write(pipe_fd, msg.data(), msg.size());
+      return 20;
+    }
+  }
+  return 0;
+}
+
+struct Outcome {
+  std::map<int, int> exit_codes;  // rank -> exit code (-signal for signals)
+  std::string messages;
+  double seconds = 0;
+};
+
+Outcome RunJob(int n, int victim, const std::string& link, bool victim_never_joins) {
+  char dir[] = "/tmp/hccltune-fault-XXXXXX";
+  EXPECT_NE(::mkdtemp(dir), nullptr);
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::map<pid_t, int> pids;
+  for (int r = 0; r < n; ++r) {
+    if (victim_never_joins && r == victim) continue;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      ::_exit(ChildMain(dir, r, n, victim_never_joins ? -1 : victim, link, fds[1]));
+    }
+    pids[pid] = r;
+  }
+  ::close(fds[1]);
+  Outcome out;
+  while (!pids.empty()) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid <= 0) break;
+    out.exit_codes[pids[pid]] = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    pids.erase(pid);
+  }
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  char buf[4096];
+  ssize_t k;
+  while ((k = ::read(fds[0], buf, sizeof(buf))) > 0) out.messages.append(buf, static_cast<size_t>(k));
+  ::close(fds[0]);
+  std::filesystem::remove_all(dir);
+  return out;
+}
+
+size_t ShmSegments() {
+  size_t count = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    if (e.path().filename().string().rfind("hccltune-", 0) == 0) ++count;
+  }
+  return count;
+}
+
+TEST(Faults, RankKilledMidAllreduceOverShm) {
+  const size_t before = ShmSegments();
+  Outcome o = RunJob(3, 1, "shm", false);
+  EXPECT_EQ(o.exit_codes[1], -SIGKILL);
+  EXPECT_EQ(o.exit_codes[0], 20) << o.messages;
+  EXPECT_EQ(o.exit_codes[2], 20) << o.messages;
+  EXPECT_NE(o.messages.find("rank 1"), std::string::npos) << o.messages;
+  EXPECT_LT(o.seconds, 30) << o.messages;
+  EXPECT_EQ(ShmSegments(), before) << "shared-memory segments leaked";
+}
+
+TEST(Faults, RankKilledMidAllreduceOverTcp) {
+  Outcome o = RunJob(3, 2, "tcp", false);
+  EXPECT_EQ(o.exit_codes[2], -SIGKILL);
+  EXPECT_EQ(o.exit_codes[0], 20) << o.messages;
+  EXPECT_EQ(o.exit_codes[1], 20) << o.messages;
+  EXPECT_NE(o.messages.find("rank 2"), std::string::npos) << o.messages;
+  EXPECT_LT(o.seconds, 30) << o.messages;
+}
+
+}  // namespace
+}  // namespace hccltune
