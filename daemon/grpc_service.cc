@@ -12,8 +12,30 @@ absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
-grpc::Status TunerService::GetTable(grpc::ServerContext*, const v1::GetTableRequest* req, v1::GetTableResponse* resp) {
-  return ToGrpc(h_->GetTable(*req, resp));
+grpc::ServerUnaryReactor* TunerService::GetTable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                                 grpc::ByteBuffer* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  std::vector<grpc::Slice> slices;
+  v1::GetTableRequest req;
+  std::string raw;
+  if (!request->Dump(&slices).ok()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INTERNAL, "cannot read the request"));
+    return reactor;
+  }
+  for (const grpc::Slice& s : slices) raw.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  if (!req.ParseFromString(raw)) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "GetTableRequest does not parse"));
+    return reactor;
+  }
+  auto bytes = h_->GetTableBytes(req);
+  if (!bytes.ok()) {
+    reactor->Finish(ToGrpc(bytes.status()));
+    return reactor;
+  }
+  grpc::Slice slice((*bytes)->data(), (*bytes)->size());
+  *response = grpc::ByteBuffer(&slice, 1);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
 }
 
 grpc::Status TunerService::WatchTable(grpc::ServerContext* ctx, const v1::WatchTableRequest* req,

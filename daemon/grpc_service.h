@@ -13,11 +13,13 @@ namespace hccltune::daemon {
 grpc::Status ToGrpc(const absl::Status& s);
 absl::Status FromGrpc(const grpc::Status& s);
 
-class TunerService final : public v1::Tuner::Service {
+// GetTable is served with the callback API on raw bytes (the cached serialized reply); the rest is synchronous.
+class TunerService final : public v1::Tuner::WithRawCallbackMethod_GetTable<v1::Tuner::Service> {
  public:
   explicit TunerService(TunerHandlers* handlers) : h_(handlers) {}
 
-  grpc::Status GetTable(grpc::ServerContext*, const v1::GetTableRequest* req, v1::GetTableResponse* resp) override;
+  grpc::ServerUnaryReactor* GetTable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
   grpc::Status WatchTable(grpc::ServerContext* ctx, const v1::WatchTableRequest* req,
                           grpc::ServerWriter<v1::Table>* writer) override;
   grpc::Status GetConfig(grpc::ServerContext*, const v1::GetConfigRequest* req, v1::GetConfigResponse* resp) override;

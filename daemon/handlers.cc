@@ -49,51 +49,52 @@ absl::StatusOr<std::shared_ptr<const db::Table>> TunerHandlers::Latest(const std
 void TunerHandlers::Changed(const std::string& fp) {
   absl::MutexLock lock(&mu_);
   cache_.erase(fp);
-  for (auto it = proto_cache_.lower_bound({fp, 0}); it != proto_cache_.end() && it->first.first == fp;) {
-    it = proto_cache_.erase(it);
+  for (auto it = reply_cache_.lower_bound({fp, 0}); it != reply_cache_.end() && it->first.first == fp;) {
+    it = reply_cache_.erase(it);
   }
   ++generation_;
 }
 
 absl::Status TunerHandlers::GetTable(const v1::GetTableRequest& req, v1::GetTableResponse* resp) {
+  auto bytes = GetTableBytes(req);
+  if (!bytes.ok()) return bytes.status();
+  if (!resp->ParseFromString(**bytes)) return absl::InternalError("cannot parse a cached GetTable reply");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const std::string>> TunerHandlers::GetTableBytes(const v1::GetTableRequest& req) {
   HT_RETURN_IF_ERROR(rpc::CheckWorldFromWire(req.world_size(), true));
   HT_RETURN_IF_ERROR(CheckVersion(req.if_newer_than(), "if_newer_than"));
   HT_RETURN_IF_ERROR(CheckVersion(req.version(), "version"));
-  std::shared_ptr<const db::Table> table;
-  if (req.version() != 0) {
+  if (req.version() != 0) {  // pinned: not cached
     HT_RETURN_IF_ERROR(db::ValidateFingerprint(req.topology().fingerprint()));
     auto t = store_->GetTable(req.topology().fingerprint(), req.version());
     if (!t.ok()) return t.status();
-    table = std::make_shared<const db::Table>(*std::move(t));
-  } else {
-    auto t = Latest(req.topology().fingerprint());
-    if (!t.ok()) return t.status();
-    table = *t;
+    v1::GetTableResponse resp;
+    rpc::TableToProto(*t, req.world_size(), resp.mutable_table());
+    return std::make_shared<const std::string>(resp.SerializeAsString());
   }
-  if (req.if_newer_than() != 0 && req.if_newer_than() >= table->version) {
-    resp->set_unchanged(true);
-    return absl::OkStatus();
+  auto latest = Latest(req.topology().fingerprint());
+  if (!latest.ok()) return latest.status();
+  const db::Table& table = **latest;
+  if (req.if_newer_than() != 0 && req.if_newer_than() >= table.version) {
+    v1::GetTableResponse resp;
+    resp.set_unchanged(true);
+    return std::make_shared<const std::string>(resp.SerializeAsString());
   }
-  if (req.version() != 0) {
-    rpc::TableToProto(*table, req.world_size(), resp->mutable_table());
-    return absl::OkStatus();
-  }
-  const auto key = std::make_pair(table->topology.fingerprint, static_cast<int>(req.world_size()));
-  std::shared_ptr<const v1::Table> reply;
+  const auto key = std::make_pair(table.topology.fingerprint, static_cast<int>(req.world_size()));
   {
     absl::MutexLock lock(&mu_);
-    auto it = proto_cache_.find(key);
-    if (it != proto_cache_.end() && it->second->version() == table->version) reply = it->second;
+    auto it = reply_cache_.find(key);
+    if (it != reply_cache_.end() && it->second.first == table.version) return it->second.second;
   }
-  if (reply == nullptr) {
-    auto built = std::make_shared<v1::Table>();
-    rpc::TableToProto(*table, req.world_size(), built.get());
-    reply = built;
-    absl::MutexLock lock(&mu_);
-    if (cache_.count(key.first) && cache_[key.first]->version == table->version) proto_cache_[key] = reply;
-  }
-  *resp->mutable_table() = *reply;
-  return absl::OkStatus();
+  v1::GetTableResponse resp;
+  rpc::TableToProto(table, req.world_size(), resp.mutable_table());
+  auto bytes = std::make_shared<const std::string>(resp.SerializeAsString());
+  absl::MutexLock lock(&mu_);
+  auto cached = cache_.find(key.first);
+  if (cached != cache_.end() && cached->second->version == table.version) reply_cache_[key] = {table.version, bytes};
+  return bytes;
 }
 
 absl::Status TunerHandlers::GetConfig(const v1::GetConfigRequest& req, v1::GetConfigResponse* resp) {

@@ -39,6 +39,9 @@ class TunerHandlers {
   TunerHandlers(db::TuningStore* store, LiveIngest* ingest, HandlerLimits limits = {});
 
   absl::Status GetTable(const v1::GetTableRequest& req, v1::GetTableResponse* resp);
+  // The same reply, serialized: the latest version's bytes are built once per version and shared, so serving a
+  // 1,000-entry table costs a memcpy, not a proto copy and serialization per call.
+  absl::StatusOr<std::shared_ptr<const std::string>> GetTableBytes(const v1::GetTableRequest& req);
   absl::Status GetConfig(const v1::GetConfigRequest& req, v1::GetConfigResponse* resp);
   absl::Status PutTable(const v1::PutTableRequest& req, v1::PutTableResponse* resp);
   absl::Status ListTables(const v1::ListTablesRequest& req, v1::ListTablesResponse* resp);
@@ -79,7 +82,8 @@ class TunerHandlers {
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<const db::Table>> cache_ ABSL_GUARDED_BY(mu_);
   // The GetTable reply per (fingerprint, world size), built once per version.
-  std::map<std::pair<std::string, int>, std::shared_ptr<const v1::Table>> proto_cache_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<std::string, int>, std::pair<int64_t, std::shared_ptr<const std::string>>> reply_cache_
+      ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by every change; watchers wait on it
 
   absl::Mutex config_mu_;
