@@ -92,10 +92,10 @@ absl::StatusOr<Environment> Environment::LoadFrom(const std::map<std::string, st
 absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
   Environment e;
   absl::Status s;
-#define HT_TRY(expr)       \
-  do {                     \
-    s = (expr);            \
-    if (!s.ok()) return s; \
+#define HT_TRY(expr)         \
+  do {                       \
+    s = (expr);              \
+    if (!s.ok()) return s;   \
   } while (0)
 
   e.hccl_algo = ReadString(src, "HCCL_ALGO");
@@ -183,8 +183,8 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
     HT_TRY(ReadOptInt(src, "SLURM_NTASKS_PER_NODE", 1, kMaxRanks, e.local_world_size));
   }
   if (e.rank && e.world_size && *e.rank >= *e.world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", *e.rank, " from ", e.launcher, " is not below the world size ", *e.world_size));
+    return absl::InvalidArgumentError(absl::StrCat("rank ", *e.rank, " from ", e.launcher,
+                                                   " is not below the world size ", *e.world_size));
   }
   e.launcher_master_addr = ReadString(src, "MASTER_ADDR");
   HT_TRY(ReadOptInt(src, "MASTER_PORT", 1, 65535, e.launcher_master_port));

@@ -33,27 +33,27 @@ struct Environment {
   std::optional<int> rank_id;              // RANK_ID (with a rank table)
 
   // --- ours ---
-  std::string tune_algo;                 // HCCL_TUNE_ALGO, raw; parsed by policies/
-  std::string daemon;                    // HCCL_TUNE_DAEMON ("off" disables), empty = discovery
-  TuneMode mode = TuneMode::kOnline;     // HCCL_TUNE_MODE
-  double sample_rate = 0.01;             // HCCL_TUNE_SAMPLE_RATE, fraction of calls in [0, 1]
-  LogLevel log_level = LogLevel::kWarn;  // HCCL_TUNE_LOG_LEVEL
-  std::string node_id;                   // HCCL_TUNE_NODE_ID
-  std::optional<int> device;             // HCCL_TUNE_DEVICE
-  std::string master_addr;               // HCCL_TUNE_MASTER_ADDR
-  std::optional<int> master_port;        // HCCL_TUNE_MASTER_PORT
-  std::string store;                     // HCCL_TUNE_STORE (file:///dir)
-  std::optional<int64_t> table_version;  // HCCL_TUNE_TABLE_VERSION
-  bool torch_alias = true;               // HCCL_TUNE_TORCH_ALIAS
+  std::string tune_algo;                   // HCCL_TUNE_ALGO, raw; parsed by policies/
+  std::string daemon;                      // HCCL_TUNE_DAEMON ("off" disables), empty = discovery
+  TuneMode mode = TuneMode::kOnline;       // HCCL_TUNE_MODE
+  double sample_rate = 0.01;               // HCCL_TUNE_SAMPLE_RATE, fraction of calls in [0, 1]
+  LogLevel log_level = LogLevel::kWarn;    // HCCL_TUNE_LOG_LEVEL
+  std::string node_id;                     // HCCL_TUNE_NODE_ID
+  std::optional<int> device;               // HCCL_TUNE_DEVICE
+  std::string master_addr;                 // HCCL_TUNE_MASTER_ADDR
+  std::optional<int> master_port;          // HCCL_TUNE_MASTER_PORT
+  std::string store;                       // HCCL_TUNE_STORE (file:///dir)
+  std::optional<int64_t> table_version;    // HCCL_TUNE_TABLE_VERSION
+  bool torch_alias = true;                 // HCCL_TUNE_TORCH_ALIAS
 
   // --- launchers (torchrun, Open MPI, Slurm) ---
   std::optional<int> rank, world_size, local_rank, local_world_size;  // after precedence torchrun > OMPI > Slurm
-  std::string launcher;                                               // "torchrun", "openmpi", "slurm" or ""
-  std::string launcher_master_addr;                                   // MASTER_ADDR
-  std::optional<int> launcher_master_port;                            // MASTER_PORT
-  std::string xdg_runtime_dir;                                        // XDG_RUNTIME_DIR
-  std::string xdg_state_home;                                         // XDG_STATE_HOME (daemon, user mode)
-  std::string home;                                                   // HOME (daemon, user mode)
+  std::string launcher;                                                // "torchrun", "openmpi", "slurm" or ""
+  std::string launcher_master_addr;                                    // MASTER_ADDR
+  std::optional<int> launcher_master_port;                             // MASTER_PORT
+  std::string xdg_runtime_dir;                                         // XDG_RUNTIME_DIR
+  std::string xdg_state_home;                                          // XDG_STATE_HOME (hccl-tuned, user mode)
+  std::string home;                                                    // HOME (hccl-tuned, user mode)
 
   using Source = std::function<std::optional<std::string>(const std::string&)>;
 
