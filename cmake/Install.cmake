@@ -18,6 +18,14 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/hccltuneConfigVersion.cma
 install(FILES ${PROJECT_BINARY_DIR}/hccltuneConfig.cmake ${PROJECT_BINARY_DIR}/hccltuneConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/hccltune)
 
+# The daemon, its systemd unit, config file and system user.
+if(TARGET hccl-tuned)
+  install(TARGETS hccl-tuned RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR})
+  install(FILES ${PROJECT_BINARY_DIR}/deploy/hccl-tuned.service DESTINATION lib/systemd/system)
+  install(FILES deploy/hccl-tune.sysusers.conf DESTINATION lib/sysusers.d RENAME hccl-tune.conf)
+  install(FILES deploy/hccl-tuned.conf DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/hccl-tune)
+endif()
+
 # pkg-config: link order runtime before common (dependents first).
 list(REVERSE HCCL_TUNE_INSTALL_LIBS)
 set(HCCL_TUNE_PC_LIBS "")

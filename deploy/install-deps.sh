@@ -11,7 +11,9 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev sqlite3 libibverbs-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libsystemd-dev systemd
+  libcli11-dev nlohmann-json3-dev libsystemd-dev
+  # systemd-analyze (the unit test of deploy/hccl-tuned.service)
+  systemd
   # tests: process and network tooling
   iproute2 procps util-linux
 )

@@ -229,7 +229,7 @@ absl::Status CommImpl::Setup() {
     constexpr size_t kMaxRingBytes = 4u << 20;
     const size_t ring = std::min<size_t>(kMaxRingBytes, env_.buffsize_bytes / (local_ranks_.size() - 1));
     auto shm =
-        ShmDomain::Create(rank_, local_ranks_, ring, absl::StrCat("hccltune-", absl::Hex(tag_), "-", name_.size()));
+        ShmDomain::Create(rank_, local_ranks_, ring, absl::StrCat("hccltune-", ::getpid(), "-", absl::Hex(tag_)));
     if (!shm.ok()) return shm.status();
     shm_ = *std::move(shm);
     if (absl::Status s = store_->Set(absl::StrCat("shm/", rank_), shm_->segment_name()); !s.ok()) return s;

@@ -189,6 +189,8 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
   e.launcher_master_addr = ReadString(src, "MASTER_ADDR");
   HT_TRY(ReadOptInt(src, "MASTER_PORT", 1, 65535, e.launcher_master_port));
   e.xdg_runtime_dir = ReadString(src, "XDG_RUNTIME_DIR");
+  e.xdg_state_home = ReadString(src, "XDG_STATE_HOME");
+  e.home = ReadString(src, "HOME");
 #undef HT_TRY
   return e;
 }

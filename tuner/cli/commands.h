@@ -8,5 +8,12 @@ namespace hccltune::cli {
 
 void RegisterAlgorithms(CLI::App& app, int* exit_code);
 void RegisterBench(CLI::App& app, int* exit_code);
+void RegisterStatus(CLI::App& app, int* exit_code);
+void RegisterShow(CLI::App& app, int* exit_code);
+void RegisterGet(CLI::App& app, int* exit_code);
+void RegisterExport(CLI::App& app, int* exit_code);
+void RegisterImport(CLI::App& app, int* exit_code);
+void RegisterForget(CLI::App& app, int* exit_code);
+void RegisterRollback(CLI::App& app, int* exit_code);
 
 }  // namespace hccltune::cli

@@ -13,6 +13,13 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   hccltune::cli::RegisterAlgorithms(app, &exit_code);
   hccltune::cli::RegisterBench(app, &exit_code);
+  hccltune::cli::RegisterStatus(app, &exit_code);
+  hccltune::cli::RegisterShow(app, &exit_code);
+  hccltune::cli::RegisterGet(app, &exit_code);
+  hccltune::cli::RegisterExport(app, &exit_code);
+  hccltune::cli::RegisterImport(app, &exit_code);
+  hccltune::cli::RegisterForget(app, &exit_code);
+  hccltune::cli::RegisterRollback(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

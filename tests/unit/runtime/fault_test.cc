@@ -44,6 +44,7 @@ int ChildMain(const std::string& dir, int rank, int n, int victim, const std::st
 }
 
 struct Outcome {
+  std::vector<pid_t> pids;
   std::map<int, int> exit_codes;  // rank -> exit code (-signal for signals)
   std::string messages;
   double seconds = 0;
@@ -67,6 +68,7 @@ Outcome RunJob(int n, int victim, const std::string& link, bool victim_never_joi
   }
   ::close(fds[1]);
   Outcome out;
+  for (const auto& [pid, rank] : pids) out.pids.push_back(pid);
   while (!pids.empty()) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, 0);
@@ -83,23 +85,25 @@ Outcome RunJob(int n, int victim, const std::string& link, bool victim_never_joi
   return out;
 }
 
-size_t ShmSegments() {
+// Segments are named hccltune-<pid of the creating rank>-...: count those of the job's processes.
+size_t ShmSegmentsOf(const std::vector<pid_t>& pids) {
   size_t count = 0;
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
-    if (e.path().filename().string().rfind("hccltune-", 0) == 0) ++count;
+    for (pid_t p : pids) {
+      if (e.path().filename().string().rfind(absl::StrCat("hccltune-", p, "-"), 0) == 0) ++count;
+    }
   }
   return count;
 }
 
 TEST(Faults, RankKilledMidAllreduceOverShm) {
-  const size_t before = ShmSegments();
   Outcome o = RunJob(3, 1, "shm", false);
   EXPECT_EQ(o.exit_codes[1], -SIGKILL);
   EXPECT_EQ(o.exit_codes[0], 20) << o.messages;
   EXPECT_EQ(o.exit_codes[2], 20) << o.messages;
   EXPECT_NE(o.messages.find("rank 1"), std::string::npos) << o.messages;
   EXPECT_LT(o.seconds, 30) << o.messages;
-  EXPECT_EQ(ShmSegments(), before) << "shared-memory segments leaked";
+  EXPECT_EQ(ShmSegmentsOf(o.pids), 0u) << "shared-memory segments leaked";
 }
 
 TEST(Faults, RankKilledMidAllreduceOverTcp) {

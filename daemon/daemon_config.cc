@@ -1,0 +1,102 @@
+#include "daemon/daemon_config.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "runtime/common/daemon_discovery.h"
+
+namespace hccltune::daemon {
+
+DaemonConfig DefaultDaemonConfig(const Environment& env, bool system_mode) {
+  DaemonConfig c;
+  if (system_mode) {
+    c.socket = std::string(kSystemDaemonSocket);
+    c.db = absl::StrCat(kSystemStateDir, "/tuning.db");
+  } else {
+    c.socket = UserDaemonSocket(env, ::getuid());
+    if (!env.xdg_state_home.empty()) {
+      c.db = absl::StrCat(env.xdg_state_home, "/hccl-tune/tuning.db");
+    } else if (!env.home.empty()) {
+      c.db = absl::StrCat(env.home, "/.local/state/hccl-tune/tuning.db");
+    } else {
+      c.db = absl::StrCat("/tmp/hccl-tune-", ::getuid(), "/tuning.db");
+    }
+  }
+  c.log_level = LogLevel::kInfo;
+  return c;
+}
+
+absl::StatusOr<LogLevel> ParseLogLevel(absl::string_view text) {
+  const std::string l = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
+  for (LogLevel lv : {LogLevel::kError, LogLevel::kWarn, LogLevel::kInfo, LogLevel::kDebug, LogLevel::kTrace}) {
+    if (l == LogLevelName(lv)) return lv;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("log level '", text, "': expected error, warn, info, debug or trace"));
+}
+
+absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, DaemonConfig* c,
+                             std::vector<std::string>* keys_set) {
+  int line_no = 0;
+  for (absl::string_view raw : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    absl::string_view line = absl::StripAsciiWhitespace(raw);
+    if (line.empty() || line[0] == '#') continue;
+    auto where = [&] { return absl::StrCat(origin, ":", line_no, ": "); };
+    size_t eq = line.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(where(), "expected key = value, got '", line, "'"));
+    }
+    const std::string key(absl::StripAsciiWhitespace(line.substr(0, eq)));
+    const std::string value(absl::StripAsciiWhitespace(line.substr(eq + 1)));
+    auto int_value = [&](int64_t lo, int64_t hi, int64_t* out) -> absl::Status {
+      if (!absl::SimpleAtoi(value, out) || *out < lo || *out > hi) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where(), key, " = '", value, "': expected an integer from ", lo, " to ", hi));
+      }
+      return absl::OkStatus();
+    };
+    int64_t n = 0;
+    if (key == "socket") {
+      c->socket = value;
+    } else if (key == "listen") {
+      c->listen = value;
+    } else if (key == "db") {
+      c->db = value;
+    } else if (key == "log_level") {
+      auto lv = ParseLogLevel(value);
+      if (!lv.ok()) return absl::InvalidArgumentError(absl::StrCat(where(), lv.status().message()));
+      c->log_level = *lv;
+    } else if (key == "max_versions") {
+      if (absl::Status s = int_value(2, 10000, &n); !s.ok()) return s;
+      c->max_versions = static_cast<int>(n);
+    } else if (key == "ingest_queue_samples") {
+      if (absl::Status s = int_value(1024, 1 << 24, &n); !s.ok()) return s;
+      c->ingest_queue_samples = static_cast<size_t>(n);
+    } else if (key == "max_message_bytes") {
+      if (absl::Status s = int_value(64 << 10, 64 << 20, &n); !s.ok()) return s;
+      c->max_message_bytes = static_cast<int>(n);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(), "unknown key '", key,
+          "'; accepted: socket, listen, db, log_level, max_versions, ingest_queue_samples, max_message_bytes"));
+    }
+    if (keys_set != nullptr) keys_set->push_back(key);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* config, std::vector<std::string>* keys_set) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read config file ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ApplyConfigText(ss.str(), path, config, keys_set);
+}
+
+}  // namespace hccltune::daemon

@@ -1,0 +1,39 @@
+// hccl-tuned's settings: built-in defaults (system mode when run as root, user mode otherwise; paths per
+// ../shared/CONVENTIONS.md, Daemon discovery), then the config file, then command-line flags.
+//
+// Config file: `key = value` lines, `#` comments, blank lines ignored; an unknown key or a bad value is an
+// error naming the file and line. Keys: socket, listen, db, log_level, max_versions, ingest_queue_samples,
+// max_message_bytes. SIGHUP re-reads the file: log_level applies at once, the rest at the next start.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "runtime/common/config.h"
+
+namespace hccltune::daemon {
+
+struct DaemonConfig {
+  std::string socket;  // unix socket path; "" = no unix socket (then listen must be set)
+  std::string listen;  // optional TCP "host:port"
+  std::string db;
+  LogLevel log_level = LogLevel::kInfo;
+  int max_versions = 16;
+  size_t ingest_queue_samples = 262144;
+  int max_message_bytes = 4 << 20;
+};
+
+// Defaults for this process: root -> /run/hccl-tune/tuned.sock and /var/lib/hccl-tune/tuning.db; otherwise the
+// user-mode socket and $XDG_STATE_HOME/hccl-tune/tuning.db (else ~/.local/state/hccl-tune/tuning.db).
+DaemonConfig DefaultDaemonConfig(const Environment& env, bool system_mode);
+
+// Applies the settings of `path` onto `config`. `keys_set` (optional) receives the keys the file set.
+absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* config,
+                             std::vector<std::string>* keys_set = nullptr);
+absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, DaemonConfig* config,
+                             std::vector<std::string>* keys_set = nullptr);
+
+absl::StatusOr<LogLevel> ParseLogLevel(absl::string_view text);
+
+}  // namespace hccltune::daemon

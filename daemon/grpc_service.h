@@ -1,0 +1,40 @@
+// The gRPC side of hccltune.v1.Tuner: thin adapters from grpc::Service methods onto TunerHandlers, and the
+// absl -> grpc status mapping (codes map 1:1). No logic lives here.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/status/status.h"
+#include "daemon/handlers.h"
+#include "hccltune/v1/tuner.grpc.pb.h"
+
+namespace hccltune::daemon {
+
+grpc::Status ToGrpc(const absl::Status& s);
+absl::Status FromGrpc(const grpc::Status& s);
+
+// GetTable is served with the callback API on raw bytes (the cached serialized reply); the rest is synchronous.
+class TunerService final : public v1::Tuner::WithRawCallbackMethod_GetTable<v1::Tuner::Service> {
+ public:
+  explicit TunerService(TunerHandlers* handlers) : h_(handlers) {}
+
+  grpc::ServerUnaryReactor* GetTable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override;
+  grpc::Status WatchTable(grpc::ServerContext* ctx, const v1::WatchTableRequest* req,
+                          grpc::ServerWriter<v1::Table>* writer) override;
+  grpc::Status GetConfig(grpc::ServerContext*, const v1::GetConfigRequest* req, v1::GetConfigResponse* resp) override;
+  grpc::Status ReportTimings(grpc::ServerContext* ctx, grpc::ServerReader<v1::TimingBatch>* reader,
+                             v1::ReportTimingsResponse* resp) override;
+  grpc::Status PutTable(grpc::ServerContext*, const v1::PutTableRequest* req, v1::PutTableResponse* resp) override;
+  grpc::Status ListTables(grpc::ServerContext*, const v1::ListTablesRequest* req,
+                          v1::ListTablesResponse* resp) override;
+  grpc::Status DeleteTable(grpc::ServerContext*, const v1::DeleteTableRequest* req,
+                           v1::DeleteTableResponse* resp) override;
+  grpc::Status Rollback(grpc::ServerContext*, const v1::RollbackRequest* req, v1::RollbackResponse* resp) override;
+  grpc::Status Status(grpc::ServerContext*, const v1::StatusRequest* req, v1::StatusResponse* resp) override;
+
+ private:
+  TunerHandlers* const h_;
+};
+
+}  // namespace hccltune::daemon

@@ -1,0 +1,270 @@
+#include "daemon/handlers.h"
+
+#include "absl/strings/str_cat.h"
+#include "daemon/proto_convert.h"
+#include "db/store_util.h"
+#include "hccltune/version.h"
+#include "runtime/common/configuration.h"
+#include "runtime/common/logging.h"
+
+namespace hccltune::daemon {
+namespace {
+
+constexpr size_t kMaxCanonicalCache = 4096;
+
+#define HT_RETURN_IF_ERROR(expr)              \
+  do {                                        \
+    if (absl::Status _s = (expr); !_s.ok()) { \
+      return _s;                              \
+    }                                         \
+  } while (0)
+
+absl::Status CheckVersion(int64_t v, absl::string_view field) {
+  if (v < 0) return absl::InvalidArgumentError(absl::StrCat(field, " ", v, " must not be negative"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+TunerHandlers::TunerHandlers(db::TuningStore* store, LiveIngest* ingest, HandlerLimits limits)
+    : store_(store), ingest_(ingest), limits_(limits) {}
+
+absl::StatusOr<std::shared_ptr<const db::Table>> TunerHandlers::Latest(const std::string& fp) {
+  HT_RETURN_IF_ERROR(db::ValidateFingerprint(fp));
+  uint64_t generation = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = cache_.find(fp);
+    if (it != cache_.end()) return it->second;
+    generation = generation_;
+  }
+  auto t = store_->GetTable(fp, 0);
+  if (!t.ok()) return t.status();
+  auto shared = std::make_shared<const db::Table>(*std::move(t));
+  absl::MutexLock lock(&mu_);
+  if (generation == generation_) cache_[fp] = shared;  // no change raced with the read
+  return shared;
+}
+
+void TunerHandlers::Changed(const std::string& fp) {
+  absl::MutexLock lock(&mu_);
+  cache_.erase(fp);
+  for (auto it = reply_cache_.lower_bound({fp, 0}); it != reply_cache_.end() && it->first.first == fp;) {
+    it = reply_cache_.erase(it);
+  }
+  ++generation_;
+}
+
+absl::Status TunerHandlers::GetTable(const v1::GetTableRequest& req, v1::GetTableResponse* resp) {
+  auto bytes = GetTableBytes(req);
+  if (!bytes.ok()) return bytes.status();
+  if (!resp->ParseFromString(**bytes)) return absl::InternalError("cannot parse a cached GetTable reply");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const std::string>> TunerHandlers::GetTableBytes(const v1::GetTableRequest& req) {
+  HT_RETURN_IF_ERROR(rpc::CheckWorldFromWire(req.world_size(), true));
+  HT_RETURN_IF_ERROR(CheckVersion(req.if_newer_than(), "if_newer_than"));
+  HT_RETURN_IF_ERROR(CheckVersion(req.version(), "version"));
+  if (req.version() != 0) {  // pinned: not cached
+    HT_RETURN_IF_ERROR(db::ValidateFingerprint(req.topology().fingerprint()));
+    auto t = store_->GetTable(req.topology().fingerprint(), req.version());
+    if (!t.ok()) return t.status();
+    v1::GetTableResponse resp;
+    rpc::TableToProto(*t, req.world_size(), resp.mutable_table());
+    return std::make_shared<const std::string>(resp.SerializeAsString());
+  }
+  auto latest = Latest(req.topology().fingerprint());
+  if (!latest.ok()) return latest.status();
+  const db::Table& table = **latest;
+  if (req.if_newer_than() != 0 && req.if_newer_than() >= table.version) {
+    v1::GetTableResponse resp;
+    resp.set_unchanged(true);
+    return std::make_shared<const std::string>(resp.SerializeAsString());
+  }
+  const auto key = std::make_pair(table.topology.fingerprint, static_cast<int>(req.world_size()));
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = reply_cache_.find(key);
+    if (it != reply_cache_.end() && it->second.first == table.version) return it->second.second;
+  }
+  v1::GetTableResponse resp;
+  rpc::TableToProto(table, req.world_size(), resp.mutable_table());
+  auto bytes = std::make_shared<const std::string>(resp.SerializeAsString());
+  absl::MutexLock lock(&mu_);
+  auto cached = cache_.find(key.first);
+  if (cached != cache_.end() && cached->second->version == table.version) reply_cache_[key] = {table.version, bytes};
+  return bytes;
+}
+
+absl::Status TunerHandlers::GetConfig(const v1::GetConfigRequest& req, v1::GetConfigResponse* resp) {
+  auto coll = rpc::CollectiveFromWire(req.collective());
+  if (!coll.ok()) return coll.status();
+  auto dtype = rpc::DataTypeFromWire(req.dtype());
+  if (!dtype.ok()) return dtype.status();
+  HT_RETURN_IF_ERROR(rpc::CheckWorldFromWire(req.world_size(), false));
+  HT_RETURN_IF_ERROR(rpc::CheckBytesFromWire(req.bytes()));
+  auto t = Latest(req.topology().fingerprint());
+  if (!t.ok()) return t.status();
+  resp->set_table_version((*t)->version);
+  const db::TunedEntry* e = db::FindEntry((*t)->entries, *coll, *dtype, req.world_size(), req.bytes());
+  resp->set_found(e != nullptr);
+  if (e != nullptr) rpc::EntryToProto(*e, resp->mutable_entry());
+  return absl::OkStatus();
+}
+
+absl::Status TunerHandlers::PutTable(const v1::PutTableRequest& req, v1::PutTableResponse* resp) {
+  HT_RETURN_IF_ERROR(CheckVersion(req.min_version(), "min_version"));
+  if (req.entries_size() > limits_.max_table_entries) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table of ", req.entries_size(), " entries exceeds the limit of ", limits_.max_table_entries));
+  }
+  std::vector<db::TunedEntry> entries;
+  entries.reserve(req.entries_size());
+  for (int i = 0; i < req.entries_size(); ++i) {
+    auto e = rpc::EntryFromProto(req.entries(i));
+    if (!e.ok()) return absl::InvalidArgumentError(absl::StrCat("entries[", i, "]: ", e.status().message()));
+    entries.push_back(*std::move(e));
+  }
+  const std::string& fp = req.topology().fingerprint();
+  int64_t before = 0;
+  if (auto cur = Latest(fp); cur.ok()) before = (*cur)->version;
+  auto v = store_->PutTable(db::Topology{fp, req.topology().json()}, entries,
+                            db::PutOptions{req.min_version(), req.created_unix_ms()});
+  if (!v.ok()) return v.status();
+  resp->set_version(*v);
+  resp->set_changed(*v != before);
+  if (*v != before) {
+    Changed(fp);
+    Log(LogLevel::kInfo, "table ", fp, " is now version ", *v, " (", entries.size(), " entries)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TunerHandlers::ListTables(const v1::ListTablesRequest&, v1::ListTablesResponse* resp) {
+  auto list = store_->ListTables();
+  if (!list.ok()) return list.status();
+  for (const db::TableSummary& s : *list) rpc::SummaryToProto(s, resp->add_tables());
+  return absl::OkStatus();
+}
+
+absl::Status TunerHandlers::DeleteTable(const v1::DeleteTableRequest& req, v1::DeleteTableResponse* resp) {
+  auto n = store_->DeleteTable(req.topology().fingerprint());
+  if (!n.ok()) return n.status();
+  Changed(req.topology().fingerprint());
+  resp->set_versions_deleted(*n);
+  Log(LogLevel::kInfo, "table ", req.topology().fingerprint(), " deleted (", *n, " versions)");
+  return absl::OkStatus();
+}
+
+absl::Status TunerHandlers::Rollback(const v1::RollbackRequest& req, v1::RollbackResponse* resp) {
+  HT_RETURN_IF_ERROR(CheckVersion(req.to_version(), "to_version"));
+  auto v = store_->Rollback(req.topology().fingerprint(), req.to_version());
+  if (!v.ok()) return v.status();
+  Changed(req.topology().fingerprint());
+  resp->set_new_version(*v);
+  Log(LogLevel::kInfo, "table ", req.topology().fingerprint(), " rolled back: now version ", *v);
+  return absl::OkStatus();
+}
+
+absl::Status TunerHandlers::Status(const v1::StatusRequest&, v1::StatusResponse* resp) {
+  auto info = store_->Info();
+  if (!info.ok()) return info.status();
+  resp->set_library_version(HCCL_TUNE_VERSION);
+  resp->set_db_path(info->path);
+  resp->set_db_bytes(info->db_bytes);
+  resp->set_tables(info->tables);
+  resp->set_entries(info->entries);
+  resp->set_live_samples(info->live_samples);
+  resp->set_samples_dropped(ingest_->dropped());
+  resp->set_samples_queued(ingest_->queued());
+  resp->set_connected_clients(static_cast<uint32_t>(std::max(0, streams_.load())));
+  resp->set_uptime_s(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count());
+  resp->set_schema_version(info->schema_version);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> TunerHandlers::CanonicalConfiguration(const std::string& text) {
+  {
+    absl::MutexLock lock(&config_mu_);
+    auto it = canonical_.find(text);
+    if (it != canonical_.end()) return it->second;
+  }
+  auto parsed = Configuration::Parse(text);
+  if (!parsed.ok()) return absl::InvalidArgumentError(parsed.status().message());
+  std::string canonical = parsed->ToString();
+  absl::MutexLock lock(&config_mu_);
+  if (canonical_.size() >= kMaxCanonicalCache) canonical_.clear();
+  canonical_.emplace(text, canonical);
+  return canonical;
+}
+
+absl::Status TunerHandlers::ReportBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp) {
+  HT_RETURN_IF_ERROR(db::ValidateFingerprint(batch.topology().fingerprint()));
+  if (batch.samples_size() > limits_.max_batch_samples) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch of ", batch.samples_size(), " samples exceeds the limit of ", limits_.max_batch_samples));
+  }
+  const int64_t now = db::NowUnixMs();
+  std::vector<db::LiveSample> samples;
+  samples.reserve(batch.samples_size());
+  for (int i = 0; i < batch.samples_size(); ++i) {
+    const v1::TimingSample& p = batch.samples(i);
+    db::LiveSample s;
+    auto coll = rpc::CollectiveFromWire(p.collective());
+    auto dtype = rpc::DataTypeFromWire(p.dtype());
+    auto config = CanonicalConfiguration(p.configuration());
+    absl::Status st = !coll.ok() ? coll.status() : !dtype.ok() ? dtype.status() : config.status();
+    if (st.ok()) {
+      s = db::LiveSample{*coll, *dtype, p.world_size(), p.bytes(), *config, p.duration_us(), now};
+      st = db::ValidateLiveSample(s);
+    }
+    if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat("samples[", i, "]: ", st.message()));
+    samples.push_back(std::move(s));
+  }
+  const size_t n = samples.size();
+  const size_t accepted = ingest_->Offer(batch.topology().fingerprint(), std::move(samples));
+  resp->set_accepted(resp->accepted() + accepted);
+  resp->set_dropped(resp->dropped() + (n - accepted));
+  return absl::OkStatus();
+}
+
+absl::Status TunerHandlers::CheckWatch(const v1::WatchTableRequest& req) {
+  HT_RETURN_IF_ERROR(db::ValidateFingerprint(req.topology().fingerprint()));
+  HT_RETURN_IF_ERROR(rpc::CheckWorldFromWire(req.world_size(), true));
+  HT_RETURN_IF_ERROR(CheckVersion(req.after_version(), "after_version"));
+  if (shutting_down_) return absl::UnavailableError("hccl-tuned is shutting down");
+  return absl::OkStatus();
+}
+
+bool TunerHandlers::WaitForTable(const v1::WatchTableRequest& req, int64_t after_version, absl::Duration timeout,
+                                 v1::Table* out) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!shutting_down_) {
+    uint64_t generation = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      generation = generation_;
+    }
+    auto t = Latest(req.topology().fingerprint());
+    if (t.ok() && (*t)->version > after_version) {
+      rpc::TableToProto(**t, req.world_size(), out);
+      return true;
+    }
+    absl::MutexLock lock(&mu_);
+    auto changed = [this, generation]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return generation_ != generation || shutting_down_.load();
+    };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&changed), deadline)) return false;
+  }
+  return false;
+}
+
+void TunerHandlers::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  shutting_down_ = true;
+  ++generation_;
+}
+
+}  // namespace hccltune::daemon

@@ -1,0 +1,93 @@
+// TunerHandlers: the logic of the hccltune.v1.Tuner service, free of gRPC plumbing (daemon/grpc_service.h
+// adapts it), so it is tested by calling methods. Every method validates its request and returns an absl::Status
+// whose code maps 1:1 onto the gRPC code.
+//
+// The latest version of each table is cached in memory (GetTable and GetConfig do not touch SQLite), and
+// invalidated by every write made through these handlers. WaitForTable blocks a WatchTable stream until a newer
+// version exists.
+//
+// Thread-safety: all methods may be called concurrently.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "daemon/live_ingest.h"
+#include "db/tuning_store.h"
+#include "hccltune/v1/tuner.pb.h"
+
+namespace hccltune::daemon {
+
+namespace v1 = ::hccltune::v1;
+
+struct HandlerLimits {
+  int max_batch_samples = 65536;
+  int max_table_entries = 100000;
+};
+
+class TunerHandlers {
+ public:
+  // `store` and `ingest` must outlive the handlers.
+  TunerHandlers(db::TuningStore* store, LiveIngest* ingest, HandlerLimits limits = {});
+
+  absl::Status GetTable(const v1::GetTableRequest& req, v1::GetTableResponse* resp);
+  // The same reply, serialized: the latest version's bytes are built once per version and shared, so serving a
+  // 1,000-entry table costs a memcpy, not a proto copy and serialization per call.
+  absl::StatusOr<std::shared_ptr<const std::string>> GetTableBytes(const v1::GetTableRequest& req);
+  absl::Status GetConfig(const v1::GetConfigRequest& req, v1::GetConfigResponse* resp);
+  absl::Status PutTable(const v1::PutTableRequest& req, v1::PutTableResponse* resp);
+  absl::Status ListTables(const v1::ListTablesRequest& req, v1::ListTablesResponse* resp);
+  absl::Status DeleteTable(const v1::DeleteTableRequest& req, v1::DeleteTableResponse* resp);
+  absl::Status Rollback(const v1::RollbackRequest& req, v1::RollbackResponse* resp);
+  absl::Status Status(const v1::StatusRequest& req, v1::StatusResponse* resp);
+  // One batch of a ReportTimings stream; adds to the totals in `resp`.
+  absl::Status ReportBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp);
+
+  // Validates a WatchTable request.
+  absl::Status CheckWatch(const v1::WatchTableRequest& req);
+  // Waits up to `timeout` for a version of the table newer than `after_version`; fills `out` and returns true when
+  // there is one. Returns false on timeout or after Shutdown().
+  bool WaitForTable(const v1::WatchTableRequest& req, int64_t after_version, absl::Duration timeout, v1::Table* out);
+
+  // Ends every WaitForTable (streams finish) and refuses new streams.
+  void Shutdown();
+  bool shutting_down() const { return shutting_down_.load(); }
+
+  // Streams in progress (WatchTable and ReportTimings): the "connected clients" of Status.
+  void StreamStarted() { ++streams_; }
+  void StreamEnded() { --streams_; }
+
+ private:
+  // The latest table of a topology, from the cache or the store. NotFound when there is none.
+  absl::StatusOr<std::shared_ptr<const db::Table>> Latest(const std::string& fingerprint);
+  // Drops the cached table and wakes watchers.
+  void Changed(const std::string& fingerprint);
+  absl::StatusOr<std::string> CanonicalConfiguration(const std::string& text);
+
+  db::TuningStore* const store_;
+  LiveIngest* const ingest_;
+  const HandlerLimits limits_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<int> streams_{0};
+
+  absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<const db::Table>> cache_ ABSL_GUARDED_BY(mu_);
+  // The GetTable reply per (fingerprint, world size), built once per version.
+  std::map<std::pair<std::string, int>, std::pair<int64_t, std::shared_ptr<const std::string>>> reply_cache_
+      ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by every change; watchers wait on it
+
+  absl::Mutex config_mu_;
+  absl::flat_hash_map<std::string, std::string> canonical_ ABSL_GUARDED_BY(config_mu_);  // bounded
+};
+
+}  // namespace hccltune::daemon

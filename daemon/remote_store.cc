@@ -1,0 +1,157 @@
+#include "daemon/remote_store.h"
+
+#include "absl/strings/str_cat.h"
+#include "daemon/proto_convert.h"
+
+namespace hccltune::rpc {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s, absl::string_view target) {
+  if (s.ok()) return absl::OkStatus();
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return absl::UnavailableError(absl::StrCat("hccl-tuned at ", target, " is not reachable: ", s.error_message()));
+  }
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+absl::Status NotRemote(absl::string_view what) {
+  return absl::UnimplementedError(absl::StrCat(what, " is not offered by the daemon's service; use --db"));
+}
+
+}  // namespace
+
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(4 << 20);
+  // A table of 1,000 entries is ~150 KB: a stream window that holds it whole avoids flow-control round trips.
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+RemoteTuningStore::RemoteTuningStore(const std::string& target, absl::Duration timeout)
+    : target_(target), timeout_(timeout), channel_(MakeChannel(target)), stub_(v1::Tuner::NewStub(channel_)) {}
+
+std::unique_ptr<grpc::ClientContext> RemoteTuningStore::Context() const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout_));
+  return ctx;
+}
+
+absl::StatusOr<int64_t> RemoteTuningStore::PutTable(const db::Topology& topology,
+                                                    absl::Span<const db::TunedEntry> entries,
+                                                    const db::PutOptions& options) {
+  v1::PutTableRequest req;
+  req.mutable_topology()->set_fingerprint(topology.fingerprint);
+  req.mutable_topology()->set_json(topology.json);
+  for (const db::TunedEntry& e : entries) EntryToProto(e, req.add_entries());
+  req.set_min_version(options.min_version);
+  req.set_created_unix_ms(options.created_unix_ms);
+  v1::PutTableResponse resp;
+  if (absl::Status s = FromGrpc(stub_->PutTable(Context().get(), req, &resp), target_); !s.ok()) return s;
+  return resp.version();
+}
+
+absl::StatusOr<db::Table> RemoteTuningStore::GetTable(absl::string_view fingerprint, int64_t version) {
+  v1::GetTableRequest req;
+  req.mutable_topology()->set_fingerprint(std::string(fingerprint));
+  req.set_version(version);
+  v1::GetTableResponse resp;
+  if (absl::Status s = FromGrpc(stub_->GetTable(Context().get(), req, &resp), target_); !s.ok()) return s;
+  return TableFromProto(resp.table());
+}
+
+absl::StatusOr<std::optional<db::TunedEntry>> RemoteTuningStore::Lookup(absl::string_view fingerprint,
+                                                                        Collective collective, DataType dtype,
+                                                                        int world_size, uint64_t bytes,
+                                                                        int64_t version) {
+  if (version != 0) {
+    auto t = GetTable(fingerprint, version);
+    if (!t.ok()) return t.status();
+    for (const db::TunedEntry& e : t->entries) {
+      if (e.key.collective == collective && e.key.dtype == dtype && e.key.world_size == world_size &&
+          e.key.range.Contains(bytes)) {
+        return std::optional<db::TunedEntry>(e);
+      }
+    }
+    return std::optional<db::TunedEntry>();
+  }
+  v1::GetConfigRequest req;
+  req.mutable_topology()->set_fingerprint(std::string(fingerprint));
+  req.set_collective(std::string(CollectiveName(collective)));
+  req.set_dtype(std::string(DataTypeName(dtype)));
+  req.set_world_size(world_size);
+  req.set_bytes(bytes);
+  v1::GetConfigResponse resp;
+  if (absl::Status s = FromGrpc(stub_->GetConfig(Context().get(), req, &resp), target_); !s.ok()) return s;
+  if (!resp.found()) return std::optional<db::TunedEntry>();
+  auto e = EntryFromProto(resp.entry());
+  if (!e.ok()) return e.status();
+  return std::optional<db::TunedEntry>(*std::move(e));
+}
+
+absl::StatusOr<std::vector<db::TableSummary>> RemoteTuningStore::ListTables() {
+  v1::ListTablesResponse resp;
+  if (absl::Status s = FromGrpc(stub_->ListTables(Context().get(), v1::ListTablesRequest(), &resp), target_); !s.ok()) {
+    return s;
+  }
+  std::vector<db::TableSummary> out;
+  for (const v1::TableSummary& t : resp.tables()) out.push_back(SummaryFromProto(t));
+  return out;
+}
+
+absl::StatusOr<uint64_t> RemoteTuningStore::DeleteTable(absl::string_view fingerprint) {
+  v1::DeleteTableRequest req;
+  req.mutable_topology()->set_fingerprint(std::string(fingerprint));
+  v1::DeleteTableResponse resp;
+  if (absl::Status s = FromGrpc(stub_->DeleteTable(Context().get(), req, &resp), target_); !s.ok()) return s;
+  return resp.versions_deleted();
+}
+
+absl::StatusOr<int64_t> RemoteTuningStore::Rollback(absl::string_view fingerprint, int64_t to_version) {
+  v1::RollbackRequest req;
+  req.mutable_topology()->set_fingerprint(std::string(fingerprint));
+  req.set_to_version(to_version);
+  v1::RollbackResponse resp;
+  if (absl::Status s = FromGrpc(stub_->Rollback(Context().get(), req, &resp), target_); !s.ok()) return s;
+  return resp.new_version();
+}
+
+absl::StatusOr<v1::StatusResponse> RemoteTuningStore::DaemonStatus() {
+  v1::StatusResponse resp;
+  if (absl::Status s = FromGrpc(stub_->Status(Context().get(), v1::StatusRequest(), &resp), target_); !s.ok()) {
+    return s;
+  }
+  return resp;
+}
+
+absl::StatusOr<db::StoreInfo> RemoteTuningStore::Info() {
+  auto st = DaemonStatus();
+  if (!st.ok()) return st.status();
+  db::StoreInfo info;
+  info.path = st->db_path();
+  info.db_bytes = st->db_bytes();
+  info.schema_version = st->schema_version();
+  info.tables = st->tables();
+  info.entries = st->entries();
+  info.live_samples = st->live_samples();
+  return info;
+}
+
+absl::Status RemoteTuningStore::RecordLiveSamples(absl::string_view, absl::Span<const db::LiveSample>) {
+  return NotRemote("RecordLiveSamples (use the ReportTimings stream)");
+}
+absl::StatusOr<std::vector<db::LiveStats>> RemoteTuningStore::GetLiveStats(absl::string_view) {
+  return NotRemote("live statistics");
+}
+absl::Status RemoteTuningStore::PutSweep(const db::Sweep&) { return NotRemote("sweeps"); }
+absl::StatusOr<db::Sweep> RemoteTuningStore::GetSweep(absl::string_view) { return NotRemote("sweeps"); }
+absl::StatusOr<std::vector<db::Sweep>> RemoteTuningStore::ListSweeps() { return NotRemote("sweeps"); }
+absl::Status RemoteTuningStore::AddSweepSamples(absl::string_view, absl::Span<const db::SweepSample>) {
+  return NotRemote("sweeps");
+}
+absl::StatusOr<std::vector<db::SweepSample>> RemoteTuningStore::GetSweepSamples(absl::string_view) {
+  return NotRemote("sweeps");
+}
+
+}  // namespace hccltune::rpc

@@ -1,0 +1,56 @@
+// RemoteTuningStore: the table part of the TuningStore contract, served by hccl-tuned over gRPC. Tools take a
+// TuningStore& and work the same on a daemon (`--daemon TARGET`) and on a file (`--db PATH`). Live statistics and
+// sweeps are not offered remotely (Unimplemented); the daemon's own Status is DaemonStatus().
+//
+// Thread-safety: safe from any thread (a gRPC channel and stub).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "db/tuning_store.h"
+#include "hccltune/v1/tuner.grpc.pb.h"
+
+namespace hccltune::rpc {
+
+class RemoteTuningStore final : public db::TuningStore {
+ public:
+  // `target` is a gRPC target ("unix:/path", "host:port"); every call fails after `timeout`.
+  RemoteTuningStore(const std::string& target, absl::Duration timeout = absl::Seconds(10));
+
+  absl::StatusOr<int64_t> PutTable(const db::Topology& topology, absl::Span<const db::TunedEntry> entries,
+                                   const db::PutOptions& options) override;
+  absl::StatusOr<db::Table> GetTable(absl::string_view fingerprint, int64_t version) override;
+  absl::StatusOr<std::optional<db::TunedEntry>> Lookup(absl::string_view fingerprint, Collective collective,
+                                                       DataType dtype, int world_size, uint64_t bytes,
+                                                       int64_t version) override;
+  absl::StatusOr<std::vector<db::TableSummary>> ListTables() override;
+  absl::StatusOr<uint64_t> DeleteTable(absl::string_view fingerprint) override;
+  absl::StatusOr<int64_t> Rollback(absl::string_view fingerprint, int64_t to_version) override;
+  absl::Status RecordLiveSamples(absl::string_view fingerprint, absl::Span<const db::LiveSample> samples) override;
+  absl::StatusOr<std::vector<db::LiveStats>> GetLiveStats(absl::string_view fingerprint) override;
+  absl::Status PutSweep(const db::Sweep& sweep) override;
+  absl::StatusOr<db::Sweep> GetSweep(absl::string_view id) override;
+  absl::StatusOr<std::vector<db::Sweep>> ListSweeps() override;
+  absl::Status AddSweepSamples(absl::string_view sweep_id, absl::Span<const db::SweepSample> samples) override;
+  absl::StatusOr<std::vector<db::SweepSample>> GetSweepSamples(absl::string_view sweep_id) override;
+  absl::StatusOr<db::StoreInfo> Info() override;
+
+  absl::StatusOr<v1::StatusResponse> DaemonStatus();
+  v1::Tuner::Stub& stub() { return *stub_; }
+
+ private:
+  std::unique_ptr<grpc::ClientContext> Context() const;
+
+  const std::string target_;
+  const absl::Duration timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Tuner::Stub> stub_;
+};
+
+// A channel to `target` with hccl-tune's message-size limits.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target);
+
+}  // namespace hccltune::rpc

@@ -1,0 +1,153 @@
+#include "daemon/server.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "db/sqlite_store.h"
+#include "runtime/common/daemon_discovery.h"
+#include "runtime/common/logging.h"
+
+namespace hccltune::daemon {
+namespace {
+
+std::string Errno() { return std::strerror(errno); }
+
+// Creates `dir` (and parents) when missing, then checks that it is a writable directory.
+absl::Status EnsureWritableDir(const std::string& dir, mode_t mode, absl::string_view what) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot create ", what, " ", dir, ": ", ec.message()));
+    ::chmod(dir.c_str(), mode);
+  }
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return absl::FailedPreconditionError(absl::StrCat(what, " ", dir, " is not a directory"));
+  }
+  // access() reports EROFS for a read-only mount even to root, who ignores permission bits.
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(what, " ", dir, " is not writable: ", Errno()));
+  }
+  return absl::OkStatus();
+}
+
+std::string Parent(const std::string& path) {
+  std::string p = std::filesystem::path(path).parent_path().string();
+  return p.empty() ? "." : p;
+}
+
+}  // namespace
+
+absl::Status TunerServer::TakeSocket() {
+  const std::string& path = config_.socket;
+  if (path.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return absl::InvalidArgumentError(absl::StrCat("socket path ", path, " is too long for a unix socket"));
+  }
+  if (absl::Status s = EnsureWritableDir(Parent(path), 0750, "socket directory"); !s.ok()) return s;
+  const std::string lock_path = path + ".lock";
+  lock_fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0660);
+  if (lock_fd_ < 0) return absl::FailedPreconditionError(absl::StrCat("cannot open ", lock_path, ": ", Errno()));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    return absl::FailedPreconditionError(
+        absl::StrCat("another hccl-tuned is serving ", path, " (it holds ", lock_path, "); stop it or use --socket"));
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return absl::FailedPreconditionError(absl::StrCat(path, " exists and is not a socket; refusing to replace it"));
+    }
+    if (UnixSocketAnswers(path)) {
+      return absl::FailedPreconditionError(absl::StrCat("a live server answers on ", path, "; refusing to replace it"));
+    }
+    Log(LogLevel::kInfo, "replacing stale socket ", path);
+    if (::unlink(path.c_str()) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat("cannot remove stale socket ", path, ": ", Errno()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConfig& config) {
+  std::unique_ptr<TunerServer> s(new TunerServer());
+  s->config_ = config;
+  if (config.socket.empty() && config.listen.empty()) {
+    return absl::InvalidArgumentError("nothing to listen on: give --socket or --listen");
+  }
+  if (absl::Status st = EnsureWritableDir(Parent(config.db), 0750, "state directory"); !st.ok()) return st;
+  db::StoreOptions store_options;
+  store_options.max_versions = config.max_versions;
+  auto store = db::OpenSqliteTuningStore(config.db, store_options);
+  if (!store.ok()) return store.status();
+  s->store_ = *std::move(store);
+  if (!config.socket.empty()) {
+    if (absl::Status st = s->TakeSocket(); !st.ok()) return st;
+  }
+
+  IngestOptions ingest;
+  ingest.max_queued = config.ingest_queue_samples;
+  s->ingest_ = std::make_unique<LiveIngest>(s->store_.get(), ingest);
+  s->handlers_ = std::make_unique<TunerHandlers>(s->store_.get(), s->ingest_.get());
+  s->service_ = std::make_unique<TunerService>(s->handlers_.get());
+
+  grpc::ServerBuilder builder;
+  if (!config.socket.empty()) builder.AddListeningPort("unix:" + config.socket, grpc::InsecureServerCredentials());
+  if (!config.listen.empty()) {
+    builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &s->tcp_port_);
+  }
+  builder.SetMaxReceiveMessageSize(config.max_message_bytes);
+  builder.SetMaxSendMessageSize(config.max_message_bytes);
+  builder.RegisterService(s->service_.get());
+  const mode_t old_umask = ::umask(0117);  // the socket is born 0660
+  s->server_ = builder.BuildAndStart();
+  ::umask(old_umask);
+  if (s->server_ == nullptr || (!config.listen.empty() && s->tcp_port_ == 0)) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.socket.empty() ? "" : config.socket,
+                                               config.socket.empty() || config.listen.empty() ? "" : " and ",
+                                               config.listen, " (see the gRPC messages above)"));
+  }
+  if (!config.socket.empty()) {
+    s->socket_created_ = true;
+    ::chmod(config.socket.c_str(), 0660);
+  }
+  Log(LogLevel::kInfo, "serving on ", config.socket.empty() ? "" : absl::StrCat("unix:", config.socket),
+      config.listen.empty() ? "" : absl::StrCat(" tcp:", config.listen), "; database ", config.db);
+  return s;
+}
+
+void TunerServer::Stop(absl::Duration drain) {
+  if (stopped_) return;
+  stopped_ = true;
+  if (handlers_) handlers_->Shutdown();  // watch streams end, new ones are refused
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(drain));
+    server_->Wait();
+  }
+  if (ingest_) ingest_->Stop();  // persist what was accepted
+  if (ingest_) {
+    Log(LogLevel::kInfo, "stopped: ", ingest_->persisted(), " live samples persisted, ", ingest_->dropped(),
+        " dropped");
+  }
+  server_.reset();
+  service_.reset();
+  handlers_.reset();
+  ingest_.reset();
+  store_.reset();  // closes the database (WAL checkpoint on the last connection)
+  if (socket_created_) ::unlink(config_.socket.c_str());
+  if (lock_fd_ >= 0) {
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+  }
+}
+
+TunerServer::~TunerServer() { Stop(absl::ZeroDuration()); }
+
+}  // namespace hccltune::daemon

@@ -1,0 +1,773 @@
+#include "db/sqlite_store.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "db/sqlite_stmt.h"
+#include "db/store_util.h"
+#include "runtime/common/configuration.h"
+
+namespace hccltune::db {
+namespace {
+
+// Migrations: step i takes the schema from version i to i + 1. Never edit a released step; append one.
+constexpr const char* kMigrations[] = {
+    // 0 -> 1
+    R"sql(
+CREATE TABLE topologies(
+  fingerprint TEXT PRIMARY KEY,
+  json TEXT NOT NULL,
+  next_version INTEGER NOT NULL DEFAULT 1
+);
+CREATE TABLE table_versions(
+  fingerprint TEXT NOT NULL REFERENCES topologies(fingerprint),
+  version INTEGER NOT NULL,
+  content_hash TEXT NOT NULL,
+  created_ms INTEGER NOT NULL,
+  PRIMARY KEY(fingerprint, version)
+) WITHOUT ROWID;
+CREATE TABLE entries(
+  fingerprint TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  collective TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  world_size INTEGER NOT NULL,
+  min_bytes INTEGER NOT NULL,
+  max_bytes INTEGER,              -- NULL = unbounded
+  configuration TEXT NOT NULL,
+  time_us REAL NOT NULL,
+  busbw_gbps REAL NOT NULL,
+  samples INTEGER NOT NULL,
+  runner_up TEXT NOT NULL,
+  margin REAL NOT NULL,
+  default_margin REAL NOT NULL,
+  sweep_id TEXT NOT NULL,
+  library_version TEXT NOT NULL,
+  measured_ms INTEGER NOT NULL,
+  -- The primary key is the lookup index: (fingerprint, version, collective, dtype, world) then min_bytes <= ?.
+  PRIMARY KEY(fingerprint, version, collective, dtype, world_size, min_bytes)
+) WITHOUT ROWID;
+CREATE TABLE live_stats(
+  fingerprint TEXT NOT NULL,
+  collective TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  world_size INTEGER NOT NULL,
+  bucket_min INTEGER NOT NULL,
+  configuration TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  sum_us REAL NOT NULL,
+  histogram BLOB NOT NULL,
+  last_seen_ms INTEGER NOT NULL,
+  PRIMARY KEY(fingerprint, collective, dtype, world_size, bucket_min, configuration)
+) WITHOUT ROWID;
+CREATE TABLE sweeps(
+  id TEXT PRIMARY KEY,
+  params TEXT NOT NULL,
+  status TEXT NOT NULL,
+  progress REAL NOT NULL,
+  started_ms INTEGER NOT NULL,
+  finished_ms INTEGER NOT NULL,
+  message TEXT NOT NULL
+);
+CREATE INDEX sweeps_by_start ON sweeps(started_ms DESC, id DESC);
+CREATE TABLE sweep_samples(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  sweep_id TEXT NOT NULL REFERENCES sweeps(id),
+  collective TEXT NOT NULL,
+  dtype TEXT NOT NULL,
+  world_size INTEGER NOT NULL,
+  bytes INTEGER NOT NULL,
+  configuration TEXT NOT NULL,
+  time_us REAL NOT NULL,
+  rank_time_us REAL NOT NULL,
+  iteration INTEGER NOT NULL
+);
+CREATE INDEX sweep_samples_by_sweep ON sweep_samples(sweep_id, seq);
+)sql",
+};
+constexpr int kNumMigrations = sizeof(kMigrations) / sizeof(kMigrations[0]);
+static_assert(kNumMigrations == kSchemaVersion);
+
+#define HT_RETURN_IF_ERROR(expr)              \
+  do {                                        \
+    if (absl::Status _s = (expr); !_s.ok()) { \
+      return _s;                              \
+    }                                         \
+  } while (0)
+
+#define HT_ASSIGN_OR_RETURN(lhs, expr)          \
+  auto lhs##_or = (expr);                       \
+  if (!lhs##_or.ok()) return lhs##_or.status(); \
+  auto& lhs = *lhs##_or
+
+absl::StatusOr<Collective> ColumnCollective(Stmt& st, int c) {
+  auto v = ParseCollective(st.Text(c));
+  if (!v.ok()) return absl::DataLossError(absl::StrCat("database holds ", v.status().message()));
+  return v;
+}
+absl::StatusOr<DataType> ColumnDtype(Stmt& st, int c) {
+  auto v = ParseDataType(st.Text(c));
+  if (!v.ok()) return absl::DataLossError(absl::StrCat("database holds ", v.status().message()));
+  return v;
+}
+
+class SqliteTuningStore final : public TuningStore {
+ public:
+  SqliteTuningStore(std::string path, StoreOptions options) : path_(std::move(path)), options_(options) {}
+  ~SqliteTuningStore() override {
+    absl::MutexLock lock(&mu_);
+    for (auto& [sql, s] : cache_) sqlite3_finalize(s);
+    if (db_ != nullptr) sqlite3_close(db_);
+  }
+
+  absl::Status Open();
+
+  absl::StatusOr<int64_t> PutTable(const Topology& topology, absl::Span<const TunedEntry> entries,
+                                   const PutOptions& options) override;
+  absl::StatusOr<Table> GetTable(absl::string_view fingerprint, int64_t version) override;
+  absl::StatusOr<std::optional<TunedEntry>> Lookup(absl::string_view fingerprint, Collective collective, DataType dtype,
+                                                   int world_size, uint64_t bytes, int64_t version) override;
+  absl::StatusOr<std::vector<TableSummary>> ListTables() override;
+  absl::StatusOr<uint64_t> DeleteTable(absl::string_view fingerprint) override;
+  absl::StatusOr<int64_t> Rollback(absl::string_view fingerprint, int64_t to_version) override;
+  absl::Status RecordLiveSamples(absl::string_view fingerprint, absl::Span<const LiveSample> samples) override;
+  absl::StatusOr<std::vector<LiveStats>> GetLiveStats(absl::string_view fingerprint) override;
+  absl::Status PutSweep(const Sweep& sweep) override;
+  absl::StatusOr<Sweep> GetSweep(absl::string_view id) override;
+  absl::StatusOr<std::vector<Sweep>> ListSweeps() override;
+  absl::Status AddSweepSamples(absl::string_view sweep_id, absl::Span<const SweepSample> samples) override;
+  absl::StatusOr<std::vector<SweepSample>> GetSweepSamples(absl::string_view sweep_id) override;
+  absl::StatusOr<StoreInfo> Info() override;
+
+ private:
+  absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      return absl::InternalError(absl::StrCat("sqlite (", path_, "): ", msg));
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<sqlite3_stmt*> PrepareRaw(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = cache_.find(sql);
+    if (it != cache_.end()) return it->second;
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
+      return absl::InternalError(absl::StrCat("sqlite prepare: ", sqlite3_errmsg(db_)));
+    }
+    cache_.emplace(sql, s);
+    return s;
+  }
+  // One transaction; rolled back when `body` fails.
+  template <typename F>
+  auto InTransaction(F&& body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> decltype(body()) {
+    if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+    auto result = body();
+    if (result.ok()) {
+      if (absl::Status s = Exec("COMMIT"); !s.ok()) {
+        (void)Exec("ROLLBACK");
+        return s;
+      }
+    } else {
+      (void)Exec("ROLLBACK");
+    }
+    return result;
+  }
+
+  absl::Status CheckIdentity() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int64_t> PragmaInt(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Latest version of the topology's table (0 when it has none) and its content hash.
+  absl::StatusOr<std::pair<int64_t, std::string>> LatestLocked(absl::string_view fp) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int64_t> ResolveVersionLocked(absl::string_view fp, int64_t version)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<TunedEntry>> EntriesLocked(absl::string_view fp, int64_t version)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<int64_t> PutLocked(absl::string_view fp, const std::vector<TunedEntry>& sorted,
+                                    const PutOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<int64_t>> VersionsLocked(absl::string_view fp) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const std::string path_;
+  const StoreOptions options_;
+  absl::Mutex mu_;
+  sqlite3* db_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::map<const char*, sqlite3_stmt*> cache_ ABSL_GUARDED_BY(mu_);  // keyed by the SQL literal's address
+};
+
+#define PREP(var, sql)                             \
+  HT_ASSIGN_OR_RETURN(var##_raw, PrepareRaw(sql)); \
+  Stmt var(var##_raw)
+
+absl::StatusOr<int64_t> SqliteTuningStore::PragmaInt(const char* sql) {
+  sqlite3_stmt* raw = nullptr;
+  if (sqlite3_prepare_v2(db_, sql, -1, &raw, nullptr) != SQLITE_OK) {
+    std::string msg = sqlite3_errmsg(db_);
+    sqlite3_finalize(raw);
+    return absl::FailedPreconditionError(msg);
+  }
+  int64_t v = 0;
+  int rc = sqlite3_step(raw);
+  if (rc == SQLITE_ROW) v = sqlite3_column_int64(raw, 0);
+  std::string msg = sqlite3_errmsg(db_);
+  sqlite3_finalize(raw);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return absl::FailedPreconditionError(msg);
+  return v;
+}
+
+absl::Status SqliteTuningStore::CheckIdentity() {
+  auto app = PragmaInt("PRAGMA application_id");
+  if (!app.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(path_, " is not an hccl-tune database (", app.status().message(),
+                                                      "); refusing to use or overwrite it"));
+  }
+  if (*app == kApplicationId) return absl::OkStatus();
+  auto objects = PragmaInt("SELECT count(*) FROM sqlite_master");
+  if (!objects.ok()) return objects.status();
+  if (*app == 0 && *objects == 0) return absl::OkStatus();  // a fresh, empty database: ours to initialize
+  return absl::FailedPreconditionError(
+      absl::StrCat(path_, " is an SQLite database of another application (application_id ", *app, ", ", *objects,
+                   " objects); refusing to use or overwrite it"));
+}
+
+absl::Status SqliteTuningStore::Migrate() {
+  auto current = PragmaInt("PRAGMA user_version");
+  if (!current.ok()) return current.status();
+  if (*current > kSchemaVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(path_, " has schema version ", *current,
+                                                      ", newer than this hccl-tune supports (", kSchemaVersion,
+                                                      "); upgrade hccl-tune or use another --db"));
+  }
+  for (int v = static_cast<int>(*current); v < kSchemaVersion; ++v) {
+    absl::Status s = InTransaction([&]() -> absl::Status {
+      HT_RETURN_IF_ERROR(Exec(kMigrations[v]));
+      HT_RETURN_IF_ERROR(Exec(absl::StrCat("PRAGMA application_id = ", kApplicationId).c_str()));
+      return Exec(absl::StrCat("PRAGMA user_version = ", v + 1).c_str());
+    });
+    if (!s.ok()) return absl::InternalError(absl::StrCat("migrating ", path_, " to schema ", v + 1, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteTuningStore::Open() {
+  absl::MutexLock lock(&mu_);
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(path_, " is not a regular file; refusing to use it as the database"));
+    }
+    if (st.st_size > 0) {
+      char header[16] = {};
+      FILE* f = std::fopen(path_.c_str(), "rb");
+      size_t n = f ? std::fread(header, 1, sizeof(header), f) : 0;
+      if (f) std::fclose(f);
+      if (n != sizeof(header) || absl::string_view(header, 16) != absl::string_view("SQLite format 3\0", 16)) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(path_, " is not an SQLite database; refusing to use or overwrite it"));
+      }
+    }
+  }
+  int rc =
+      sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  if (rc != SQLITE_OK) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot open database ", path_, ": ",
+                                                      db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc),
+                                                      " (does the directory exist and is it writable?)"));
+  }
+  sqlite3_extended_result_codes(db_, 1);
+  sqlite3_busy_timeout(db_, options_.busy_timeout_ms);
+  HT_RETURN_IF_ERROR(CheckIdentity());
+  {
+    auto mode = PragmaInt("PRAGMA journal_mode = WAL");  // returns text; checked below
+    (void)mode;
+    sqlite3_stmt* raw = nullptr;
+    sqlite3_prepare_v2(db_, "PRAGMA journal_mode", -1, &raw, nullptr);
+    std::string jm =
+        (raw && sqlite3_step(raw) == SQLITE_ROW) ? reinterpret_cast<const char*>(sqlite3_column_text(raw, 0)) : "";
+    sqlite3_finalize(raw);
+    if (jm != "wal") {
+      return absl::FailedPreconditionError(absl::StrCat("cannot put ", path_, " in WAL mode (journal mode '", jm,
+                                                        "'): ", sqlite3_errmsg(db_), " (is the directory writable?)"));
+    }
+  }
+  HT_RETURN_IF_ERROR(Exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON"));
+  absl::Status s = Migrate();
+  if (!s.ok() && absl::StrContains(s.message(), "readonly")) {
+    return absl::FailedPreconditionError(absl::StrCat(s.message(), " (is the directory writable?)"));
+  }
+  return s;
+}
+
+absl::StatusOr<std::pair<int64_t, std::string>> SqliteTuningStore::LatestLocked(absl::string_view fp) {
+  PREP(st, "SELECT version, content_hash FROM table_versions WHERE fingerprint = ? ORDER BY version DESC LIMIT 1");
+  st.Bind(1, fp);
+  HT_ASSIGN_OR_RETURN(row, st.Step());
+  if (!row) return std::pair<int64_t, std::string>{0, ""};
+  return std::pair<int64_t, std::string>{st.Int(0), st.Text(1)};
+}
+
+absl::StatusOr<std::vector<int64_t>> SqliteTuningStore::VersionsLocked(absl::string_view fp) {
+  PREP(st, "SELECT version FROM table_versions WHERE fingerprint = ? ORDER BY version");
+  st.Bind(1, fp);
+  std::vector<int64_t> out;
+  while (true) {
+    HT_ASSIGN_OR_RETURN(row, st.Step());
+    if (!row) break;
+    out.push_back(st.Int(0));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> SqliteTuningStore::ResolveVersionLocked(absl::string_view fp, int64_t version) {
+  HT_RETURN_IF_ERROR(ValidateFingerprint(fp));
+  HT_ASSIGN_OR_RETURN(versions, VersionsLocked(fp));
+  if (versions.empty()) return absl::NotFoundError(absl::StrCat("no table for topology ", fp));
+  if (version == 0) return versions.back();
+  for (int64_t v : versions) {
+    if (v == version) return v;
+  }
+  return absl::NotFoundError(absl::StrCat("topology ", fp, " has no version ", version, " (kept: ", versions.front(),
+                                          "..", versions.back(), ")"));
+}
+
+absl::StatusOr<std::vector<TunedEntry>> SqliteTuningStore::EntriesLocked(absl::string_view fp, int64_t version) {
+  PREP(st,
+       "SELECT collective, dtype, world_size, min_bytes, max_bytes, configuration, time_us, busbw_gbps, samples, "
+       "runner_up, margin, default_margin, sweep_id, library_version, measured_ms FROM entries "
+       "WHERE fingerprint = ? AND version = ?");
+  st.Bind(1, fp).Bind(2, version);
+  std::vector<TunedEntry> out;
+  while (true) {
+    HT_ASSIGN_OR_RETURN(row, st.Step());
+    if (!row) break;
+    TunedEntry e;
+    HT_ASSIGN_OR_RETURN(coll, ColumnCollective(st, 0));
+    HT_ASSIGN_OR_RETURN(dtype, ColumnDtype(st, 1));
+    e.key.collective = coll;
+    e.key.dtype = dtype;
+    e.key.world_size = static_cast<int>(st.Int(2));
+    e.key.range.min = static_cast<uint64_t>(st.Int(3));
+    e.key.range.max = st.IsNull(4) ? kUnbounded : static_cast<uint64_t>(st.Int(4));
+    e.configuration = st.Text(5);
+    e.time_us = st.Real(6);
+    e.busbw_gbps = st.Real(7);
+    e.samples = static_cast<uint64_t>(st.Int(8));
+    e.runner_up = st.Text(9);
+    e.margin = st.Real(10);
+    e.default_margin = st.Real(11);
+    e.sweep_id = st.Text(12);
+    e.library_version = st.Text(13);
+    e.measured_unix_ms = st.Int(14);
+    out.push_back(std::move(e));
+  }
+  // The key columns are stored as names; restore the enum order.
+  std::sort(out.begin(), out.end(),
+            [](const TunedEntry& a, const TunedEntry& b) { return EntryKeyLess(a.key, b.key); });
+  return out;
+}
+
+absl::StatusOr<int64_t> SqliteTuningStore::PutLocked(absl::string_view fp, const std::vector<TunedEntry>& sorted,
+                                                     const PutOptions& options) {
+  std::string hash = ContentHash(sorted);
+  HT_ASSIGN_OR_RETURN(latest, LatestLocked(fp));
+  if (latest.first != 0 && latest.second == hash) return latest.first;
+  PREP(next, "SELECT next_version FROM topologies WHERE fingerprint = ?");
+  next.Bind(1, fp);
+  HT_ASSIGN_OR_RETURN(has, next.Step());
+  if (!has) return absl::InternalError("topology row missing");
+  const int64_t version = std::max(next.Int(0), options.min_version);
+  {
+    PREP(up, "UPDATE topologies SET next_version = ? WHERE fingerprint = ?");
+    HT_RETURN_IF_ERROR(up.Bind(1, version + 1).Bind(2, fp).Run());
+  }
+  {
+    PREP(ins, "INSERT INTO table_versions(fingerprint, version, content_hash, created_ms) VALUES (?, ?, ?, ?)");
+    HT_RETURN_IF_ERROR(ins.Bind(1, fp)
+                           .Bind(2, version)
+                           .Bind(3, hash)
+                           .Bind(4, options.created_unix_ms ? options.created_unix_ms : NowUnixMs())
+                           .Run());
+  }
+  for (const TunedEntry& e : sorted) {
+    PREP(ins,
+         "INSERT INTO entries(fingerprint, version, collective, dtype, world_size, min_bytes, max_bytes, "
+         "configuration, time_us, busbw_gbps, samples, runner_up, margin, default_margin, sweep_id, "
+         "library_version, measured_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    ins.Bind(1, fp).Bind(2, version).Bind(3, CollectiveName(e.key.collective)).Bind(4, DataTypeName(e.key.dtype));
+    ins.Bind(5, static_cast<int64_t>(e.key.world_size)).Bind(6, static_cast<int64_t>(e.key.range.min));
+    if (e.key.range.max == kUnbounded) {
+      ins.BindNull(7);
+    } else {
+      ins.Bind(7, static_cast<int64_t>(e.key.range.max));
+    }
+    ins.Bind(8, e.configuration).Bind(9, e.time_us).Bind(10, e.busbw_gbps).Bind(11, static_cast<int64_t>(e.samples));
+    ins.Bind(12, e.runner_up).Bind(13, e.margin).Bind(14, e.default_margin).Bind(15, e.sweep_id);
+    ins.Bind(16, e.library_version).Bind(17, e.measured_unix_ms);
+    HT_RETURN_IF_ERROR(ins.Run());
+  }
+  // Keep the newest max_versions.
+  HT_ASSIGN_OR_RETURN(versions, VersionsLocked(fp));
+  for (size_t i = 0; i + options_.max_versions < versions.size(); ++i) {
+    PREP(de, "DELETE FROM entries WHERE fingerprint = ? AND version = ?");
+    HT_RETURN_IF_ERROR(de.Bind(1, fp).Bind(2, versions[i]).Run());
+    PREP(dv, "DELETE FROM table_versions WHERE fingerprint = ? AND version = ?");
+    HT_RETURN_IF_ERROR(dv.Bind(1, fp).Bind(2, versions[i]).Run());
+  }
+  return version;
+}
+
+absl::StatusOr<int64_t> SqliteTuningStore::PutTable(const Topology& topology, absl::Span<const TunedEntry> entries,
+                                                    const PutOptions& options) {
+  HT_RETURN_IF_ERROR(ValidateFingerprint(topology.fingerprint));
+  HT_ASSIGN_OR_RETURN(sorted, NormalizeEntries(entries));
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::StatusOr<int64_t> {
+    PREP(find, "SELECT json FROM topologies WHERE fingerprint = ?");
+    find.Bind(1, topology.fingerprint);
+    HT_ASSIGN_OR_RETURN(known, find.Step());
+    if (!known || !topology.json.empty()) HT_RETURN_IF_ERROR(ValidateTopology(topology));
+    if (!known) {
+      PREP(ins, "INSERT INTO topologies(fingerprint, json) VALUES (?, ?)");
+      HT_RETURN_IF_ERROR(ins.Bind(1, topology.fingerprint).Bind(2, topology.json).Run());
+    }
+    return PutLocked(topology.fingerprint, sorted, options);
+  });
+}
+
+absl::StatusOr<Table> SqliteTuningStore::GetTable(absl::string_view fp, int64_t version) {
+  absl::MutexLock lock(&mu_);
+  HT_ASSIGN_OR_RETURN(v, ResolveVersionLocked(fp, version));
+  Table t;
+  t.version = v;
+  {
+    PREP(st,
+         "SELECT t.json, v.content_hash, v.created_ms FROM table_versions v JOIN topologies t USING(fingerprint) "
+         "WHERE v.fingerprint = ? AND v.version = ?");
+    st.Bind(1, fp).Bind(2, v);
+    HT_ASSIGN_OR_RETURN(row, st.Step());
+    if (!row) return absl::NotFoundError(absl::StrCat("no table for topology ", fp));
+    t.topology = Topology{std::string(fp), st.Text(0)};
+    t.content_hash = st.Text(1);
+    t.created_unix_ms = st.Int(2);
+  }
+  HT_ASSIGN_OR_RETURN(entries, EntriesLocked(fp, v));
+  t.entries = std::move(entries);
+  return t;
+}
+
+absl::StatusOr<std::optional<TunedEntry>> SqliteTuningStore::Lookup(absl::string_view fp, Collective collective,
+                                                                    DataType dtype, int world_size, uint64_t bytes,
+                                                                    int64_t version) {
+  if (bytes > kMaxBytes) return absl::InvalidArgumentError(absl::StrCat("bytes ", bytes, " is absurd"));
+  absl::MutexLock lock(&mu_);
+  HT_ASSIGN_OR_RETURN(v, ResolveVersionLocked(fp, version));
+  PREP(st,
+       "SELECT min_bytes, max_bytes, configuration, time_us, busbw_gbps, samples, runner_up, margin, default_margin, "
+       "sweep_id, library_version, measured_ms FROM entries WHERE fingerprint = ? AND version = ? AND collective = ? "
+       "AND dtype = ? AND world_size = ? AND min_bytes <= ? ORDER BY min_bytes DESC LIMIT 1");
+  st.Bind(1, fp).Bind(2, v).Bind(3, CollectiveName(collective)).Bind(4, DataTypeName(dtype));
+  st.Bind(5, static_cast<int64_t>(world_size)).Bind(6, static_cast<int64_t>(bytes));
+  HT_ASSIGN_OR_RETURN(row, st.Step());
+  if (!row) return std::optional<TunedEntry>();
+  TunedEntry e;
+  e.key = EntryKey{
+      collective, dtype, world_size,
+      ByteRange{static_cast<uint64_t>(st.Int(0)), st.IsNull(1) ? kUnbounded : static_cast<uint64_t>(st.Int(1))}};
+  if (!e.key.range.Contains(bytes)) return std::optional<TunedEntry>();
+  e.configuration = st.Text(2);
+  e.time_us = st.Real(3);
+  e.busbw_gbps = st.Real(4);
+  e.samples = static_cast<uint64_t>(st.Int(5));
+  e.runner_up = st.Text(6);
+  e.margin = st.Real(7);
+  e.default_margin = st.Real(8);
+  e.sweep_id = st.Text(9);
+  e.library_version = st.Text(10);
+  e.measured_unix_ms = st.Int(11);
+  return std::optional<TunedEntry>(std::move(e));
+}
+
+absl::StatusOr<std::vector<TableSummary>> SqliteTuningStore::ListTables() {
+  absl::MutexLock lock(&mu_);
+  std::vector<TableSummary> out;
+  PREP(st, "SELECT fingerprint, json FROM topologies ORDER BY fingerprint");
+  while (true) {
+    HT_ASSIGN_OR_RETURN(row, st.Step());
+    if (!row) break;
+    TableSummary s;
+    s.topology = Topology{st.Text(0), st.Text(1)};
+    HT_ASSIGN_OR_RETURN(versions, VersionsLocked(s.topology.fingerprint));
+    if (versions.empty()) continue;
+    s.versions = versions;
+    s.latest_version = versions.back();
+    PREP(cnt,
+         "SELECT (SELECT count(*) FROM entries WHERE fingerprint = ?1 AND version = ?2), "
+         "(SELECT created_ms FROM table_versions WHERE fingerprint = ?1 AND version = ?2)");
+    cnt.Bind(1, s.topology.fingerprint).Bind(2, s.latest_version);
+    HT_ASSIGN_OR_RETURN(crow, cnt.Step());
+    if (crow) {
+      s.entries = static_cast<uint64_t>(cnt.Int(0));
+      s.updated_unix_ms = cnt.Int(1);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::StatusOr<uint64_t> SqliteTuningStore::DeleteTable(absl::string_view fp) {
+  HT_RETURN_IF_ERROR(ValidateFingerprint(fp));
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::StatusOr<uint64_t> {
+    HT_ASSIGN_OR_RETURN(versions, VersionsLocked(fp));
+    if (versions.empty()) return absl::NotFoundError(absl::StrCat("no table for topology ", fp));
+    PREP(de, "DELETE FROM entries WHERE fingerprint = ?");
+    HT_RETURN_IF_ERROR(de.Bind(1, fp).Run());
+    PREP(dv, "DELETE FROM table_versions WHERE fingerprint = ?");
+    HT_RETURN_IF_ERROR(dv.Bind(1, fp).Run());
+    return static_cast<uint64_t>(versions.size());  // the topologies row keeps next_version: numbers only grow
+  });
+}
+
+absl::StatusOr<int64_t> SqliteTuningStore::Rollback(absl::string_view fp, int64_t to_version) {
+  HT_RETURN_IF_ERROR(ValidateFingerprint(fp));
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::StatusOr<int64_t> {
+    HT_ASSIGN_OR_RETURN(versions, VersionsLocked(fp));
+    if (versions.empty()) return absl::NotFoundError(absl::StrCat("no table for topology ", fp));
+    int64_t target = to_version;
+    if (target == 0) {
+      if (versions.size() < 2) {
+        return absl::FailedPreconditionError(absl::StrCat("topology ", fp, " has no earlier version"));
+      }
+      target = versions[versions.size() - 2];
+    }
+    HT_ASSIGN_OR_RETURN(v, ResolveVersionLocked(fp, target));
+    HT_ASSIGN_OR_RETURN(entries, EntriesLocked(fp, v));
+    return PutLocked(fp, entries, PutOptions{});
+  });
+}
+
+absl::Status SqliteTuningStore::RecordLiveSamples(absl::string_view fp, absl::Span<const LiveSample> samples) {
+  HT_RETURN_IF_ERROR(ValidateFingerprint(fp));
+  using Key = std::tuple<Collective, DataType, int, uint64_t, absl::string_view>;
+  std::map<Key, LiveDelta> deltas;
+  for (const LiveSample& s : samples) {
+    HT_RETURN_IF_ERROR(ValidateLiveSample(s));
+    LiveDelta& d = deltas[Key{s.collective, s.dtype, s.world_size, SizeBucket(s.bytes).min, s.configuration}];
+    d.count++;
+    d.sum_us += s.duration_us;
+    d.last_seen_unix_ms = std::max(d.last_seen_unix_ms, s.unix_ms);
+    d.histogram.Add(s.duration_us);
+  }
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::Status {
+    for (auto& [key, d] : deltas) {
+      const auto& [coll, dtype, world, bucket, config] = key;
+      PREP(sel,
+           "SELECT count, sum_us, histogram, last_seen_ms FROM live_stats WHERE fingerprint = ? AND collective = ? "
+           "AND dtype = ? AND world_size = ? AND bucket_min = ? AND configuration = ?");
+      sel.Bind(1, fp).Bind(2, CollectiveName(coll)).Bind(3, DataTypeName(dtype)).Bind(4, static_cast<int64_t>(world));
+      sel.Bind(5, static_cast<int64_t>(bucket)).Bind(6, config);
+      HT_ASSIGN_OR_RETURN(row, sel.Step());
+      if (row) {
+        HT_ASSIGN_OR_RETURN(h, LatencyHistogram::Decode(sel.Blob(2)));
+        d.histogram.Merge(h);
+        d.count += static_cast<uint64_t>(sel.Int(0));
+        d.sum_us += sel.Real(1);
+        d.last_seen_unix_ms = std::max(d.last_seen_unix_ms, sel.Int(3));
+      }
+      PREP(up,
+           "INSERT OR REPLACE INTO live_stats(fingerprint, collective, dtype, world_size, bucket_min, configuration, "
+           "count, sum_us, histogram, last_seen_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      up.Bind(1, fp).Bind(2, CollectiveName(coll)).Bind(3, DataTypeName(dtype)).Bind(4, static_cast<int64_t>(world));
+      up.Bind(5, static_cast<int64_t>(bucket)).Bind(6, config).Bind(7, static_cast<int64_t>(d.count));
+      up.Bind(8, d.sum_us).BindBlob(9, d.histogram.Encode()).Bind(10, d.last_seen_unix_ms);
+      HT_RETURN_IF_ERROR(up.Run());
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<LiveStats>> SqliteTuningStore::GetLiveStats(absl::string_view fp) {
+  HT_RETURN_IF_ERROR(ValidateFingerprint(fp));
+  absl::MutexLock lock(&mu_);
+  PREP(st,
+       "SELECT collective, dtype, world_size, bucket_min, configuration, count, sum_us, histogram, last_seen_ms "
+       "FROM live_stats WHERE fingerprint = ?");
+  st.Bind(1, fp);
+  std::vector<LiveStats> out;
+  while (true) {
+    HT_ASSIGN_OR_RETURN(row, st.Step());
+    if (!row) break;
+    LiveStats s;
+    s.fingerprint = std::string(fp);
+    HT_ASSIGN_OR_RETURN(coll, ColumnCollective(st, 0));
+    HT_ASSIGN_OR_RETURN(dtype, ColumnDtype(st, 1));
+    s.collective = coll;
+    s.dtype = dtype;
+    s.world_size = static_cast<int>(st.Int(2));
+    s.bucket = SizeBucket(static_cast<uint64_t>(st.Int(3)));
+    s.configuration = st.Text(4);
+    s.count = static_cast<uint64_t>(st.Int(5));
+    s.mean_us = s.count ? st.Real(6) / static_cast<double>(s.count) : 0;
+    HT_ASSIGN_OR_RETURN(h, LatencyHistogram::Decode(st.Blob(7)));
+    s.median_us = h.Quantile(0.5);
+    s.p90_us = h.Quantile(0.9);
+    s.last_seen_unix_ms = st.Int(8);
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const LiveStats& a, const LiveStats& b) {
+    return std::tie(a.collective, a.dtype, a.world_size, a.bucket.min, a.configuration) <
+           std::tie(b.collective, b.dtype, b.world_size, b.bucket.min, b.configuration);
+  });
+  return out;
+}
+
+absl::Status SqliteTuningStore::PutSweep(const Sweep& s) {
+  HT_RETURN_IF_ERROR(ValidateSweep(s));
+  absl::MutexLock lock(&mu_);
+  PREP(
+      st,
+      "INSERT INTO sweeps(id, params, status, progress, started_ms, finished_ms, message) VALUES (?, ?, ?, ?, ?, ?, ?) "
+      "ON CONFLICT(id) DO UPDATE SET params = excluded.params, status = excluded.status, progress = "
+      "excluded.progress, started_ms = excluded.started_ms, finished_ms = excluded.finished_ms, message = "
+      "excluded.message");
+  st.Bind(1, s.id).Bind(2, s.params_json).Bind(3, SweepStatusName(s.status)).Bind(4, s.progress);
+  st.Bind(5, s.started_unix_ms).Bind(6, s.finished_unix_ms).Bind(7, s.message);
+  return st.Run();
+}
+
+absl::StatusOr<Sweep> SqliteTuningStore::GetSweep(absl::string_view id) {
+  HT_ASSIGN_OR_RETURN(all, ListSweeps());
+  for (Sweep& s : all) {
+    if (s.id == id) return std::move(s);
+  }
+  return absl::NotFoundError(absl::StrCat("no sweep '", id, "'"));
+}
+
+absl::StatusOr<std::vector<Sweep>> SqliteTuningStore::ListSweeps() {
+  absl::MutexLock lock(&mu_);
+  PREP(st,
+       "SELECT id, params, status, progress, started_ms, finished_ms, message FROM sweeps "
+       "ORDER BY started_ms DESC, id DESC");
+  std::vector<Sweep> out;
+  while (true) {
+    HT_ASSIGN_OR_RETURN(row, st.Step());
+    if (!row) break;
+    Sweep s;
+    s.id = st.Text(0);
+    s.params_json = st.Text(1);
+    HT_ASSIGN_OR_RETURN(status, ParseSweepStatus(st.Text(2)));
+    s.status = status;
+    s.progress = st.Real(3);
+    s.started_unix_ms = st.Int(4);
+    s.finished_unix_ms = st.Int(5);
+    s.message = st.Text(6);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::Status SqliteTuningStore::AddSweepSamples(absl::string_view sweep_id, absl::Span<const SweepSample> samples) {
+  for (const SweepSample& s : samples) HT_RETURN_IF_ERROR(ValidateSweepSample(s));
+  absl::MutexLock lock(&mu_);
+  return InTransaction([&]() -> absl::Status {
+    PREP(find, "SELECT 1 FROM sweeps WHERE id = ?");
+    find.Bind(1, sweep_id);
+    HT_ASSIGN_OR_RETURN(known, find.Step());
+    if (!known) return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
+    for (const SweepSample& s : samples) {
+      PREP(ins,
+           "INSERT INTO sweep_samples(sweep_id, collective, dtype, world_size, bytes, configuration, time_us, "
+           "rank_time_us, iteration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      ins.Bind(1, sweep_id).Bind(2, CollectiveName(s.collective)).Bind(3, DataTypeName(s.dtype));
+      ins.Bind(4, static_cast<int64_t>(s.world_size)).Bind(5, static_cast<int64_t>(s.bytes));
+      ins.Bind(6, Configuration::Parse(s.configuration)->ToString()).Bind(7, s.time_us).Bind(8, s.rank_time_us);
+      ins.Bind(9, static_cast<int64_t>(s.iteration));
+      HT_RETURN_IF_ERROR(ins.Run());
+    }
+    // Retention: raw samples only for the newest max_sweeps_with_samples sweeps.
+    PREP(trim,
+         "DELETE FROM sweep_samples WHERE sweep_id NOT IN (SELECT id FROM sweeps ORDER BY started_ms DESC, id DESC "
+         "LIMIT ?)");
+    return trim.Bind(1, static_cast<int64_t>(options_.max_sweeps_with_samples)).Run();
+  });
+}
+
+absl::StatusOr<std::vector<SweepSample>> SqliteTuningStore::GetSweepSamples(absl::string_view sweep_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    PREP(find, "SELECT 1 FROM sweeps WHERE id = ?");
+    find.Bind(1, sweep_id);
+    HT_ASSIGN_OR_RETURN(known, find.Step());
+    if (!known) return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
+  }
+  absl::MutexLock lock(&mu_);
+  PREP(st,
+       "SELECT collective, dtype, world_size, bytes, configuration, time_us, rank_time_us, iteration "
+       "FROM sweep_samples WHERE sweep_id = ? ORDER BY seq");
+  st.Bind(1, sweep_id);
+  std::vector<SweepSample> out;
+  while (true) {
+    HT_ASSIGN_OR_RETURN(row, st.Step());
+    if (!row) break;
+    SweepSample s;
+    HT_ASSIGN_OR_RETURN(coll, ColumnCollective(st, 0));
+    HT_ASSIGN_OR_RETURN(dtype, ColumnDtype(st, 1));
+    s.collective = coll;
+    s.dtype = dtype;
+    s.world_size = static_cast<int>(st.Int(2));
+    s.bytes = static_cast<uint64_t>(st.Int(3));
+    s.configuration = st.Text(4);
+    s.time_us = st.Real(5);
+    s.rank_time_us = st.Real(6);
+    s.iteration = static_cast<int>(st.Int(7));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::StatusOr<StoreInfo> SqliteTuningStore::Info() {
+  absl::MutexLock lock(&mu_);
+  StoreInfo info;
+  info.path = path_;
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0) info.db_bytes = static_cast<uint64_t>(st.st_size);
+  if (::stat((path_ + "-wal").c_str(), &st) == 0) info.db_bytes += static_cast<uint64_t>(st.st_size);
+  HT_ASSIGN_OR_RETURN(schema, PragmaInt("PRAGMA user_version"));
+  info.schema_version = static_cast<int>(schema);
+  PREP(q,
+       "SELECT (SELECT count(DISTINCT fingerprint) FROM table_versions), "
+       "(SELECT count(*) FROM entries e WHERE e.version = (SELECT max(version) FROM table_versions v "
+       "WHERE v.fingerprint = e.fingerprint)), (SELECT coalesce(sum(count), 0) FROM live_stats)");
+  HT_ASSIGN_OR_RETURN(row, q.Step());
+  if (row) {
+    info.tables = static_cast<uint64_t>(q.Int(0));
+    info.entries = static_cast<uint64_t>(q.Int(1));
+    info.live_samples = static_cast<uint64_t>(q.Int(2));
+  }
+  return info;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TuningStore>> OpenSqliteTuningStore(const std::string& path,
+                                                                   const StoreOptions& options) {
+  if (options.max_versions < 2) return absl::InvalidArgumentError("max_versions must be at least 2");
+  auto store = std::make_unique<SqliteTuningStore>(path, options);
+  if (absl::Status s = store->Open(); !s.ok()) return s;
+  return std::unique_ptr<TuningStore>(std::move(store));
+}
+
+}  // namespace hccltune::db

@@ -1,0 +1,264 @@
+#include "db/store_util.h"
+
+#include <openssl/sha.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/common/configuration.h"
+
+namespace hccltune::db {
+
+std::string Sha256Hex(absl::string_view data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * SHA256_DIGEST_LENGTH);
+  for (unsigned char c : digest) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
+
+absl::Status ValidateFingerprint(absl::string_view fp) {
+  bool ok = fp.size() == 16;
+  for (char c : fp) ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("topology fingerprint '", absl::CHexEscape(fp.substr(0, 64)),
+                     "' is invalid: expected 16 lower-case hex digits (SHA-256 prefix of the topology JSON)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTopology(const Topology& t) {
+  if (absl::Status s = ValidateFingerprint(t.fingerprint); !s.ok()) return s;
+  if (t.json.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("topology ", t.fingerprint, " has no JSON: it is required when a table is first stored"));
+  }
+  const std::string expect = Sha256Hex(t.json).substr(0, 16);
+  if (expect != t.fingerprint) {
+    return absl::InvalidArgumentError(absl::StrCat("topology fingerprint ", t.fingerprint,
+                                                   " does not match its JSON (which hashes to ", expect, ")"));
+  }
+  return absl::OkStatus();
+}
+
+bool EntryKeyLess(const EntryKey& a, const EntryKey& b) {
+  if (a.collective != b.collective) return a.collective < b.collective;
+  if (a.dtype != b.dtype) return a.dtype < b.dtype;
+  if (a.world_size != b.world_size) return a.world_size < b.world_size;
+  return a.range.min < b.range.min;
+}
+
+namespace {
+
+absl::Status CheckWorld(int world) {
+  if (world < 1 || world > kMaxWorldSize) {
+    return absl::InvalidArgumentError(absl::StrCat("world size ", world, " is out of range 1..", kMaxWorldSize));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBytes(uint64_t bytes, absl::string_view what) {
+  if (bytes > kMaxBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", bytes, " is absurd (limit ", FormatBytes(kMaxBytes), ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Canonical(absl::string_view config, absl::string_view what) {
+  auto parsed = Configuration::Parse(config);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", parsed.status().message()));
+  }
+  return parsed->ToString();
+}
+
+absl::Status CheckDuration(double us, absl::string_view what) {
+  if (!std::isfinite(us) || us < 0 || us > 1e12) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " ", us, " us is not a valid duration"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<TunedEntry>> NormalizeEntries(absl::Span<const TunedEntry> entries) {
+  std::vector<TunedEntry> out(entries.begin(), entries.end());
+  for (TunedEntry& e : out) {
+    if (absl::Status s = CheckWorld(e.key.world_size); !s.ok()) return s;
+    if (e.key.range.min >= e.key.range.max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("byte range [", e.key.range.min, ", ", e.key.range.max, ") is empty or inverted"));
+    }
+    if (absl::Status s = CheckBytes(e.key.range.min, "range minimum"); !s.ok()) return s;
+    if (e.key.range.max != kUnbounded) {
+      if (absl::Status s = CheckBytes(e.key.range.max, "range maximum"); !s.ok()) return s;
+    }
+    auto cfg = Canonical(e.configuration, "winner");
+    if (!cfg.ok()) return cfg.status();
+    e.configuration = *cfg;
+    if (!e.runner_up.empty()) {
+      auto ru = Canonical(e.runner_up, "runner-up");
+      if (!ru.ok()) return ru.status();
+      e.runner_up = *ru;
+    }
+    for (double v : {e.time_us, e.busbw_gbps, e.margin, e.default_margin}) {
+      if (!std::isfinite(v)) return absl::InvalidArgumentError("entry holds a non-finite measurement");
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const TunedEntry& a, const TunedEntry& b) { return EntryKeyLess(a.key, b.key); });
+  for (size_t i = 1; i < out.size(); ++i) {
+    const EntryKey& a = out[i - 1].key;
+    const EntryKey& b = out[i].key;
+    if (a.collective == b.collective && a.dtype == b.dtype && a.world_size == b.world_size &&
+        a.range.max > b.range.min) {
+      return absl::InvalidArgumentError(absl::StrCat("overlapping byte ranges for ", CollectiveName(a.collective), "/",
+                                                     DataTypeName(a.dtype), " world ", a.world_size, ": ",
+                                                     FormatByteRange(a.range), " and ", FormatByteRange(b.range)));
+    }
+  }
+  return out;
+}
+
+std::string ContentHash(absl::Span<const TunedEntry> entries) {
+  std::string text;
+  for (const TunedEntry& e : entries) {
+    absl::StrAppend(&text, CollectiveName(e.key.collective), "\t", DataTypeName(e.key.dtype), "\t", e.key.world_size,
+                    "\t", e.key.range.min, "\t", e.key.range.max, "\t", e.configuration, "\t",
+                    absl::StrFormat("%.17g\t%.17g\t", e.time_us, e.busbw_gbps), e.samples, "\t", e.runner_up, "\t",
+                    absl::StrFormat("%.17g\t%.17g\t", e.margin, e.default_margin), e.sweep_id, "\t", e.library_version,
+                    "\t", e.measured_unix_ms, "\n");
+  }
+  return Sha256Hex(text);
+}
+
+const TunedEntry* FindEntry(absl::Span<const TunedEntry> entries, Collective collective, DataType dtype, int world,
+                            uint64_t bytes) {
+  EntryKey probe{collective, dtype, world, ByteRange{bytes, kUnbounded}};
+  // First entry whose key is greater than the probe; the candidate is the one before it.
+  auto it = std::upper_bound(entries.begin(), entries.end(), probe,
+                             [](const EntryKey& k, const TunedEntry& e) { return EntryKeyLess(k, e.key); });
+  if (it == entries.begin()) return nullptr;
+  const TunedEntry& e = *(it - 1);
+  if (e.key.collective != collective || e.key.dtype != dtype || e.key.world_size != world) return nullptr;
+  return e.key.range.Contains(bytes) ? &e : nullptr;
+}
+
+absl::Status ValidateLiveSample(const LiveSample& s) {
+  if (absl::Status st = CheckWorld(s.world_size); !st.ok()) return st;
+  if (absl::Status st = CheckBytes(s.bytes, "bytes"); !st.ok()) return st;
+  if (absl::Status st = CheckDuration(s.duration_us, "duration"); !st.ok()) return st;
+  if (s.configuration.empty()) return absl::InvalidArgumentError("live sample without a configuration");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSweepSample(const SweepSample& s) {
+  if (absl::Status st = CheckWorld(s.world_size); !st.ok()) return st;
+  if (absl::Status st = CheckBytes(s.bytes, "bytes"); !st.ok()) return st;
+  if (absl::Status st = CheckDuration(s.time_us, "time"); !st.ok()) return st;
+  if (absl::Status st = CheckDuration(s.rank_time_us, "rank time"); !st.ok()) return st;
+  return Canonical(s.configuration, "sweep sample").status();
+}
+
+absl::Status ValidateSweep(const Sweep& s) {
+  if (s.id.empty() || s.id.size() > 128) return absl::InvalidArgumentError("sweep id must have 1 to 128 characters");
+  if (!(s.progress >= 0 && s.progress <= 1)) return absl::InvalidArgumentError("sweep progress must be in [0, 1]");
+  return absl::OkStatus();
+}
+
+ByteRange SizeBucket(uint64_t bytes) {
+  if (bytes == 0) return ByteRange{0, 1};
+  int k = 63 - __builtin_clzll(bytes);
+  uint64_t lo = 1ull << k;
+  return ByteRange{lo, k == 63 ? kUnbounded : lo << 1};
+}
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+absl::string_view SweepStatusName(SweepStatus s) {
+  switch (s) {
+    case SweepStatus::kPending: return "pending";
+    case SweepStatus::kRunning: return "running";
+    case SweepStatus::kDone: return "done";
+    case SweepStatus::kFailed: return "failed";
+    case SweepStatus::kCancelled: return "cancelled";
+  }
+  return "pending";
+}
+
+absl::StatusOr<SweepStatus> ParseSweepStatus(absl::string_view name) {
+  for (SweepStatus s : {SweepStatus::kPending, SweepStatus::kRunning, SweepStatus::kDone, SweepStatus::kFailed,
+                        SweepStatus::kCancelled}) {
+    if (name == SweepStatusName(s)) return s;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown sweep status '", name, "': expected pending, running, done, failed or cancelled"));
+}
+
+void LatencyHistogram::Add(double us, uint64_t n) {
+  int i = 0;
+  if (us > kBase) i = static_cast<int>(std::floor(8.0 * std::log2(us / kBase)));
+  i = std::clamp(i, 0, kBuckets - 1);
+  counts_[i] += n;
+}
+
+void LatencyHistogram::Merge(const LatencyHistogram& other) {
+  for (int i = 0; i < kBuckets; ++i) counts_[i] += other.counts_[i];
+}
+
+uint64_t LatencyHistogram::Count() const {
+  uint64_t n = 0;
+  for (uint64_t c : counts_) n += c;
+  return n;
+}
+
+double LatencyHistogram::Quantile(double q) const {
+  const uint64_t total = Count();
+  if (total == 0) return 0;
+  // The smallest bucket whose cumulative count reaches ceil(q * total) (at least the first sample).
+  const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(total))));
+  uint64_t seen = 0;
+  for (int i = 0; i < kBuckets; ++i) {
+    seen += counts_[i];
+    if (seen >= rank) return kBase * std::exp2((i + 0.5) / 8.0);
+  }
+  return kBase * std::exp2((kBuckets - 0.5) / 8.0);
+}
+
+std::string LatencyHistogram::Encode() const {
+  std::string out(kBuckets * 8, '\0');
+  for (int i = 0; i < kBuckets; ++i) {
+    for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<char>((counts_[i] >> (8 * b)) & 0xff);
+  }
+  return out;
+}
+
+absl::StatusOr<LatencyHistogram> LatencyHistogram::Decode(absl::string_view blob) {
+  if (blob.size() != kBuckets * 8) {
+    return absl::DataLossError(absl::StrCat("latency histogram of ", blob.size(), " bytes, expected ", kBuckets * 8));
+  }
+  LatencyHistogram h;
+  for (int i = 0; i < kBuckets; ++i) {
+    uint64_t v = 0;
+    for (int b = 7; b >= 0; --b) v = (v << 8) | static_cast<unsigned char>(blob[i * 8 + b]);
+    h.counts_[i] = v;
+  }
+  return h;
+}
+
+}  // namespace hccltune::db

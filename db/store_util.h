@@ -1,0 +1,78 @@
+// Logic shared by every TuningStore implementation, so they agree by construction: input validation, the
+// canonical entry order, the content hash, live-statistics histograms and size buckets.
+//
+// Thread-safety: pure functions; LatencyHistogram is a value.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "db/tuning_store.h"
+
+namespace hccltune::db {
+
+// Lower-case hex SHA-256 of `data`.
+std::string Sha256Hex(absl::string_view data);
+
+// OK when `fingerprint` is 16 lower-case hex digits.
+absl::Status ValidateFingerprint(absl::string_view fingerprint);
+// OK when the JSON is non-empty and hashes to the fingerprint (the first 16 hex digits of its SHA-256).
+absl::Status ValidateTopology(const Topology& topology);
+
+// Checks every entry (world size, sizes, configurations parse) and that no two ranges of one
+// (collective, dtype, world) overlap. Returns the entries sorted in canonical order with configuration strings
+// in canonical form.
+absl::StatusOr<std::vector<TunedEntry>> NormalizeEntries(absl::Span<const TunedEntry> entries);
+// Canonical order: collective, dtype, world size, range min.
+bool EntryKeyLess(const EntryKey& a, const EntryKey& b);
+
+// SHA-256 hex over the canonical serialization of sorted entries (what Table::content_hash holds).
+std::string ContentHash(absl::Span<const TunedEntry> sorted_entries);
+
+// The entry of `sorted_entries` matching the key and holding `bytes`, or nullptr.
+const TunedEntry* FindEntry(absl::Span<const TunedEntry> sorted_entries, Collective collective, DataType dtype,
+                            int world_size, uint64_t bytes);
+
+absl::Status ValidateLiveSample(const LiveSample& s);
+absl::Status ValidateSweepSample(const SweepSample& s);
+absl::Status ValidateSweep(const Sweep& s);
+
+// The power-of-two bucket of a byte count: [2^k, 2^(k+1)); [0, 1) for 0.
+ByteRange SizeBucket(uint64_t bytes);
+
+int64_t NowUnixMs();
+
+// Log-scale latency histogram: bucket i holds [kBase * 2^(i/8), kBase * 2^((i+1)/8)) microseconds, so a
+// quantile is within ~4.5% of the true value. Bucket 0 also takes anything smaller, the last anything larger.
+class LatencyHistogram {
+ public:
+  static constexpr int kBuckets = 192;
+  static constexpr double kBase = 0.01;  // us; the last bucket starts at ~168 s
+
+  void Add(double us, uint64_t n = 1);
+  void Merge(const LatencyHistogram& other);
+  uint64_t Count() const;
+  // q in [0, 1]; 0 when empty. The geometric middle of the bucket holding the q-quantile.
+  double Quantile(double q) const;
+
+  // Fixed-size little-endian encoding (kBuckets * 8 bytes); Decode of anything else is an error.
+  std::string Encode() const;
+  static absl::StatusOr<LatencyHistogram> Decode(absl::string_view blob);
+
+ private:
+  std::array<uint64_t, kBuckets> counts_{};
+};
+
+// Aggregate of samples for one live-stats key, before it is merged into the store.
+struct LiveDelta {
+  uint64_t count = 0;
+  double sum_us = 0;
+  int64_t last_seen_unix_ms = 0;
+  LatencyHistogram histogram;
+};
+
+}  // namespace hccltune::db

@@ -1,0 +1,166 @@
+#include "db/table_json.h"
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace hccltune::db {
+namespace {
+
+using nlohmann::json;
+
+json EntryToJson(const TunedEntry& e) {
+  return json{{"collective", std::string(CollectiveName(e.key.collective))},
+              {"dtype", std::string(DataTypeName(e.key.dtype))},
+              {"world_size", e.key.world_size},
+              {"bytes", FormatByteRange(e.key.range)},
+              {"configuration", e.configuration},
+              {"time_us", e.time_us},
+              {"busbw_gbps", e.busbw_gbps},
+              {"samples", e.samples},
+              {"runner_up", e.runner_up},
+              {"margin", e.margin},
+              {"default_margin", e.default_margin},
+              {"sweep_id", e.sweep_id},
+              {"library_version", e.library_version},
+              {"measured_unix_ms", e.measured_unix_ms}};
+}
+
+template <typename T>
+absl::StatusOr<T> Field(const json& j, const char* name, absl::string_view where) {
+  auto it = j.find(name);
+  if (it == j.end()) return absl::InvalidArgumentError(absl::StrCat(where, ": missing field '", name, "'"));
+  try {
+    return it->get<T>();
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": field '", name, "': ", e.what()));
+  }
+}
+
+template <typename T>
+absl::Status Get(const json& j, const char* name, absl::string_view where, T* out) {
+  auto v = Field<T>(j, name, where);
+  if (!v.ok()) return v.status();
+  *out = *std::move(v);
+  return absl::OkStatus();
+}
+
+#define HT_FIELD(var, type, j, name, where) \
+  if (absl::Status _s = Get<type>(j, name, where, &(var)); !_s.ok()) return _s
+
+absl::StatusOr<TunedEntry> EntryFromJson(const json& j, const std::string& where) {
+  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(where, ": not an object"));
+  TunedEntry e;
+  std::string coll, dtype, bytes;
+  HT_FIELD(coll, std::string, j, "collective", where);
+  HT_FIELD(dtype, std::string, j, "dtype", where);
+  HT_FIELD(bytes, std::string, j, "bytes", where);
+  auto c = ParseCollective(coll);
+  if (!c.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", c.status().message()));
+  auto d = ParseDataType(dtype);
+  if (!d.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", d.status().message()));
+  auto r = ParseByteRange(bytes);
+  if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", r.status().message()));
+  e.key.collective = *c;
+  e.key.dtype = *d;
+  e.key.range = *r;
+  HT_FIELD(e.key.world_size, int, j, "world_size", where);
+  HT_FIELD(e.configuration, std::string, j, "configuration", where);
+  HT_FIELD(e.time_us, double, j, "time_us", where);
+  HT_FIELD(e.busbw_gbps, double, j, "busbw_gbps", where);
+  HT_FIELD(e.samples, uint64_t, j, "samples", where);
+  HT_FIELD(e.runner_up, std::string, j, "runner_up", where);
+  HT_FIELD(e.margin, double, j, "margin", where);
+  HT_FIELD(e.default_margin, double, j, "default_margin", where);
+  HT_FIELD(e.sweep_id, std::string, j, "sweep_id", where);
+  HT_FIELD(e.library_version, std::string, j, "library_version", where);
+  HT_FIELD(e.measured_unix_ms, int64_t, j, "measured_unix_ms", where);
+  return e;
+}
+
+}  // namespace
+
+std::string TablesToJson(const std::vector<Table>& tables) {
+  json out{{"format", "hccl-tune-tables"}, {"format_version", kExportFormatVersion}, {"tables", json::array()}};
+  for (const Table& t : tables) {
+    json entries = json::array();
+    for (const TunedEntry& e : t.entries) entries.push_back(EntryToJson(e));
+    out["tables"].push_back(json{{"fingerprint", t.topology.fingerprint},
+                                 {"topology", t.topology.json},
+                                 {"version", t.version},
+                                 {"created_unix_ms", t.created_unix_ms},
+                                 {"content_hash", t.content_hash},
+                                 {"entries", std::move(entries)}});
+  }
+  return out.dump(2) + "\n";
+}
+
+absl::StatusOr<std::vector<Table>> TablesFromJson(absl::string_view text) {
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::InvalidArgumentError("table file is not valid JSON");
+  if (!j.is_object() || j.value("format", "") != "hccl-tune-tables") {
+    return absl::InvalidArgumentError("not an hccl-tune table file (expected \"format\": \"hccl-tune-tables\")");
+  }
+  int format_version = 0;
+  HT_FIELD(format_version, int, j, "format_version", "table file");
+  if (format_version > kExportFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat("table file format version ", format_version,
+                                                      " is newer than this hccl-tune reads (", kExportFormatVersion,
+                                                      ")"));
+  }
+  auto tables = j.find("tables");
+  if (tables == j.end() || !tables->is_array())
+    return absl::InvalidArgumentError("table file: 'tables' must be an array");
+  std::vector<Table> out;
+  for (size_t i = 0; i < tables->size(); ++i) {
+    const json& tj = (*tables)[i];
+    const std::string where = absl::StrCat("tables[", i, "]");
+    if (!tj.is_object()) return absl::InvalidArgumentError(absl::StrCat(where, ": not an object"));
+    Table t;
+    HT_FIELD(t.topology.fingerprint, std::string, tj, "fingerprint", where);
+    HT_FIELD(t.topology.json, std::string, tj, "topology", where);
+    HT_FIELD(t.version, int64_t, tj, "version", where);
+    HT_FIELD(t.created_unix_ms, int64_t, tj, "created_unix_ms", where);
+    t.content_hash = tj.value("content_hash", "");
+    auto entries = tj.find("entries");
+    if (entries == tj.end() || !entries->is_array()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": 'entries' must be an array"));
+    }
+    for (size_t k = 0; k < entries->size(); ++k) {
+      auto e = EntryFromJson((*entries)[k], absl::StrCat(where, ".entries[", k, "]"));
+      if (!e.ok()) return e.status();
+      t.entries.push_back(*std::move(e));
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> ExportStore(TuningStore& store) {
+  auto summaries = store.ListTables();
+  if (!summaries.ok()) return summaries.status();
+  std::vector<Table> tables;
+  for (const TableSummary& s : *summaries) {
+    auto t = store.GetTable(s.topology.fingerprint, 0);
+    if (!t.ok()) return t.status();
+    tables.push_back(*std::move(t));
+  }
+  return TablesToJson(tables);
+}
+
+absl::StatusOr<int> ImportIntoStore(TuningStore& store, absl::string_view text) {
+  auto tables = TablesFromJson(text);
+  if (!tables.ok()) return tables.status();
+  int changed = 0;
+  for (const Table& t : *tables) {
+    int64_t before = 0;
+    if (auto cur = store.GetTable(t.topology.fingerprint, 0); cur.ok()) before = cur->version;
+    auto v = store.PutTable(t.topology, t.entries, PutOptions{t.version, t.created_unix_ms});
+    if (!v.ok())
+      return absl::Status(v.status().code(),
+                          absl::StrCat("table ", t.topology.fingerprint, ": ", v.status().message()));
+    if (*v != before) ++changed;
+  }
+  return changed;
+}
+
+}  // namespace hccltune::db

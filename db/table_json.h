@@ -1,0 +1,32 @@
+// The export/import file format of tuned tables (`hccl-tune export` / `import`): JSON, deterministic (sorted
+// keys, entries in canonical order), so export -> import -> export is byte-identical.
+//
+//   {"format": "hccl-tune-tables", "format_version": 1,
+//    "tables": [{"fingerprint": "...", "topology": "<canonical topology JSON>", "version": 3,
+//                "created_unix_ms": ..., "content_hash": "...",
+//                "entries": [{"collective": "allreduce", "dtype": "fp32", "world_size": 8, "bytes": "0-64K",
+//                             "configuration": "...", "time_us": ..., ...}]}]}
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "db/tuning_store.h"
+
+namespace hccltune::db {
+
+inline constexpr int kExportFormatVersion = 1;
+
+std::string TablesToJson(const std::vector<Table>& tables);
+absl::StatusOr<std::vector<Table>> TablesFromJson(absl::string_view text);
+
+// Exports the latest version of every table in `store`.
+absl::StatusOr<std::string> ExportStore(TuningStore& store);
+// Stores every table of `text` (keeping its version number where the store allows); returns how many tables
+// changed.
+absl::StatusOr<int> ImportIntoStore(TuningStore& store, absl::string_view text);
+
+}  // namespace hccltune::db

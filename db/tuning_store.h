@@ -1,0 +1,198 @@
+// TuningStore: the node's memory of what is fast (../shared/ARCHITECTURE.md, db/).
+//
+// Content:
+//  - Tuned tables, one per topology fingerprint. A table holds entries keyed by (collective, dtype, world size,
+//    byte range [min, max)) with the winning configuration (canonical string) and its measurements. Every change
+//    to a table creates a new version (numbers only grow, also across DeleteTable); older versions are kept up to
+//    StoreOptions::max_versions so Rollback can restore one (as a new version with the old content).
+//  - Live statistics per (topology, collective, dtype, world size, power-of-two size bucket, configuration):
+//    count, mean, median/p90 from a log-scale histogram, last seen.
+//  - Sweeps (id, parameters, status, progress, times) and their raw samples, kept for the newest
+//    StoreOptions::max_sweeps_with_samples sweeps.
+//
+// Implementations: SqliteTuningStore (db/sqlite_store.h) and InMemoryTuningStore (db/memory_store.h); one
+// conformance suite (tests/unit/db/tuning_store_conformance_test.cc) runs against both.
+//
+// Errors: InvalidArgument for bad input (unknown names, overlapping or inverted ranges, absurd sizes),
+// NotFound for an unknown topology or version, FailedPrecondition for a database this build cannot use.
+// Thread-safety: every implementation is safe to call from several threads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/common/sizes.h"
+#include "runtime/common/types.h"
+
+namespace hccltune::db {
+
+// Sizes above this (other than an open upper end) are refused as absurd: 1 PiB.
+inline constexpr uint64_t kMaxBytes = 1ull << 50;
+inline constexpr int kMaxWorldSize = 1 << 20;
+
+struct Topology {
+  std::string fingerprint;  // 16 lower-case hex digits: SHA-256 prefix of `json`
+  std::string json;         // canonical JSON (CONVENTIONS.md, Topology fingerprint); may be empty on lookups
+};
+
+struct EntryKey {
+  Collective collective = Collective::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  int world_size = 1;
+  ByteRange range;
+
+  friend bool operator==(const EntryKey&, const EntryKey&) = default;
+};
+
+struct TunedEntry {
+  EntryKey key;
+  std::string configuration;  // canonical string of the winner
+  double time_us = 0;         // median, max over ranks
+  double busbw_gbps = 0;
+  uint64_t samples = 0;
+  std::string runner_up;      // canonical string, empty when none
+  double margin = 0;          // runner-up time / winner time - 1
+  double default_margin = 0;  // built-in default time / winner time - 1
+  std::string sweep_id;
+  std::string library_version;
+  int64_t measured_unix_ms = 0;
+
+  friend bool operator==(const TunedEntry&, const TunedEntry&) = default;
+};
+
+struct Table {
+  Topology topology;
+  int64_t version = 0;
+  std::string content_hash;  // SHA-256 hex over the canonical entry list (db/table_codec.h)
+  int64_t created_unix_ms = 0;
+  std::vector<TunedEntry> entries;  // sorted by key (collective, dtype, world, min)
+};
+
+struct TableSummary {
+  Topology topology;
+  int64_t latest_version = 0;
+  std::vector<int64_t> versions;  // ascending
+  uint64_t entries = 0;           // in the latest version
+  int64_t updated_unix_ms = 0;
+};
+
+struct PutOptions {
+  // The new version is at least this (import keeps the exported version number in a fresh store).
+  int64_t min_version = 0;
+  // 0 = now.
+  int64_t created_unix_ms = 0;
+};
+
+// One live sample: a per-rank call duration (CONVENTIONS.md, Timing).
+struct LiveSample {
+  Collective collective = Collective::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  int world_size = 1;
+  uint64_t bytes = 0;
+  std::string configuration;  // stored as given: callers pass the canonical string
+  double duration_us = 0;
+  int64_t unix_ms = 0;
+};
+
+struct LiveStats {
+  std::string fingerprint;
+  Collective collective = Collective::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  int world_size = 1;
+  ByteRange bucket;  // [2^k, 2^(k+1)); [0, 1) for zero bytes
+  std::string configuration;
+  uint64_t count = 0;
+  double mean_us = 0;
+  double median_us = 0;
+  double p90_us = 0;
+  int64_t last_seen_unix_ms = 0;
+};
+
+enum class SweepStatus : uint8_t { kPending, kRunning, kDone, kFailed, kCancelled };
+absl::string_view SweepStatusName(SweepStatus s);
+absl::StatusOr<SweepStatus> ParseSweepStatus(absl::string_view name);
+
+struct Sweep {
+  std::string id;
+  std::string params_json;
+  SweepStatus status = SweepStatus::kPending;
+  double progress = 0;  // 0..1
+  int64_t started_unix_ms = 0;
+  int64_t finished_unix_ms = 0;  // 0 while running
+  std::string message;
+
+  friend bool operator==(const Sweep&, const Sweep&) = default;
+};
+
+// One raw measurement of a sweep.
+struct SweepSample {
+  Collective collective = Collective::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  int world_size = 1;
+  uint64_t bytes = 0;
+  std::string configuration;
+  double time_us = 0;       // max over ranks
+  double rank_time_us = 0;  // per-rank statistic, comparable with live samples
+  int iteration = 0;
+
+  friend bool operator==(const SweepSample&, const SweepSample&) = default;
+};
+
+struct StoreInfo {
+  std::string path;  // empty for the in-memory store
+  uint64_t db_bytes = 0;
+  int schema_version = 0;
+  uint64_t tables = 0;
+  uint64_t entries = 0;  // over the latest versions
+  uint64_t live_samples = 0;
+};
+
+struct StoreOptions {
+  int max_versions = 16;            // versions kept per topology (>= 2)
+  int max_sweeps_with_samples = 8;  // raw samples are kept for this many newest sweeps
+  int busy_timeout_ms = 5000;       // SQLite
+};
+
+class TuningStore {
+ public:
+  virtual ~TuningStore() = default;
+
+  // --- tables ---
+  // Stores `entries` as the new content of the topology's table. The topology JSON is required the first time
+  // a fingerprint is stored and must hash to the fingerprint. Identical content to the latest version is not a
+  // change: the latest version number is returned and nothing is written. Returns the table's version.
+  virtual absl::StatusOr<int64_t> PutTable(const Topology& topology, absl::Span<const TunedEntry> entries,
+                                           const PutOptions& options) = 0;
+  // version 0 = latest. NotFound when the topology or version is unknown.
+  virtual absl::StatusOr<Table> GetTable(absl::string_view fingerprint, int64_t version) = 0;
+  // The entry whose key matches and whose range holds `bytes`, in `version` (0 = latest); nullopt when none.
+  virtual absl::StatusOr<std::optional<TunedEntry>> Lookup(absl::string_view fingerprint, Collective collective,
+                                                           DataType dtype, int world_size, uint64_t bytes,
+                                                           int64_t version) = 0;
+  virtual absl::StatusOr<std::vector<TableSummary>> ListTables() = 0;
+  // Removes every version; returns how many. NotFound when the topology has no table.
+  virtual absl::StatusOr<uint64_t> DeleteTable(absl::string_view fingerprint) = 0;
+  // Makes the content of `to_version` (0 = the one before the latest) the new latest version; returns it.
+  virtual absl::StatusOr<int64_t> Rollback(absl::string_view fingerprint, int64_t to_version) = 0;
+
+  // --- live statistics ---
+  // Adds samples, all in one transaction.
+  virtual absl::Status RecordLiveSamples(absl::string_view fingerprint, absl::Span<const LiveSample> samples) = 0;
+  virtual absl::StatusOr<std::vector<LiveStats>> GetLiveStats(absl::string_view fingerprint) = 0;
+
+  // --- sweeps ---
+  virtual absl::Status PutSweep(const Sweep& sweep) = 0;  // insert or update
+  virtual absl::StatusOr<Sweep> GetSweep(absl::string_view id) = 0;
+  virtual absl::StatusOr<std::vector<Sweep>> ListSweeps() = 0;  // newest first
+  virtual absl::Status AddSweepSamples(absl::string_view sweep_id, absl::Span<const SweepSample> samples) = 0;
+  virtual absl::StatusOr<std::vector<SweepSample>> GetSweepSamples(absl::string_view sweep_id) = 0;
+
+  virtual absl::StatusOr<StoreInfo> Info() = 0;
+};
+
+}  // namespace hccltune::db

@@ -1,0 +1,246 @@
+// TunerHandlers without a socket: request validation and status codes, caching, live ingest bounds.
+#include "daemon/handlers.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "daemon/proto_convert.h"
+#include "db/memory_store.h"
+#include "runtime/common/configuration.h"
+#include "tests/unit/db/test_util.h"
+
+namespace hccltune::daemon {
+namespace {
+
+using db::testing::MakeEntry;
+using db::testing::MakeTopology;
+
+class HandlersTest : public ::testing::Test {
+ protected:
+  HandlersTest() : ingest_(&store_, IngestOptions{1000, 500, 10}), h_(&store_, &ingest_, HandlerLimits{2000, 100}) {}
+
+  v1::PutTableRequest PutRequest(const db::Topology& topo, std::vector<db::TunedEntry> entries) {
+    v1::PutTableRequest req;
+    req.mutable_topology()->set_fingerprint(topo.fingerprint);
+    req.mutable_topology()->set_json(topo.json);
+    for (const auto& e : entries) rpc::EntryToProto(e, req.add_entries());
+    return req;
+  }
+  int64_t Put(const db::Topology& topo, std::vector<db::TunedEntry> entries) {
+    v1::PutTableResponse resp;
+    EXPECT_TRUE(h_.PutTable(PutRequest(topo, entries), &resp).ok());
+    return resp.version();
+  }
+
+  db::InMemoryTuningStore store_;
+  LiveIngest ingest_;
+  TunerHandlers h_;
+  db::Topology topo_ = MakeTopology(2);
+};
+
+TEST_F(HandlersTest, GetTableServesAndHonoursIfNewerThan) {
+  Put(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring"),
+              MakeEntry(Collective::kAllreduce, 4, 0, kUnbounded, "one_shot")});
+  v1::GetTableRequest req;
+  req.mutable_topology()->set_fingerprint(topo_.fingerprint);
+  v1::GetTableResponse resp;
+  ASSERT_TRUE(h_.GetTable(req, &resp).ok());
+  EXPECT_FALSE(resp.unchanged());
+  EXPECT_EQ(resp.table().version(), 1);
+  EXPECT_EQ(resp.table().entries_size(), 2);
+  EXPECT_EQ(resp.table().topology().json(), topo_.json);
+  EXPECT_EQ(resp.table().content_hash().size(), 64u);
+
+  req.set_world_size(4);
+  v1::GetTableResponse only4;
+  ASSERT_TRUE(h_.GetTable(req, &only4).ok());
+  EXPECT_EQ(only4.table().entries_size(), 1);
+  EXPECT_NE(only4.table().content_hash(), resp.table().content_hash());
+
+  req.set_world_size(0);
+  req.set_if_newer_than(1);
+  v1::GetTableResponse same;
+  ASSERT_TRUE(h_.GetTable(req, &same).ok());
+  EXPECT_TRUE(same.unchanged());
+  EXPECT_FALSE(same.has_table());
+
+  Put(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "halving_doubling")});
+  v1::GetTableResponse newer;
+  ASSERT_TRUE(h_.GetTable(req, &newer).ok());  // the cache was invalidated
+  EXPECT_FALSE(newer.unchanged());
+  EXPECT_EQ(newer.table().version(), 2);
+  EXPECT_EQ(newer.table().entries_size(), 1);
+
+  req.set_if_newer_than(0);
+  req.set_version(1);  // pinned
+  v1::GetTableResponse pinned;
+  ASSERT_TRUE(h_.GetTable(req, &pinned).ok());
+  EXPECT_EQ(pinned.table().version(), 1);
+}
+
+TEST_F(HandlersTest, BadInputGetsProperCodes) {
+  Put(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")});
+  v1::GetTableRequest gt;
+  gt.mutable_topology()->set_fingerprint("nothex");
+  v1::GetTableResponse gtr;
+  EXPECT_EQ(h_.GetTable(gt, &gtr).code(), absl::StatusCode::kInvalidArgument);
+  gt.mutable_topology()->set_fingerprint(MakeTopology(9).fingerprint);
+  EXPECT_EQ(h_.GetTable(gt, &gtr).code(), absl::StatusCode::kNotFound);
+  gt.mutable_topology()->set_fingerprint(topo_.fingerprint);
+  gt.set_world_size(-3);
+  EXPECT_EQ(h_.GetTable(gt, &gtr).code(), absl::StatusCode::kInvalidArgument);
+  gt.set_world_size(0);
+  gt.set_version(77);
+  EXPECT_EQ(h_.GetTable(gt, &gtr).code(), absl::StatusCode::kNotFound);
+
+  v1::GetConfigRequest gc;
+  gc.mutable_topology()->set_fingerprint(topo_.fingerprint);
+  gc.set_collective("allreduce");
+  gc.set_dtype("fp32");
+  gc.set_world_size(8);
+  gc.set_bytes(1024);
+  v1::GetConfigResponse gcr;
+  ASSERT_TRUE(h_.GetConfig(gc, &gcr).ok());
+  EXPECT_TRUE(gcr.found());
+  EXPECT_EQ(gcr.table_version(), 1);
+  gc.set_collective("allreduse");
+  EXPECT_EQ(h_.GetConfig(gc, &gcr).code(), absl::StatusCode::kInvalidArgument);
+  gc.set_collective("allreduce");
+  gc.set_dtype("fp128");
+  EXPECT_EQ(h_.GetConfig(gc, &gcr).code(), absl::StatusCode::kInvalidArgument);
+  gc.set_dtype("fp32");
+  gc.set_bytes(uint64_t(1) << 62);
+  EXPECT_EQ(h_.GetConfig(gc, &gcr).code(), absl::StatusCode::kInvalidArgument);
+  gc.set_bytes(10);
+  gc.set_world_size(0);
+  EXPECT_EQ(h_.GetConfig(gc, &gcr).code(), absl::StatusCode::kInvalidArgument);
+  gc.set_world_size(3);
+  v1::GetConfigResponse none;
+  ASSERT_TRUE(h_.GetConfig(gc, &none).ok());
+  EXPECT_FALSE(none.found());
+
+  v1::PutTableResponse pr;
+  auto bad_put = PutRequest(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")});
+  bad_put.mutable_entries(0)->mutable_key()->set_collective("warp");
+  EXPECT_EQ(h_.PutTable(bad_put, &pr).code(), absl::StatusCode::kInvalidArgument);
+  std::vector<db::TunedEntry> many;
+  for (int i = 0; i < 101; ++i) many.push_back(MakeEntry(Collective::kAllreduce, 8, i, i + 1, "ring"));
+  EXPECT_EQ(h_.PutTable(PutRequest(topo_, many), &pr).code(), absl::StatusCode::kInvalidArgument);  // > limit
+
+  v1::RollbackRequest rb;
+  rb.mutable_topology()->set_fingerprint(topo_.fingerprint);
+  v1::RollbackResponse rbr;
+  EXPECT_EQ(h_.Rollback(rb, &rbr).code(), absl::StatusCode::kFailedPrecondition);
+  rb.set_to_version(-1);
+  EXPECT_EQ(h_.Rollback(rb, &rbr).code(), absl::StatusCode::kInvalidArgument);
+
+  v1::DeleteTableRequest del;
+  del.mutable_topology()->set_fingerprint(MakeTopology(9).fingerprint);
+  v1::DeleteTableResponse delr;
+  EXPECT_EQ(h_.DeleteTable(del, &delr).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(HandlersTest, PutReportsChangeAndRollbackMakesANewVersion) {
+  v1::PutTableResponse r1, r2, r3;
+  ASSERT_TRUE(h_.PutTable(PutRequest(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")}), &r1).ok());
+  EXPECT_TRUE(r1.changed());
+  ASSERT_TRUE(h_.PutTable(PutRequest(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")}), &r2).ok());
+  EXPECT_FALSE(r2.changed());
+  EXPECT_EQ(r2.version(), 1);
+  ASSERT_TRUE(h_.PutTable(PutRequest(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "bruck")}), &r3).ok());
+  v1::RollbackRequest rb;
+  rb.mutable_topology()->set_fingerprint(topo_.fingerprint);
+  v1::RollbackResponse rbr;
+  ASSERT_TRUE(h_.Rollback(rb, &rbr).ok());
+  EXPECT_EQ(rbr.new_version(), 3);
+  v1::GetConfigRequest gc;
+  gc.mutable_topology()->set_fingerprint(topo_.fingerprint);
+  gc.set_collective("allreduce");
+  gc.set_dtype("float32");
+  gc.set_world_size(8);
+  v1::GetConfigResponse gcr;
+  ASSERT_TRUE(h_.GetConfig(gc, &gcr).ok());
+  EXPECT_EQ(gcr.table_version(), 3);
+  EXPECT_EQ(gcr.entry().configuration().rfind("ring(", 0), 0u) << gcr.entry().configuration();
+  v1::ListTablesResponse lt;
+  ASSERT_TRUE(h_.ListTables(v1::ListTablesRequest(), &lt).ok());
+  ASSERT_EQ(lt.tables_size(), 1);
+  EXPECT_EQ(lt.tables(0).versions_size(), 3);
+}
+
+v1::TimingBatch Batch(const db::Topology& topo, int n, const std::string& coll = "allreduce") {
+  v1::TimingBatch b;
+  b.mutable_topology()->set_fingerprint(topo.fingerprint);
+  for (int i = 0; i < n; ++i) {
+    auto* s = b.add_samples();
+    s->set_collective(coll);
+    s->set_dtype("fp32");
+    s->set_world_size(8);
+    s->set_bytes(4096);
+    s->set_configuration("ring");
+    s->set_duration_us(10 + i % 5);
+  }
+  return b;
+}
+
+TEST_F(HandlersTest, ReportTimingsPersistsAndBoundsTheQueue) {
+  v1::ReportTimingsResponse resp;
+  ASSERT_TRUE(h_.ReportBatch(Batch(topo_, 300), &resp).ok());
+  EXPECT_EQ(resp.accepted(), 300u);
+  // Flood: the queue holds 1000 samples; whatever does not fit is dropped and counted.
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(h_.ReportBatch(Batch(topo_, 1500), &resp).ok());
+  EXPECT_GT(resp.dropped(), 0u);
+  EXPECT_EQ(resp.accepted() + resp.dropped(), 300u + 20 * 1500);
+  ingest_.Stop();
+  EXPECT_EQ(ingest_.persisted(), resp.accepted());
+  auto stats = store_.GetLiveStats(topo_.fingerprint);
+  ASSERT_TRUE(stats.ok());
+  ASSERT_EQ(stats->size(), 1u);
+  EXPECT_EQ((*stats)[0].count, resp.accepted());
+  EXPECT_EQ((*stats)[0].configuration, Configuration::Parse("ring")->ToString());  // canonicalized
+  v1::StatusResponse st;
+  ASSERT_TRUE(h_.Status(v1::StatusRequest(), &st).ok());
+  EXPECT_EQ(st.samples_dropped(), resp.dropped());
+  EXPECT_EQ(st.live_samples(), resp.accepted());
+}
+
+TEST_F(HandlersTest, ReportTimingsRefusesBadSamples) {
+  v1::ReportTimingsResponse resp;
+  EXPECT_EQ(h_.ReportBatch(Batch(topo_, 3, "allreduse"), &resp).code(), absl::StatusCode::kInvalidArgument);
+  auto neg = Batch(topo_, 1);
+  neg.mutable_samples(0)->set_duration_us(-5);
+  EXPECT_EQ(h_.ReportBatch(neg, &resp).code(), absl::StatusCode::kInvalidArgument);
+  auto cfg = Batch(topo_, 1);
+  cfg.mutable_samples(0)->set_configuration("ring(chnk=1M)");
+  EXPECT_EQ(h_.ReportBatch(cfg, &resp).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(h_.ReportBatch(Batch(topo_, 2001), &resp).code(), absl::StatusCode::kInvalidArgument);  // > cap
+  EXPECT_EQ(resp.accepted(), 0u);
+}
+
+TEST_F(HandlersTest, WaitForTableWakesOnANewVersionAndOnShutdown) {
+  v1::WatchTableRequest req;
+  req.mutable_topology()->set_fingerprint(topo_.fingerprint);
+  ASSERT_TRUE(h_.CheckWatch(req).ok());
+  v1::Table t;
+  EXPECT_FALSE(h_.WaitForTable(req, 0, absl::Milliseconds(20), &t));  // no table yet
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    Put(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")});
+  });
+  EXPECT_TRUE(h_.WaitForTable(req, 0, absl::Seconds(10), &t));
+  writer.join();
+  EXPECT_EQ(t.version(), 1);
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    h_.Shutdown();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(h_.WaitForTable(req, 1, absl::Seconds(10), &t));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  stopper.join();
+  EXPECT_EQ(h_.CheckWatch(req).code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace hccltune::daemon

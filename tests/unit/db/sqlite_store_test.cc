@@ -1,0 +1,165 @@
+// What only the SQLite store has: a file that persists, migrations, refusal of foreign files.
+#include "db/sqlite_store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include "tests/unit/db/test_util.h"
+
+namespace hccltune::db {
+namespace {
+
+using testing::MakeEntry;
+using testing::MakeTopology;
+using testing::TempDir;
+
+void RunSql(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(SqliteStore, PersistsAcrossReopen) {
+  TempDir dir;
+  Topology topo = MakeTopology(2);
+  {
+    auto s = OpenSqliteTuningStore(dir.File("t.db"));
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->PutTable(topo, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")}, {}).ok());
+  }
+  auto s = OpenSqliteTuningStore(dir.File("t.db"));
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto t = (*s)->GetTable(topo.fingerprint, 0);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->entries.size(), 1u);
+  auto info = (*s)->Info();
+  EXPECT_EQ(info->schema_version, kSchemaVersion);
+  EXPECT_EQ(info->path, dir.File("t.db"));
+  EXPECT_GT(info->db_bytes, 0u);
+}
+
+TEST(SqliteStore, UsesWal) {
+  TempDir dir;
+  ASSERT_TRUE(OpenSqliteTuningStore(dir.File("t.db")).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(dir.File("t.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+TEST(SqliteStore, RefusesAFileThatIsNotSqliteAndLeavesItAlone) {
+  TempDir dir;
+  const std::string path = dir.File("t.db");
+  std::ofstream(path) << "my precious notes\n";
+  auto s = OpenSqliteTuningStore(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.status().message().find("not an SQLite database"), std::string::npos) << s.status();
+  EXPECT_EQ(ReadAll(path), "my precious notes\n");
+}
+
+TEST(SqliteStore, RefusesACorruptDatabase) {
+  TempDir dir;
+  const std::string path = dir.File("t.db");
+  {
+    auto s = OpenSqliteTuningStore(path);
+    ASSERT_TRUE(s.ok());
+  }
+  std::string bytes = ReadAll(path);
+  // Keep the header magic, scribble over the rest of the first page.
+  for (size_t i = 16; i < bytes.size() && i < 4096; ++i) bytes[i] = static_cast<char>(0xA5);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  ::unlink((path + "-wal").c_str());
+  ::unlink((path + "-shm").c_str());
+  auto s = OpenSqliteTuningStore(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(ReadAll(path), bytes);
+}
+
+TEST(SqliteStore, RefusesAnotherApplicationsDatabase) {
+  TempDir dir;
+  const std::string path = dir.File("other.db");
+  RunSql(path, "CREATE TABLE customers(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers VALUES (1, 'a');");
+  auto s = OpenSqliteTuningStore(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.status().message().find("another application"), std::string::npos) << s.status();
+  RunSql(path, "SELECT * FROM customers");  // still there
+}
+
+TEST(SqliteStore, RefusesANewerSchema) {
+  TempDir dir;
+  const std::string path = dir.File("t.db");
+  ASSERT_TRUE(OpenSqliteTuningStore(path).ok());
+  RunSql(path, "PRAGMA user_version = 99");
+  auto s = OpenSqliteTuningStore(path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.status().message().find("schema version 99, newer"), std::string::npos) << s.status();
+}
+
+TEST(SqliteStore, AdoptsAnEmptySqliteFile) {
+  TempDir dir;
+  const std::string path = dir.File("t.db");
+  RunSql(path, "PRAGMA user_version = 0");
+  std::ofstream(dir.File("empty.db")).close();  // zero bytes: a new database
+  EXPECT_TRUE(OpenSqliteTuningStore(path).ok());
+  EXPECT_TRUE(OpenSqliteTuningStore(dir.File("empty.db")).ok());
+}
+
+TEST(SqliteStore, RefusesADirectoryAndAMissingParent) {
+  TempDir dir;
+  EXPECT_EQ(OpenSqliteTuningStore(dir.path()).status().code(), absl::StatusCode::kFailedPrecondition);
+  auto missing = OpenSqliteTuningStore(dir.File("no/such/dir/t.db"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("cannot open database"), std::string::npos) << missing.status();
+}
+
+TEST(SqliteStore, TwoHandlesOnOneFileSeeEachOther) {
+  TempDir dir;
+  auto a = OpenSqliteTuningStore(dir.File("t.db"));
+  auto b = OpenSqliteTuningStore(dir.File("t.db"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  Topology topo = MakeTopology(2);
+  ASSERT_TRUE((*a)->PutTable(topo, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")}, {}).ok());
+  EXPECT_TRUE((*b)->GetTable(topo.fingerprint, 0).ok());
+}
+
+TEST(LatencyHistogram, QuantilesAreWithinFivePercent) {
+  LatencyHistogram h;
+  for (int i = 1; i <= 1000; ++i) h.Add(i * 1.0);
+  EXPECT_EQ(h.Count(), 1000u);
+  EXPECT_NEAR(h.Quantile(0.5), 500, 25);
+  EXPECT_NEAR(h.Quantile(0.9), 900, 45);
+  auto round = LatencyHistogram::Decode(h.Encode());
+  ASSERT_TRUE(round.ok());
+  EXPECT_EQ(round->Quantile(0.9), h.Quantile(0.9));
+  EXPECT_FALSE(LatencyHistogram::Decode("short").ok());
+  LatencyHistogram extremes;
+  extremes.Add(0);
+  extremes.Add(1e15);
+  EXPECT_EQ(extremes.Count(), 2u);
+}
+
+TEST(SizeBucket, PowersOfTwo) {
+  EXPECT_EQ(SizeBucket(0), (ByteRange{0, 1}));
+  EXPECT_EQ(SizeBucket(1), (ByteRange{1, 2}));
+  EXPECT_EQ(SizeBucket(1000), (ByteRange{512, 1024}));
+  EXPECT_EQ(SizeBucket(1024), (ByteRange{1024, 2048}));
+}
+
+}  // namespace
+}  // namespace hccltune::db

@@ -1,0 +1,318 @@
+// One conformance suite for the TuningStore contract, run against every implementation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <thread>
+
+#include "db/memory_store.h"
+#include "db/sqlite_store.h"
+#include "db/table_json.h"
+#include "runtime/common/configuration.h"
+#include "tests/unit/db/test_util.h"
+
+namespace hccltune::db {
+namespace {
+
+using testing::MakeEntry;
+using testing::MakeTopology;
+using testing::TempDir;
+
+struct MemoryFactory {
+  static std::unique_ptr<TuningStore> Make(const TempDir&, StoreOptions o) {
+    return std::make_unique<InMemoryTuningStore>(o);
+  }
+};
+struct SqliteFactory {
+  static std::unique_ptr<TuningStore> Make(const TempDir& dir, StoreOptions o) {
+    auto s = OpenSqliteTuningStore(dir.File("tuning.db"), o);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *std::move(s) : nullptr;
+  }
+};
+
+template <typename Factory>
+class TuningStoreConformance : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StoreOptions o;
+    o.max_versions = 4;
+    o.max_sweeps_with_samples = 2;
+    store_ = Factory::Make(dir_, o);
+    ASSERT_NE(store_, nullptr);
+  }
+  TempDir dir_;
+  std::unique_ptr<TuningStore> store_;
+};
+
+using Implementations = ::testing::Types<MemoryFactory, SqliteFactory>;
+class Names {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    return std::is_same_v<T, MemoryFactory> ? "Memory" : "Sqlite";
+  }
+};
+TYPED_TEST_SUITE(TuningStoreConformance, Implementations, Names);
+
+std::vector<TunedEntry> ThreeEntries() {
+  return {MakeEntry(Collective::kAllreduce, 8, 64 * 1024, kUnbounded, "ring(chunk=1M)"),
+          MakeEntry(Collective::kAllreduce, 8, 0, 64 * 1024, "one_shot"),
+          MakeEntry(Collective::kAllgather, 8, 0, kUnbounded, "ring")};
+}
+
+TYPED_TEST(TuningStoreConformance, PutGetRoundTripsInCanonicalOrder) {
+  Topology topo = MakeTopology(2);
+  auto v = this->store_->PutTable(topo, ThreeEntries(), {});
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, 1);
+  auto t = this->store_->GetTable(topo.fingerprint, 0);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->version, 1);
+  EXPECT_EQ(t->topology.json, topo.json);
+  ASSERT_EQ(t->entries.size(), 3u);
+  EXPECT_EQ(t->entries[0].key.range.min, 0u);
+  EXPECT_EQ(t->entries[0].configuration, Configuration::Parse("one_shot")->ToString());  // canonical string
+  EXPECT_EQ(t->entries[1].key.range.max, kUnbounded);
+  EXPECT_EQ(t->entries[2].key.collective, Collective::kAllgather);
+  EXPECT_EQ(t->entries[1].runner_up, Configuration::Parse("one_shot")->ToString());
+  EXPECT_DOUBLE_EQ(t->entries[1].busbw_gbps, 1.25);
+  EXPECT_EQ(t->content_hash, ContentHash(t->entries));
+  EXPECT_EQ(t->content_hash.size(), 64u);
+}
+
+TYPED_TEST(TuningStoreConformance, IdenticalContentIsNotANewVersion) {
+  Topology topo = MakeTopology(2);
+  ASSERT_EQ(*this->store_->PutTable(topo, ThreeEntries(), {}), 1);
+  EXPECT_EQ(*this->store_->PutTable(topo, ThreeEntries(), {}), 1);
+  auto changed = ThreeEntries();
+  changed[0].configuration = "halving_doubling";
+  EXPECT_EQ(*this->store_->PutTable(Topology{topo.fingerprint, ""}, changed, {}), 2);
+  auto list = this->store_->ListTables();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 1u);
+  EXPECT_EQ((*list)[0].latest_version, 2);
+  EXPECT_EQ((*list)[0].versions, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ((*list)[0].entries, 3u);
+}
+
+TYPED_TEST(TuningStoreConformance, LookupFindsTheRangeHoldingBytes) {
+  Topology topo = MakeTopology(2);
+  ASSERT_TRUE(this->store_->PutTable(topo, ThreeEntries(), {}).ok());
+  auto small = this->store_->Lookup(topo.fingerprint, Collective::kAllreduce, DataType::kFloat32, 8, 100, 0);
+  ASSERT_TRUE(small.ok());
+  ASSERT_TRUE(small->has_value());
+  EXPECT_EQ((*small)->configuration, Configuration::Parse("one_shot")->ToString());
+  auto edge = this->store_->Lookup(topo.fingerprint, Collective::kAllreduce, DataType::kFloat32, 8, 64 * 1024, 0);
+  ASSERT_TRUE(edge.ok() && edge->has_value());
+  EXPECT_EQ((*edge)->configuration, Configuration::Parse("ring(chunk=1M)")->ToString());
+  auto other_world = this->store_->Lookup(topo.fingerprint, Collective::kAllreduce, DataType::kFloat32, 4, 100, 0);
+  ASSERT_TRUE(other_world.ok());
+  EXPECT_FALSE(other_world->has_value());
+  auto other_dtype = this->store_->Lookup(topo.fingerprint, Collective::kAllreduce, DataType::kFloat16, 8, 100, 0);
+  ASSERT_TRUE(other_dtype.ok());
+  EXPECT_FALSE(other_dtype->has_value());
+  auto unknown = this->store_->Lookup(MakeTopology(9).fingerprint, Collective::kAllreduce, DataType::kFloat32, 8, 1, 0);
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
+}
+
+TYPED_TEST(TuningStoreConformance, GapsBetweenRangesFindNothing) {
+  Topology topo = MakeTopology(3);
+  std::vector<TunedEntry> e = {MakeEntry(Collective::kBroadcast, 2, 0, 1024, "binomial_tree"),
+                               MakeEntry(Collective::kBroadcast, 2, 4096, 8192, "ring")};
+  ASSERT_TRUE(this->store_->PutTable(topo, e, {}).ok());
+  auto gap = this->store_->Lookup(topo.fingerprint, Collective::kBroadcast, DataType::kFloat32, 2, 2048, 0);
+  ASSERT_TRUE(gap.ok());
+  EXPECT_FALSE(gap->has_value());
+  auto above = this->store_->Lookup(topo.fingerprint, Collective::kBroadcast, DataType::kFloat32, 2, 8192, 0);
+  ASSERT_TRUE(above.ok());
+  EXPECT_FALSE(above->has_value());
+}
+
+TYPED_TEST(TuningStoreConformance, BadInputIsRefused) {
+  Topology topo = MakeTopology(2);
+  auto code = [&](std::vector<TunedEntry> e, Topology t) { return this->store_->PutTable(t, e, {}).status().code(); };
+  const auto kInvalid = absl::StatusCode::kInvalidArgument;
+  EXPECT_EQ(code(ThreeEntries(), Topology{"xyz", topo.json}), kInvalid);
+  EXPECT_EQ(code(ThreeEntries(), Topology{topo.fingerprint, ""}), kInvalid);  // first store needs the JSON
+  EXPECT_EQ(code(ThreeEntries(), Topology{MakeTopology(5).fingerprint, topo.json}), kInvalid);     // hash mismatch
+  EXPECT_EQ(code({MakeEntry(Collective::kAllreduce, 8, 100, 100, "ring")}, topo), kInvalid);       // empty range
+  EXPECT_EQ(code({MakeEntry(Collective::kAllreduce, 0, 0, 100, "ring")}, topo), kInvalid);         // world 0
+  EXPECT_EQ(code({MakeEntry(Collective::kAllreduce, 8, 0, 1ull << 60, "ring")}, topo), kInvalid);  // absurd
+  EXPECT_EQ(code({MakeEntry(Collective::kAllreduce, 8, 0, 100, "warp_drive")}, topo), kInvalid);
+  EXPECT_EQ(code({MakeEntry(Collective::kAllreduce, 8, 0, 100, "ring"),
+                  MakeEntry(Collective::kAllreduce, 8, 50, 200, "ring")},
+                 topo),
+            kInvalid);  // overlap
+  auto nan = MakeEntry(Collective::kAllreduce, 8, 0, 100, "ring");
+  nan.time_us = std::nan("");
+  EXPECT_EQ(code({nan}, topo), kInvalid);
+  auto list = this->store_->ListTables();
+  ASSERT_TRUE(list.ok());
+  EXPECT_TRUE(list->empty());  // nothing half-written
+  EXPECT_EQ(this->store_->GetTable("not-a-fingerprint", 0).status().code(), kInvalid);
+}
+
+TYPED_TEST(TuningStoreConformance, OldVersionsAreBoundedAndRollbackRestores) {
+  Topology topo = MakeTopology(2);
+  for (int i = 0; i < 6; ++i) {
+    std::vector<TunedEntry> e = {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring", 10 + i)};
+    ASSERT_EQ(*this->store_->PutTable(topo, e, {}), i + 1);
+  }
+  auto list = this->store_->ListTables();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ((*list)[0].versions, (std::vector<int64_t>{3, 4, 5, 6}));  // max_versions = 4
+  EXPECT_EQ(this->store_->GetTable(topo.fingerprint, 1).status().code(), absl::StatusCode::kNotFound);
+  auto rb = this->store_->Rollback(topo.fingerprint, 0);  // to 5
+  ASSERT_TRUE(rb.ok()) << rb.status();
+  EXPECT_EQ(*rb, 7);
+  auto t = this->store_->GetTable(topo.fingerprint, 0);
+  ASSERT_TRUE(t.ok());
+  EXPECT_DOUBLE_EQ(t->entries[0].time_us, 14);
+  EXPECT_EQ(t->content_hash, this->store_->GetTable(topo.fingerprint, 5)->content_hash);
+  auto rb3 = this->store_->Rollback(topo.fingerprint, 4);
+  ASSERT_TRUE(rb3.ok());
+  EXPECT_EQ(*rb3, 8);
+  EXPECT_DOUBLE_EQ(this->store_->GetTable(topo.fingerprint, 0)->entries[0].time_us, 13);
+  EXPECT_EQ(this->store_->Rollback(topo.fingerprint, 1).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->Rollback(MakeTopology(7).fingerprint, 0).status().code(), absl::StatusCode::kNotFound);
+}
+
+TYPED_TEST(TuningStoreConformance, RollbackWithoutEarlierVersionFails) {
+  Topology topo = MakeTopology(2);
+  ASSERT_TRUE(this->store_->PutTable(topo, ThreeEntries(), {}).ok());
+  EXPECT_EQ(this->store_->Rollback(topo.fingerprint, 0).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TYPED_TEST(TuningStoreConformance, DeleteKeepsVersionNumbersGrowing) {
+  Topology topo = MakeTopology(2);
+  ASSERT_EQ(*this->store_->PutTable(topo, ThreeEntries(), {}), 1);
+  auto changed = ThreeEntries();
+  changed.pop_back();
+  ASSERT_EQ(*this->store_->PutTable(topo, changed, {}), 2);
+  auto n = this->store_->DeleteTable(topo.fingerprint);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 2u);
+  EXPECT_EQ(this->store_->GetTable(topo.fingerprint, 0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->DeleteTable(topo.fingerprint).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(this->store_->ListTables()->empty());
+  EXPECT_EQ(*this->store_->PutTable(topo, ThreeEntries(), {}), 3);
+}
+
+TYPED_TEST(TuningStoreConformance, MinVersionAndCreatedTimeAreKept) {
+  Topology topo = MakeTopology(2);
+  auto v = this->store_->PutTable(topo, ThreeEntries(), PutOptions{42, 1234});
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 42);
+  auto t = this->store_->GetTable(topo.fingerprint, 0);
+  EXPECT_EQ(t->created_unix_ms, 1234);
+}
+
+TYPED_TEST(TuningStoreConformance, ExportImportExportIsByteIdentical) {
+  Topology a = MakeTopology(2), b = MakeTopology(4);
+  ASSERT_TRUE(this->store_->PutTable(a, ThreeEntries(), {}).ok());
+  ASSERT_TRUE(
+      this->store_->PutTable(b, {MakeEntry(Collective::kAlltoall, 32, 0, kUnbounded, "pairwise", 1.0 / 3)}, {}).ok());
+  ASSERT_TRUE(this->store_->PutTable(b, {MakeEntry(Collective::kAlltoall, 32, 0, kUnbounded, "bruck", 0.1)}, {}).ok());
+  auto first = ExportStore(*this->store_);
+  ASSERT_TRUE(first.ok());
+  TempDir other_dir;
+  auto other = TypeParam::Make(other_dir, StoreOptions{});
+  auto changed = ImportIntoStore(*other, *first);
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_EQ(*changed, 2);
+  auto second = ExportStore(*other);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*first, *second);
+  EXPECT_EQ(*ImportIntoStore(*other, *first), 0);  // importing again changes nothing
+  EXPECT_EQ(ImportIntoStore(*other, "{\"format\": \"something-else\"}").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ImportIntoStore(*other, "not json").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TYPED_TEST(TuningStoreConformance, LiveStatsAggregateCountMeanQuantiles) {
+  Topology topo = MakeTopology(2);
+  std::vector<LiveSample> batch;
+  for (int i = 1; i <= 100; ++i) {
+    batch.push_back(LiveSample{Collective::kAllreduce, DataType::kFloat32, 8, 3000, "ring", double(i), 1000 + i});
+  }
+  ASSERT_TRUE(this->store_->RecordLiveSamples(topo.fingerprint, absl::MakeConstSpan(batch).subspan(0, 50)).ok());
+  ASSERT_TRUE(this->store_->RecordLiveSamples(topo.fingerprint, absl::MakeConstSpan(batch).subspan(50)).ok());
+  std::vector<LiveSample> other = {
+      LiveSample{Collective::kAllreduce, DataType::kFloat32, 8, 5000, "one_shot", 7, 5}};  // other config
+  ASSERT_TRUE(this->store_->RecordLiveSamples(topo.fingerprint, other).ok());
+  auto stats = this->store_->GetLiveStats(topo.fingerprint);
+  ASSERT_TRUE(stats.ok());
+  ASSERT_EQ(stats->size(), 2u);
+  const LiveStats* ring = nullptr;
+  for (const LiveStats& s : *stats) {
+    if (s.configuration == "ring") ring = &s;
+  }
+  ASSERT_NE(ring, nullptr);
+  EXPECT_EQ(ring->count, 100u);
+  EXPECT_DOUBLE_EQ(ring->mean_us, 50.5);
+  EXPECT_NEAR(ring->median_us, 50, 50 * 0.05);
+  EXPECT_NEAR(ring->p90_us, 90, 90 * 0.05);
+  EXPECT_EQ(ring->last_seen_unix_ms, 1100);
+  EXPECT_EQ(ring->bucket, (ByteRange{2048, 4096}));
+  EXPECT_EQ(this->store_->Info()->live_samples, 101u);
+  std::vector<LiveSample> bad = {LiveSample{Collective::kAllreduce, DataType::kFloat32, 8, 1, "ring", -1, 0}};
+  EXPECT_EQ(this->store_->RecordLiveSamples(topo.fingerprint, bad).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TYPED_TEST(TuningStoreConformance, SweepsAndBoundedRawSamples) {
+  for (int i = 0; i < 3; ++i) {
+    Sweep s{absl::StrCat("sweep-", i), R"({"ranks":8})", SweepStatus::kRunning, 0.5, 1000 + i, 0, ""};
+    ASSERT_TRUE(this->store_->PutSweep(s).ok());
+    std::vector<SweepSample> samples = {
+        SweepSample{Collective::kAllreduce, DataType::kFloat32, 8, 1024, "ring", 5, 4, 0},
+        SweepSample{Collective::kAllreduce, DataType::kFloat32, 8, 1024, "ring", 6, 5, 1}};
+    ASSERT_TRUE(this->store_->AddSweepSamples(s.id, samples).ok());
+  }
+  Sweep done{"sweep-2", "{}", SweepStatus::kDone, 1, 1002, 2000, "ok"};
+  ASSERT_TRUE(this->store_->PutSweep(done).ok());
+  EXPECT_EQ(*this->store_->GetSweep("sweep-2"), done);
+  auto list = this->store_->ListSweeps();
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[0].id, "sweep-2");  // newest first
+  EXPECT_EQ(this->store_->GetSweepSamples("sweep-2")->size(), 2u);
+  EXPECT_EQ(this->store_->GetSweepSamples("sweep-1")->size(), 2u);
+  EXPECT_TRUE(this->store_->GetSweepSamples("sweep-0")->empty());  // beyond max_sweeps_with_samples
+  EXPECT_EQ(this->store_->GetSweep("nope").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->AddSweepSamples("nope", {}).code(), absl::StatusCode::kNotFound);
+}
+
+TYPED_TEST(TuningStoreConformance, InfoCountsLatestVersions) {
+  Topology topo = MakeTopology(2);
+  ASSERT_TRUE(this->store_->PutTable(topo, ThreeEntries(), {}).ok());
+  auto fewer = ThreeEntries();
+  fewer.pop_back();
+  ASSERT_TRUE(this->store_->PutTable(topo, fewer, {}).ok());
+  auto info = this->store_->Info();
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->tables, 1u);
+  EXPECT_EQ(info->entries, 2u);
+}
+
+TYPED_TEST(TuningStoreConformance, ConcurrentWritersAndReaders) {
+  Topology topo = MakeTopology(2);
+  ASSERT_TRUE(this->store_->PutTable(topo, ThreeEntries(), {}).ok());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        if (t % 2 == 0) {
+          std::vector<LiveSample> s(10, LiveSample{Collective::kAllreduce, DataType::kFloat32, 8, 64, "ring", 3, 1});
+          EXPECT_TRUE(this->store_->RecordLiveSamples(topo.fingerprint, s).ok());
+        } else {
+          EXPECT_TRUE(this->store_->GetTable(topo.fingerprint, 0).ok());
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(this->store_->Info()->live_samples, 400u);
+}
+
+}  // namespace
+}  // namespace hccltune::db
