@@ -2,11 +2,13 @@
 # (find_package(hccltune CONFIG) -> hccltune::runtime) and a pkg-config file (hccltune.pc).
 include(CMakePackageConfigHelpers)
 
-set(HCCL_TUNE_INSTALL_LIBS hccltune_common hccltune_algorithms hccltune_transport hccltune_runtime)
+set(HCCL_TUNE_INSTALL_LIBS hccltune_common hccltune_policies hccltune_algorithms hccltune_transport hccltune_runtime)
 install(TARGETS ${HCCL_TUNE_INSTALL_LIBS} EXPORT hccltuneTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY runtime/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hccltune/runtime
+        FILES_MATCHING PATTERN "*.h")
+install(DIRECTORY policies/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hccltune/policies
         FILES_MATCHING PATTERN "*.h")
 install(FILES ${PROJECT_BINARY_DIR}/generated/hccltune/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hccltune/hccltune)

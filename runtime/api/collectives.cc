@@ -144,15 +144,19 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
 
 absl::StatusOr<Configuration> CommImpl::Choose(const CollectiveArgs& args, const CallOptions& opt) const {
   if (opt.config.empty() || opt.config == "auto") {
-    return registry::BuiltinDefault(args.collective, CallBytes(args, size_), size_, topo_);
+    return *selector_->Choose(args.collective, args.dtype, CallBytes(args, size_)).config;
   }
+  const std::string key = absl::StrCat(CollectiveName(args.collective), "|", opt.config);
+  auto cached = parsed_configs_.find(key);
+  if (cached != parsed_configs_.end()) return cached->second;
   auto c = Configuration::Parse(opt.config);
   if (!c.ok()) return c.status();
   if (registry::Find(args.collective, c->algorithm) == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("configuration '", opt.config, "': ", CollectiveName(args.collective), " has no algorithm '",
-                     c->algorithm, "'; accepted: ", absl::StrJoin(registry::AlgorithmsFor(args.collective), ", ")));
+    return absl::InvalidArgumentError(absl::StrCat("configuration '", opt.config, "': ", CollectiveName(args.collective),
+                                                   " has no algorithm '", c->algorithm, "'; accepted: ",
+                                                   absl::StrJoin(registry::AlgorithmsFor(args.collective), ", ")));
   }
+  if (parsed_configs_.size() < 1024) parsed_configs_.emplace(key, *c);
   return c;
 }
 
@@ -168,6 +172,7 @@ absl::StatusOr<std::string> CommImpl::ResolveConfig(Collective c, DataType dtype
   a.count = bytes / DataTypeSize(dtype) / per;
   CallOptions opt;
   opt.config = config;
+  std::lock_guard<std::mutex> lock(exec_mu_);
   auto chosen = Choose(a, opt);
   if (!chosen.ok()) return chosen.status();
   return chosen->ToString();

@@ -220,6 +220,10 @@ absl::Status CommImpl::Setup() {
   topology_json_ = TopologyJson(facts);
   fingerprint_ = Fingerprint(topology_json_);
 
+  auto selector = Selector::Create(env_, size_, topo_);
+  if (!selector.ok()) return selector.status();
+  selector_.emplace(*std::move(selector));
+
   // Shared memory among the ranks of this node.
   prealloc_bytes_ = env_.buffsize_bytes;
   if (local_ranks_.size() > 1) {

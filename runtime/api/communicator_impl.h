@@ -8,12 +8,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "runtime/algorithms/algorithm.h"
 #include "runtime/api/communicator.h"
+#include "runtime/selector/selector.h"
 #include "runtime/transport/shm/shm_transport.h"
 #include "runtime/transport/stream_endpoint.h"
 #include "runtime/transport/tcp/tcp_transport.h"
@@ -120,6 +122,9 @@ class CommImpl final : public Communicator {
   std::vector<int> local_ranks_;
   int local_rank_ = 0;
   std::string fingerprint_, topology_json_;
+  std::optional<Selector> selector_;
+  // Configurations passed on calls, parsed once (guarded by exec_mu_).
+  mutable std::map<std::string, Configuration> parsed_configs_;
   std::unique_ptr<ShmDomain> shm_;
   std::unique_ptr<TcpDomain> tcp_;
   std::map<std::string, std::unique_ptr<StreamEndpoint>> endpoints_;

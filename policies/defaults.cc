@@ -1,0 +1,54 @@
+// The built-in defaults as data: what `auto` runs where no override and no tuned table applies. Started from
+// the seed's rules of thumb (2-8 ranks ring or double ring for bandwidth, trees from 16 ranks up, hierarchical
+// across nodes) and refined with this machine's measurements (docs/PERFORMANCE.md). The first matching line
+// wins; every collective ends with a catch-all line. Checked by tests: every configuration here is valid for
+// its collective in the registry.
+#include <cstdio>
+#include <cstdlib>
+
+#include "policies/rules.h"
+
+namespace hccltune::policies {
+namespace {
+
+constexpr absl::string_view kDefaults = R"(
+# collective   world    bytes    configuration
+allreduce      1-8      0-32K    recursive_doubling
+allreduce      1-8      32K-     ring(chunk=1M)
+allreduce      9-64     0-64K    recursive_doubling
+allreduce      9-64     64K-     halving_doubling
+allreduce      65-      0-        halving_doubling
+allgather      1-8      0-16K    recursive_doubling
+allgather      1-        0-       ring(chunk=1M)
+allgatherv     1-        0-       ring(chunk=1M)
+reducescatter  1-8      0-16K    halving_doubling
+reducescatter  1-        0-       ring(chunk=1M)
+broadcast      1-        0-64K    binomial_tree
+broadcast      1-        64K-     scatter_allgather
+reduce         1-        0-256K   binomial_tree
+reduce         1-        256K-    reducescatter_gather
+gather         1-        0-       binomial_tree
+scatter        1-        0-       binomial_tree
+alltoall       1-        0-4K     bruck
+alltoall       1-        4K-      pairwise
+alltoallv      1-        0-       pairwise
+barrier        1-        0-       dissemination
+)";
+
+}  // namespace
+
+absl::string_view BuiltinDefaultsText() { return kDefaults; }
+
+const RuleSet& BuiltinDefaults() {
+  static const RuleSet* set = [] {
+    auto parsed = ParseRuleTable(kDefaults, "built-in defaults");
+    if (!parsed.ok()) {  // a defect of this file, caught by policies_test
+      std::fprintf(stderr, "hccl-tune: %s\n", std::string(parsed.status().message()).c_str());
+      std::abort();
+    }
+    return new RuleSet(*std::move(parsed));
+  }();
+  return *set;
+}
+
+}  // namespace hccltune::policies

@@ -1,0 +1,161 @@
+#include "runtime/selector/selector.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "runtime/algorithms/registry.h"
+#include "runtime/common/logging.h"
+
+namespace hccltune {
+
+absl::string_view ChoiceSourceName(ChoiceSource s) {
+  switch (s) {
+    case ChoiceSource::kCall: return "call";
+    case ChoiceSource::kTuneAlgo: return "HCCL_TUNE_ALGO";
+    case ChoiceSource::kHcclAlgo: return "HCCL_ALGO";
+    case ChoiceSource::kTable: return "table";
+    case ChoiceSource::kDefault: return "default";
+  }
+  return "default";
+}
+
+std::string TunedTable::Serialize() const {
+  std::string out = absl::StrCat("hccltune-table 1\n", version, "\n", content_hash, "\n");
+  for (const TunedEntry& e : entries) {
+    absl::StrAppend(&out, CollectiveName(e.collective), " ", DataTypeName(e.dtype), " ", e.world_size, " ",
+                    e.bytes.min, " ", e.bytes.max, " ", e.config.ToString(), "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<TunedTable> TunedTable::Deserialize(absl::string_view text) {
+  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  if (lines.size() < 2 || lines[0] != "hccltune-table 1") return absl::DataLossError("tuned table: bad header");
+  TunedTable t;
+  if (!absl::SimpleAtoi(lines[1], &t.version)) return absl::DataLossError("tuned table: bad version");
+  size_t first = 2;
+  if (lines.size() > 2 && lines[2].find(' ') == absl::string_view::npos) {
+    t.content_hash = std::string(lines[2]);
+    first = 3;
+  }
+  for (size_t i = first; i < lines.size(); ++i) {
+    std::vector<absl::string_view> f = absl::StrSplit(lines[i], absl::MaxSplits(' ', 5));
+    TunedEntry e;
+    auto c = f.size() == 6 ? ParseCollective(f[0]) : absl::InvalidArgumentError("fields");
+    auto d = f.size() == 6 ? ParseDataType(f[1]) : absl::InvalidArgumentError("fields");
+    auto cfg = f.size() == 6 ? Configuration::Parse(f[5]) : absl::InvalidArgumentError("fields");
+    if (!c.ok() || !d.ok() || !cfg.ok() || !absl::SimpleAtoi(f[2], &e.world_size) ||
+        !absl::SimpleAtoi(f[3], &e.bytes.min) || !absl::SimpleAtoi(f[4], &e.bytes.max)) {
+      return absl::DataLossError(absl::StrCat("tuned table: bad entry '", lines[i], "'"));
+    }
+    e.collective = *c;
+    e.dtype = *d;
+    e.config = *std::move(cfg);
+    t.entries.push_back(std::move(e));
+  }
+  return t;
+}
+
+absl::StatusOr<Selector> Selector::Create(const Environment& env, int world_size, const GroupTopology& topo) {
+  Selector s;
+  s.world_ = world_size;
+  s.topo_ = topo;
+  auto overrides = policies::ParseTuneAlgo(env.tune_algo);
+  if (!overrides.ok()) return overrides.status();
+  for (Collective c : AllCollectives()) {
+    for (const policies::Rule& r : overrides->RulesFor(c)) {
+      if (registry::Find(c, r.config.algorithm) == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("HCCL_TUNE_ALGO: ", CollectiveName(c), " has no algorithm '", r.config.algorithm,
+                         "'; accepted: ", absl::StrJoin(registry::AlgorithmsFor(c), ", ")));
+      }
+    }
+  }
+  s.overrides_ = *std::move(overrides);
+  auto hccl = policies::ParseHcclAlgo(env.hccl_algo);
+  if (!hccl.ok()) return hccl.status();
+  for (Collective c : AllCollectives()) {
+    const policies::HcclLevels* lv = hccl->For(c);
+    if (lv == nullptr) continue;
+    std::optional<std::string> name;
+    if (topo.num_nodes > 1 && lv->level1) {
+      // Between nodes: hierarchical(intra=level0 or ring, inter=level1) where the collective has it.
+      if (registry::Find(c, "hierarchical") != nullptr && *lv->level1 != "hierarchical") {
+        Configuration h = *Configuration::Default("hierarchical");
+        if (lv->level0 && registry::Find(c, *lv->level0) != nullptr) {
+          h.intra = std::make_shared<const Configuration>(*Configuration::Default(*lv->level0));
+        }
+        h.inter = std::make_shared<const Configuration>(*Configuration::Default(*lv->level1));
+        s.hccl_algo_[static_cast<size_t>(c)] = h;
+        continue;
+      }
+      name = lv->level1;
+    } else if (lv->level0) {
+      name = lv->level0;
+    }
+    // An HCCL name the collective does not implement leaves it automatic (HCCL_ALGO is global).
+    if (name && registry::Find(c, *name) != nullptr) {
+      s.hccl_algo_[static_cast<size_t>(c)] = *Configuration::Default(*name);
+    } else if (name && hccl->per[static_cast<size_t>(c)]) {
+      return absl::InvalidArgumentError(absl::StrCat("HCCL_ALGO: ", CollectiveName(c), " has no algorithm '",
+                                                     *name, "'; accepted: ",
+                                                     absl::StrJoin(registry::AlgorithmsFor(c), ", ")));
+    }
+  }
+  for (Collective c : AllCollectives()) {
+    s.fallback_[static_cast<size_t>(c)] = registry::BuiltinDefault(c, 0, world_size, topo);
+  }
+  return s;
+}
+
+void Selector::SetTable(std::shared_ptr<const TunedTable> table) {
+  for (auto& row : slots_) {
+    for (auto& v : row) v.clear();
+  }
+  table_ = std::move(table);
+  if (!table_) return;
+  for (const TunedEntry& e : table_->entries) {
+    if (e.world_size != world_) continue;
+    if (registry::Find(e.collective, e.config.algorithm) == nullptr) {
+      Log(LogLevel::kWarn, "tuned table v", table_->version, ": ", CollectiveName(e.collective),
+          " has no algorithm '", e.config.algorithm, "'; entry ignored");
+      continue;
+    }
+    slots_[static_cast<size_t>(e.collective)][static_cast<size_t>(e.dtype)].push_back(
+        Slot{e.bytes.min, e.bytes.max, &e.config});
+  }
+  for (auto& row : slots_) {
+    for (auto& v : row) std::sort(v.begin(), v.end(), [](const Slot& a, const Slot& b) { return a.min < b.min; });
+  }
+}
+
+const std::string& Selector::table_hash() const {
+  static const std::string kNone;
+  return table_ ? table_->content_hash : kNone;
+}
+
+Selector::Choice Selector::Choose(Collective c, DataType dtype, uint64_t bytes) const {
+  const size_t ci = static_cast<size_t>(c);
+  if (overrides_.Covers(c)) {
+    if (const Configuration* cfg = overrides_.Find(c, world_, bytes)) return {cfg, ChoiceSource::kTuneAlgo};
+  }
+  if (hccl_algo_[ci]) return {&*hccl_algo_[ci], ChoiceSource::kHcclAlgo};
+  const std::vector<Slot>& slots = slots_[ci][static_cast<size_t>(dtype)];
+  if (!slots.empty()) {
+    // Last slot whose min <= bytes.
+    auto it = std::upper_bound(slots.begin(), slots.end(), bytes, [](uint64_t b, const Slot& s) { return b < s.min; });
+    if (it != slots.begin()) {
+      --it;
+      if (bytes < it->max) return {it->config, ChoiceSource::kTable};
+    }
+  }
+  if (const Configuration* cfg = policies::BuiltinDefaults().Find(c, world_, bytes)) {
+    return {cfg, ChoiceSource::kDefault};
+  }
+  return {&fallback_[ci], ChoiceSource::kDefault};
+}
+
+}  // namespace hccltune

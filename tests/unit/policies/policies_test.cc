@@ -1,0 +1,180 @@
+#include <gtest/gtest.h>
+
+#include "policies/rules.h"
+#include "runtime/algorithms/registry.h"
+#include "runtime/selector/selector.h"
+
+namespace hccltune {
+namespace {
+
+using policies::ParseHcclAlgo;
+using policies::ParseRuleTable;
+using policies::ParseTuneAlgo;
+
+bool Has(const absl::Status& s, absl::string_view what) { return s.message().find(what) != absl::string_view::npos; }
+
+TEST(TuneAlgo, ConventionsExample) {
+  auto set = ParseTuneAlgo("allreduce:0-64K=one_shot,64K-=ring(chunk=1M,channels=2)/allgather:0-=ring");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->Find(Collective::kAllreduce, 4, 100)->ToString(), "one_shot(channels=1,link=auto)");
+  EXPECT_EQ(set->Find(Collective::kAllreduce, 4, 65536)->ToString(), "ring(chunk=1M,channels=2,link=auto)");
+  EXPECT_EQ(set->Find(Collective::kAllgather, 4, 1)->algorithm, "ring");
+  EXPECT_EQ(set->Find(Collective::kBroadcast, 4, 1), nullptr);
+  EXPECT_TRUE(ParseTuneAlgo("")->empty());
+  // Nested configurations with commas inside parentheses.
+  auto h = ParseTuneAlgo("allreduce:1M-=hierarchical(intra=ring(link=shm),inter=halving_doubling(link=tcp))");
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->Find(Collective::kAllreduce, 4, 1 << 20)->inter->algorithm, "halving_doubling");
+}
+
+TEST(TuneAlgo, ErrorsPointAtThePosition) {
+  struct Case {
+    const char* text;
+    const char* needle;
+  } cases[] = {
+      {"allreduce", "at 0: expected COLLECTIVE:"},
+      {"allreduz:0-=ring", "unknown collective 'allreduz'"},
+      {"allreduce:0-64K", "expected RANGE=CONFIGURATION"},
+      {"allreduce:64K-0=ring", "empty or inverted"},
+      {"allreduce:0-=rnig", "unknown algorithm 'rnig'"},
+      {"allreduce:0-=ring/allreduce:0-=ring", "given twice"},
+      {"allreduce:0-=ring(chunk=0)", "chunk must be a positive"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseTuneAlgo(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_TRUE(Has(r.status(), c.needle)) << c.text << " -> " << r.status();
+    EXPECT_TRUE(Has(r.status(), "HCCL_TUNE_ALGO=")) << r.status();
+  }
+}
+
+TEST(HcclAlgo, GlobalAndPerCollective) {
+  auto g = ParseHcclAlgo("level0:NA;level1:H-D_R");
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_FALSE(g->For(Collective::kAllreduce)->level0.has_value());
+  EXPECT_EQ(*g->For(Collective::kAllgather)->level1, "halving_doubling");
+  auto p = ParseHcclAlgo("allreduce=level0:ring;level1:pipeline/allgather=level0:NA;level1:ring");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(*p->For(Collective::kAllreduce)->level0, "ring");
+  EXPECT_EQ(*p->For(Collective::kAllreduce)->level1, "hierarchical");
+  EXPECT_EQ(p->For(Collective::kBroadcast), nullptr);
+  auto refused = ParseHcclAlgo("level0:NHR;level1:NB");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(Has(refused.status(), "'NHR' is not implemented")) << refused.status();
+  EXPECT_TRUE(Has(refused.status(), "accepted: ring, H-D_R, pipeline, NA")) << refused.status();
+  EXPECT_FALSE(ParseHcclAlgo("level7:ring").ok());
+  EXPECT_FALSE(ParseHcclAlgo("allreduz=level0:ring").ok());
+}
+
+TEST(Defaults, EveryLineParsesAndNamesARegisteredAlgorithm) {
+  const auto& d = policies::BuiltinDefaults();
+  for (Collective c : AllCollectives()) {
+    if (c == Collective::kSendRecv) continue;
+    ASSERT_FALSE(d.RulesFor(c).empty()) << CollectiveName(c) << " has no default";
+    for (const auto& r : d.RulesFor(c)) {
+      EXPECT_NE(registry::Find(c, r.config.algorithm), nullptr)
+          << CollectiveName(c) << " default '" << r.config.ToString() << "' is not a registered algorithm";
+    }
+    // Every world size and size has a default.
+    for (int world : {1, 2, 8, 9, 64, 65, 1000}) {
+      for (uint64_t bytes : {uint64_t{0}, uint64_t{4096}, uint64_t{1} << 20, uint64_t{1} << 34}) {
+        EXPECT_NE(d.Find(c, world, bytes), nullptr) << CollectiveName(c) << " " << world << " " << bytes;
+      }
+    }
+  }
+  auto bad = ParseRuleTable("allreduce 2-8 0-64K ring\nallreduce x 0- ring\n", "test table");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(Has(bad.status(), "test table line 2")) << bad.status();
+}
+
+GroupTopology OneNode(int n) {
+  GroupTopology t;
+  t.node_of.assign(static_cast<size_t>(n), 0);
+  return t;
+}
+
+TEST(Selector, PrecedenceOverrideThenHcclAlgoThenTableThenDefaults) {
+  Environment env;
+  env.tune_algo = "allreduce:0-1K=one_shot";
+  env.hccl_algo = "level0:ring";
+  auto s = Selector::Create(env, 4, OneNode(4));
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto table = std::make_shared<TunedTable>();
+  table->version = 3;
+  table->entries.push_back({Collective::kAllreduce, DataType::kFloat32, 4, {0, 1 << 20},
+                            *Configuration::Parse("halving_doubling")});
+  table->entries.push_back({Collective::kBarrier, DataType::kUint8, 4, {0, kUnbounded},
+                            *Configuration::Parse("dissemination(link=tcp)")});
+  table->entries.push_back({Collective::kBarrier, DataType::kUint8, 8, {0, kUnbounded},
+                            *Configuration::Parse("dissemination(link=shm)")});  // other world size
+  s->SetTable(table);
+  auto c = s->Choose(Collective::kAllreduce, DataType::kFloat32, 100);
+  EXPECT_EQ(c.source, ChoiceSource::kTuneAlgo);
+  EXPECT_EQ(c.config->algorithm, "one_shot");
+  c = s->Choose(Collective::kAllreduce, DataType::kFloat32, 4096);
+  EXPECT_EQ(c.source, ChoiceSource::kHcclAlgo);  // HCCL_ALGO level0:ring applies to every collective with ring
+  EXPECT_EQ(c.config->algorithm, "ring");
+  c = s->Choose(Collective::kBarrier, DataType::kUint8, 0);
+  EXPECT_EQ(c.source, ChoiceSource::kTable);
+  EXPECT_EQ(c.config->ToString(), "dissemination(link=tcp)");
+  c = s->Choose(Collective::kScatter, DataType::kFloat32, 64);
+  EXPECT_EQ(c.source, ChoiceSource::kDefault);
+
+  Environment plain;
+  auto t = Selector::Create(plain, 4, OneNode(4));
+  t->SetTable(table);
+  c = t->Choose(Collective::kAllreduce, DataType::kFloat32, 1000);
+  EXPECT_EQ(c.source, ChoiceSource::kTable);
+  EXPECT_EQ(c.config->algorithm, "halving_doubling");
+  c = t->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20);  // past the entry's range
+  EXPECT_EQ(c.source, ChoiceSource::kDefault);
+  c = t->Choose(Collective::kAllreduce, DataType::kFloat16, 1000);  // other dtype
+  EXPECT_EQ(c.source, ChoiceSource::kDefault);
+  EXPECT_EQ(t->table_version(), 3);
+}
+
+TEST(Selector, HcclAlgoLevel1OnSeveralNodesIsHierarchical) {
+  Environment env;
+  env.hccl_algo = "level0:ring;level1:H-D_R";
+  GroupTopology two;
+  two.node_of = {0, 0, 1, 1};
+  two.num_nodes = 2;
+  auto s = Selector::Create(env, 4, two);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto c = s->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20);
+  EXPECT_EQ(c.config->ToString(),
+            "hierarchical(intra=ring(chunk=512K,channels=1,link=auto),inter=halving_doubling(channels=1,link=auto))");
+  // reducescatter has halving_doubling but no hierarchical: the flat algorithm.
+  EXPECT_EQ(s->Choose(Collective::kReducescatter, DataType::kFloat32, 1 << 20).config->algorithm, "halving_doubling");
+  // allgather has neither: stays automatic.
+  EXPECT_EQ(s->Choose(Collective::kAllgather, DataType::kFloat32, 1 << 20).source, ChoiceSource::kDefault);
+}
+
+TEST(Selector, OverridesNamingMissingAlgorithmsAreErrors) {
+  Environment env;
+  env.tune_algo = "allgather:0-=halving_doubling";
+  auto s = Selector::Create(env, 4, OneNode(4));
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Has(s.status(), "HCCL_TUNE_ALGO: allgather has no algorithm 'halving_doubling'")) << s.status();
+  env.tune_algo = "";
+  env.hccl_algo = "allgather=level0:H-D_R";
+  s = Selector::Create(env, 4, OneNode(4));
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Has(s.status(), "HCCL_ALGO: allgather has no algorithm")) << s.status();
+}
+
+TEST(TunedTable, SerializeRoundTrip) {
+  TunedTable t;
+  t.version = 7;
+  t.content_hash = "abc123";
+  t.entries.push_back({Collective::kAllreduce, DataType::kBfloat16, 2, {1024, kUnbounded},
+                       *Configuration::Parse("hierarchical(intra=ring(link=shm),inter=ring(link=tcp@10.0.0.0/8))")});
+  auto back = TunedTable::Deserialize(t.Serialize());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->Serialize(), t.Serialize());
+  EXPECT_EQ(back->entries[0].bytes.max, kUnbounded);
+  EXPECT_FALSE(TunedTable::Deserialize("garbage").ok());
+}
+
+}  // namespace
+}  // namespace hccltune
