@@ -28,9 +28,9 @@ namespace hccltune::policies {
 
 struct Rule {
   Collective collective = Collective::kAllreduce;
-  int min_world = 1;                // inclusive
-  int max_world = 1 << 30;          // inclusive
-  ByteRange bytes;                  // [min, max)
+  int min_world = 1;        // inclusive
+  int max_world = 1 << 30;  // inclusive
+  ByteRange bytes;          // [min, max)
   Configuration config;
 };
 
@@ -60,7 +60,7 @@ struct HcclLevels {
   std::optional<std::string> level1;
 };
 struct HcclAlgo {
-  std::optional<HcclLevels> all;                           // applies to every collective
+  std::optional<HcclLevels> all;                               // applies to every collective
   std::array<std::optional<HcclLevels>, kNumCollectives> per;  // explicit per-collective settings win
   bool empty() const;
   const HcclLevels* For(Collective c) const;

@@ -152,9 +152,9 @@ absl::StatusOr<Configuration> CommImpl::Choose(const CollectiveArgs& args, const
   auto c = Configuration::Parse(opt.config);
   if (!c.ok()) return c.status();
   if (registry::Find(args.collective, c->algorithm) == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("configuration '", opt.config, "': ", CollectiveName(args.collective),
-                                                   " has no algorithm '", c->algorithm, "'; accepted: ",
-                                                   absl::StrJoin(registry::AlgorithmsFor(args.collective), ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("configuration '", opt.config, "': ", CollectiveName(args.collective), " has no algorithm '",
+                     c->algorithm, "'; accepted: ", absl::StrJoin(registry::AlgorithmsFor(args.collective), ", ")));
   }
   if (parsed_configs_.size() < 1024) parsed_configs_.emplace(key, *c);
   return c;

@@ -25,8 +25,8 @@ absl::string_view ChoiceSourceName(ChoiceSource s) {
 std::string TunedTable::Serialize() const {
   std::string out = absl::StrCat("hccltune-table 1\n", version, "\n", content_hash, "\n");
   for (const TunedEntry& e : entries) {
-    absl::StrAppend(&out, CollectiveName(e.collective), " ", DataTypeName(e.dtype), " ", e.world_size, " ",
-                    e.bytes.min, " ", e.bytes.max, " ", e.config.ToString(), "\n");
+    absl::StrAppend(&out, CollectiveName(e.collective), " ", DataTypeName(e.dtype), " ", e.world_size, " ", e.bytes.min,
+                    " ", e.bytes.max, " ", e.config.ToString(), "\n");
   }
   return out;
 }
@@ -100,9 +100,8 @@ absl::StatusOr<Selector> Selector::Create(const Environment& env, int world_size
     if (name && registry::Find(c, *name) != nullptr) {
       s.hccl_algo_[static_cast<size_t>(c)] = *Configuration::Default(*name);
     } else if (name && hccl->per[static_cast<size_t>(c)]) {
-      return absl::InvalidArgumentError(absl::StrCat("HCCL_ALGO: ", CollectiveName(c), " has no algorithm '",
-                                                     *name, "'; accepted: ",
-                                                     absl::StrJoin(registry::AlgorithmsFor(c), ", ")));
+      return absl::InvalidArgumentError(absl::StrCat("HCCL_ALGO: ", CollectiveName(c), " has no algorithm '", *name,
+                                                     "'; accepted: ", absl::StrJoin(registry::AlgorithmsFor(c), ", ")));
     }
   }
   for (Collective c : AllCollectives()) {
@@ -120,8 +119,8 @@ void Selector::SetTable(std::shared_ptr<const TunedTable> table) {
   for (const TunedEntry& e : table_->entries) {
     if (e.world_size != world_) continue;
     if (registry::Find(e.collective, e.config.algorithm) == nullptr) {
-      Log(LogLevel::kWarn, "tuned table v", table_->version, ": ", CollectiveName(e.collective),
-          " has no algorithm '", e.config.algorithm, "'; entry ignored");
+      Log(LogLevel::kWarn, "tuned table v", table_->version, ": ", CollectiveName(e.collective), " has no algorithm '",
+          e.config.algorithm, "'; entry ignored");
       continue;
     }
     slots_[static_cast<size_t>(e.collective)][static_cast<size_t>(e.dtype)].push_back(

@@ -82,7 +82,7 @@ class Selector {
   GroupTopology topo_;
   std::shared_ptr<const TunedTable> table_;
   std::vector<Slot> slots_[kNumCollectives][kNumDataTypes];  // sorted by min
-  std::array<Configuration, kNumCollectives> fallback_;       // when the defaults have no line
+  std::array<Configuration, kNumCollectives> fallback_;      // when the defaults have no line
 };
 
 }  // namespace hccltune

@@ -130,6 +130,14 @@ OpHandle StreamEndpoint::Irecv(int peer, void* data, size_t bytes) {
   return id;
 }
 
+bool StreamEndpoint::PeerPending(size_t peer) const {
+  const size_t per_peer = 2 * static_cast<size_t>(max_lanes_);
+  for (size_t q = peer * per_peer; q < (peer + 1) * per_peer; ++q) {
+    if (!queues_[q].ops.empty()) return true;
+  }
+  return false;
+}
+
 StreamEndpoint::Op* StreamEndpoint::Find(uint64_t id) {
   if (id < base_id_ || id >= base_id_ + ops_.size()) return nullptr;
   return &ops_[id - base_id_];
@@ -319,10 +327,15 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
     const absl::Time t0 = absl::Now();
     if (absl::Status s = Block(slice); !s.ok()) return Fail(s);
     blocked += absl::Now() - t0;
-    // Liveness: a peer process that died leaves its shm ring silent forever.
-    for (const auto& p : pairs_) {
-      if (p) {
-        if (absl::Status s = p->CheckPeer(); !s.ok()) return Fail(s);
+    // Liveness: a peer process that died leaves its shm ring silent forever. Only peers this rank still waits
+    // on matter, and what a peer wrote before it exited is still delivered (the ring lives in the reader's
+    // segment): drain first, fail only if something for that peer is still pending.
+    for (size_t peer = 0; peer < pairs_.size(); ++peer) {
+      if (pairs_[peer] == nullptr || !PeerPending(peer)) continue;
+      if (absl::Status s = pairs_[peer]->CheckPeer(); !s.ok()) {
+        bool drained = false;
+        if (absl::Status p = Progress(&drained); !p.ok()) return Fail(p);
+        if (PeerPending(peer)) return Fail(s);
       }
     }
     if (abort_probe_) {

@@ -82,6 +82,7 @@ class StreamEndpoint final : public Endpoint {
   absl::Status Block(absl::Duration slice);
   absl::Status Fail(absl::Status s);
   Op* Find(uint64_t id);
+  bool PeerPending(size_t peer) const;
   void Retire();
 
   int rank_;

@@ -62,11 +62,11 @@ absl::StatusOr<hccltune::Environment> Env() { return hccltune::Environment::Load
 
 #define HT_COMM(c) \
   if ((c) == nullptr || !(c)->comm) return Bad("communicator is NULL")
-#define HT_DTYPE(d, var)   \
-  hccltune::DataType var;  \
+#define HT_DTYPE(d, var)  \
+  hccltune::DataType var; \
   if (!ToDtype((d), &var)) return Bad(absl::StrCat("unknown dtype value ", static_cast<int>(d)))
-#define HT_OP(o, var)      \
-  hccltune::ReduceOp var;  \
+#define HT_OP(o, var)     \
+  hccltune::ReduceOp var; \
   if (!ToOp((o), &var)) return Bad(absl::StrCat("unknown reduce op value ", static_cast<int>(o)))
 
 extern "C" {
@@ -122,8 +122,8 @@ int hccltune_allgather(hccltune_comm* comm, const void* send, void* recv, size_t
   HT_DTYPE(dtype, t);
   return Check(comm->comm->Allgather(send, recv, count, t, Opt(config)));
 }
-int hccltune_allgatherv(hccltune_comm* comm, const void* send, void* recv, const size_t* counts,
-                        const size_t* displs, hccltune_dtype dtype, const char* config) {
+int hccltune_allgatherv(hccltune_comm* comm, const void* send, void* recv, const size_t* counts, const size_t* displs,
+                        hccltune_dtype dtype, const char* config) {
   HT_COMM(comm);
   HT_DTYPE(dtype, t);
   if (counts == nullptr || displs == nullptr) return Bad("allgatherv: counts and displs must not be NULL");
@@ -137,8 +137,8 @@ int hccltune_reducescatter(hccltune_comm* comm, const void* send, void* recv, si
   HT_OP(op, o);
   return Check(comm->comm->Reducescatter(send, recv, count, t, o, Opt(config)));
 }
-int hccltune_broadcast(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,
-                       int root, const char* config) {
+int hccltune_broadcast(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype, int root,
+                       const char* config) {
   HT_COMM(comm);
   HT_DTYPE(dtype, t);
   return Check(comm->comm->Broadcast(send, recv, count, t, root, Opt(config)));
@@ -177,8 +177,8 @@ int hccltune_alltoallv(hccltune_comm* comm, const void* send, const size_t* send
     return Bad("alltoallv: counts and displacements must not be NULL");
   }
   const int n = comm->comm->size();
-  return Check(comm->comm->Alltoallv(send, SpanOf(send_counts, n), SpanOf(send_displs, n), recv,
-                                     SpanOf(recv_counts, n), SpanOf(recv_displs, n), t, Opt(config)));
+  return Check(comm->comm->Alltoallv(send, SpanOf(send_counts, n), SpanOf(send_displs, n), recv, SpanOf(recv_counts, n),
+                                     SpanOf(recv_displs, n), t, Opt(config)));
 }
 int hccltune_barrier(hccltune_comm* comm) {
   HT_COMM(comm);

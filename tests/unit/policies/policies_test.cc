@@ -101,11 +101,14 @@ TEST(Selector, PrecedenceOverrideThenHcclAlgoThenTableThenDefaults) {
   ASSERT_TRUE(s.ok()) << s.status();
   auto table = std::make_shared<TunedTable>();
   table->version = 3;
-  table->entries.push_back({Collective::kAllreduce, DataType::kFloat32, 4, {0, 1 << 20},
-                            *Configuration::Parse("halving_doubling")});
-  table->entries.push_back({Collective::kBarrier, DataType::kUint8, 4, {0, kUnbounded},
-                            *Configuration::Parse("dissemination(link=tcp)")});
-  table->entries.push_back({Collective::kBarrier, DataType::kUint8, 8, {0, kUnbounded},
+  table->entries.push_back(
+      {Collective::kAllreduce, DataType::kFloat32, 4, {0, 1 << 20}, *Configuration::Parse("halving_doubling")});
+  table->entries.push_back(
+      {Collective::kBarrier, DataType::kUint8, 4, {0, kUnbounded}, *Configuration::Parse("dissemination(link=tcp)")});
+  table->entries.push_back({Collective::kBarrier,
+                            DataType::kUint8,
+                            8,
+                            {0, kUnbounded},
                             *Configuration::Parse("dissemination(link=shm)")});  // other world size
   s->SetTable(table);
   auto c = s->Choose(Collective::kAllreduce, DataType::kFloat32, 100);
@@ -167,7 +170,10 @@ TEST(TunedTable, SerializeRoundTrip) {
   TunedTable t;
   t.version = 7;
   t.content_hash = "abc123";
-  t.entries.push_back({Collective::kAllreduce, DataType::kBfloat16, 2, {1024, kUnbounded},
+  t.entries.push_back({Collective::kAllreduce,
+                       DataType::kBfloat16,
+                       2,
+                       {1024, kUnbounded},
                        *Configuration::Parse("hierarchical(intra=ring(link=shm),inter=ring(link=tcp@10.0.0.0/8))")});
   auto back = TunedTable::Deserialize(t.Serialize());
   ASSERT_TRUE(back.ok()) << back.status();
