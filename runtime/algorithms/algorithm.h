@@ -63,6 +63,8 @@ class AlgorithmContext {
   // The endpoint for the whole group over `link` (shm, tcp, tcp@NET; auto = the runtime's route choice).
   virtual absl::StatusOr<Endpoint*> GetEndpoint(const LinkSpec& link) = 0;
   virtual const GroupTopology& topology() const = 0;
+  // This rank's index in the group (what every endpoint of this context reports as rank()).
+  virtual int rank() const = 0;
   // Scratch memory reused across calls; valid until the algorithm returns; one region per call (partition it
   // yourself; a second call returns the same region, grown if needed, contents not preserved). A
   // sub-collective run through RunSubCollective gets its own region, distinct from its parent's. Growth past

@@ -99,6 +99,12 @@ class SubgroupContext : public AlgorithmContext {
     return raw;
   }
   const GroupTopology& topology() const override { return topology_; }
+  int rank() const override {
+    for (size_t i = 0; i < members_.size(); ++i) {
+      if (members_[i] == parent_.rank()) return static_cast<int>(i);
+    }
+    return -1;
+  }
   void* Scratch(size_t bytes) override { return scratch_(bytes); }
   // Nested sub-collectives: `members` are ranks of this subgroup; mapped to the parent's ranks.
   absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,

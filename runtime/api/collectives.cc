@@ -46,6 +46,12 @@ class CallContext final : public AlgorithmContext {
     return static_cast<Endpoint*>(subs_.back().get());
   }
   const GroupTopology& topology() const override { return topo_; }
+  int rank() const override {
+    for (size_t i = 0; i < members_.size(); ++i) {
+      if (members_[i] == comm_.rank()) return static_cast<int>(i);
+    }
+    return -1;
+  }
   void* Scratch(size_t bytes) override { return comm_.Scratch(depth_, bytes); }
   absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,
                                 absl::Span<const int> members) override {
@@ -182,16 +188,20 @@ std::vector<std::string> CommImpl::ValidAlgorithms(Collective c) const { return 
 
 std::string CommImpl::last_config() const {
   std::lock_guard<std::mutex> lock(exec_mu_);
-  return last_config_;
+  return last_config_.algorithm.empty() ? std::string() : last_config_.ToString();
 }
 
 void CommImpl::SetTimingSink(std::shared_ptr<TimingSink> sink) {
   std::lock_guard<std::mutex> lock(exec_mu_);
-  sink_ = std::move(sink);
+  user_sink_ = std::move(sink);
 }
 
 absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt) {
   if (!broken_.ok()) return broken_;
+  if (online_ && !internal_call_ && (sequence_ + 1) % sync_interval_ == 0) {
+    // Checkpoint: rank 0 hands its newest table to everyone; all switch here, at the same operation.
+    if (absl::Status s = SyncTable(rank_ == 0 && tuning_ ? tuning_->LatestTable() : nullptr); !s.ok()) return s;
+  }
   if (absl::Status s = Validate(args); !s.ok()) return s;
   auto config = Choose(args, opt);
   if (!config.ok()) return config.status();
@@ -209,10 +219,12 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   CallContext ctx(*this, 0, config->channels, Iota(size_));
   absl::Status s = registry::Run(args, *config, ctx);
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-  last_config_ = config->ToString();
-  Log(LogLevel::kDebug, "rank ", rank_, " op ", call_.sequence, " ", CollectiveName(args.collective), " ",
-      DataTypeName(args.dtype), " ", CallBytes(args, size_), " B ", last_config_, " ", us, " us ",
-      s.ok() ? "ok" : std::string(s.message()));
+  if (!internal_call_) last_config_ = *config;
+  if (LogEnabled(LogLevel::kDebug)) {
+    Log(LogLevel::kDebug, "rank ", rank_, " op ", call_.sequence, " ", CollectiveName(args.collective), " ",
+        DataTypeName(args.dtype), " ", CallBytes(args, size_), " B ", config->ToString(), " ", us, " us ",
+        s.ok() ? "ok" : std::string(s.message()));
+  }
   if (!s.ok()) {
     // Argument errors leave the communicator usable; communication errors break it and are announced to the
     // other ranks (unless this error is itself the announcement of another rank).
@@ -225,9 +237,16 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     }
     return s;
   }
-  if (sink_) {
-    sink_->Record(
-        TimingSample{args.collective, args.dtype, CallBytes(args, size_), size_, last_config_, call_.sequence, us});
+  if (internal_call_) return s;
+  const bool sampled = tuning_sink_ && sample_every_ > 0 && --sample_countdown_ == 0;
+  if (sampled || user_sink_) {
+    const TimingSample sample{args.collective, args.dtype, CallBytes(args, size_), size_, config->ToString(),
+                              call_.sequence,  us};
+    if (user_sink_) user_sink_->Record(sample);
+    if (sampled) {
+      sample_countdown_ = sample_every_;
+      tuning_sink_->Record(sample);
+    }
   }
   return s;
 }

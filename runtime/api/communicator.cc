@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <set>
 
@@ -51,10 +52,15 @@ absl::StatusOr<RankInfo> InfoFromJson(const std::string& text, int expected_rank
   return i;
 }
 
+// Whether this process takes part in table distribution (a tuning client is installed and not turned off).
+bool TuningEnabled(const Environment& env) { return TuningClientFactoryInstalled() && env.mode != TuneMode::kOff; }
+
 std::string Decisive(const Environment& env) {
   return absl::StrCat("HCCL_ALGO=", env.hccl_algo, ";HCCL_TUNE_ALGO=", env.tune_algo,
                       ";HCCL_BUFFSIZE=", env.buffsize_bytes >> 20, ";HCCL_TUNE_MODE=", TuneModeName(env.mode),
-                      ";HCCL_TUNE_TABLE_VERSION=", env.table_version ? absl::StrCat(*env.table_version) : "");
+                      ";HCCL_TUNE_TABLE_VERSION=", env.table_version ? absl::StrCat(*env.table_version) : "",
+                      ";HCCL_TUNE_SYNC_INTERVAL=", env.sync_interval,
+                      ";tuning client=", TuningEnabled(env) ? "installed" : "none");
 }
 
 // The first differing "VAR=value" between two decisive strings.
@@ -261,9 +267,85 @@ absl::Status CommImpl::Setup() {
     }
     shm_->Unlink();
   }
+  if (absl::Status s = SetupTuning(); !s.ok()) return s;
   Log(LogLevel::kInfo, "rank ", rank_, "/", size_, " communicator '", name_, "' ready: ", topo_.num_nodes, " node(s), ",
       local_ranks_.size(), " local, topology ", fingerprint_, " ", topology_json_);
   return absl::OkStatus();
+}
+
+absl::Status CommImpl::SetupTuning() {
+  if (env_.sample_rate > 0) {
+    sample_every_ = static_cast<uint64_t>(std::max(1.0, std::round(1.0 / env_.sample_rate)));
+    sample_countdown_ = sample_every_;
+  }
+  tuning_enabled_ = TuningEnabled(env_);
+  if (!tuning_enabled_) return absl::OkStatus();
+  TuningContext ctx{env_, fingerprint_, topology_json_, size_, rank_, rank_ == 0};
+  tuning_ = MakeTuningClient(ctx);
+  std::shared_ptr<const TunedTable> table;
+  if (rank_ == 0 && tuning_) {
+    // An absent daemon answers at once (no socket); a slow one gets a few milliseconds, not more.
+    auto fetched = tuning_->FetchTable(absl::Milliseconds(200));
+    if (fetched.ok()) {
+      table = *fetched;
+    } else if (fetched.status().code() == absl::StatusCode::kNotFound) {
+      Log(LogLevel::kInfo, "no tuned table for topology ", fingerprint_, " (", size_, " ranks): built-in defaults");
+    } else {
+      Log(LogLevel::kWarn, "tuning daemon: ", fetched.status().message(), "; running on built-in defaults");
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(exec_mu_);
+    if (absl::Status s = SyncTable(table); !s.ok()) return s;
+  }
+  online_ = env_.mode == TuneMode::kOnline && !env_.table_version;
+  sync_interval_ = static_cast<uint32_t>(env_.sync_interval);
+  if (tuning_) tuning_sink_ = tuning_->sink();
+  return absl::OkStatus();
+}
+
+absl::Status CommImpl::SyncTable(std::shared_ptr<const TunedTable> table) {
+  internal_call_ = true;
+  std::string payload;
+  int64_t header[2] = {0, 0};  // version, payload bytes (0 = no change)
+  if (rank_ == 0 && table) {
+    header[0] = table->version;
+    if (table->version != selector_->table_version()) {
+      payload = table->Serialize();
+      header[1] = static_cast<int64_t>(payload.size());
+    }
+  }
+  CallOptions tree;
+  tree.config = "binomial_tree";
+  CollectiveArgs a;
+  a.collective = Collective::kBroadcast;
+  a.send = header;
+  a.recv = header;
+  a.count = 2;
+  a.dtype = DataType::kInt64;
+  absl::Status s = ExecuteLocked(a, tree);
+  if (s.ok() && header[1] > 0) {
+    payload.resize(static_cast<size_t>(header[1]));
+    a.send = payload.data();
+    a.recv = payload.data();
+    a.count = payload.size();
+    a.dtype = DataType::kUint8;
+    s = ExecuteLocked(a, tree);
+    if (s.ok()) {
+      if (rank_ != 0) {
+        auto parsed = TunedTable::Deserialize(payload);
+        if (!parsed.ok()) s = parsed.status();
+        if (s.ok()) table = std::make_shared<const TunedTable>(*std::move(parsed));
+      }
+      if (s.ok()) {
+        Log(LogLevel::kInfo, "rank ", rank_, ": tuned table v", table->version, " (", table->entries.size(),
+            " entries) in effect from operation ", sequence_ + 1);
+        selector_->SetTable(std::move(table));
+      }
+    }
+  }
+  internal_call_ = false;
+  return s;
 }
 
 CommImpl::~CommImpl() {

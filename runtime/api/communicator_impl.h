@@ -16,6 +16,7 @@
 #include "runtime/algorithms/algorithm.h"
 #include "runtime/api/communicator.h"
 #include "runtime/selector/selector.h"
+#include "runtime/selector/tuning.h"
 #include "runtime/transport/shm/shm_transport.h"
 #include "runtime/transport/stream_endpoint.h"
 #include "runtime/transport/tcp/tcp_transport.h"
@@ -104,10 +105,14 @@ class CommImpl final : public Communicator {
  private:
   CommImpl() = default;
   absl::Status Setup();
+  absl::Status SetupTuning();
   absl::Status Execute(CollectiveArgs args, const CallOptions& opt);
   absl::Status ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt);
   absl::StatusOr<Configuration> Choose(const CollectiveArgs& args, const CallOptions& opt) const;
   absl::Status Validate(const CollectiveArgs& args) const;
+  // Rank 0 broadcasts `table` (its newest, or null) to every rank; every rank installs what it receives when
+  // its version differs from the installed one. REQUIRES: exec_mu_ held; every rank calls it at the same op.
+  absl::Status SyncTable(std::shared_ptr<const TunedTable> table);
   absl::Status PointToPoint(bool send, void* data, size_t count, DataType dtype, int peer);
   std::shared_ptr<Work> Submit(std::function<absl::Status()> fn);
   void ProgressLoop();
@@ -123,6 +128,12 @@ class CommImpl final : public Communicator {
   int local_rank_ = 0;
   std::string fingerprint_, topology_json_;
   std::optional<Selector> selector_;
+  std::unique_ptr<TuningClient> tuning_;
+  bool online_ = false;         // take new table versions at checkpoints
+  uint32_t sync_interval_ = 0;  // operations between checkpoints
+  bool internal_call_ = false;  // a table broadcast in progress (not sampled, no checkpoint)
+  uint64_t sample_every_ = 0;   // 0 = never
+  uint64_t sample_countdown_ = 0;
   // Configurations passed on calls, parsed once (guarded by exec_mu_).
   mutable std::map<std::string, Configuration> parsed_configs_;
   std::unique_ptr<ShmDomain> shm_;
@@ -136,10 +147,12 @@ class CommImpl final : public Communicator {
   mutable std::mutex exec_mu_;
   CallDescriptor call_;
   uint32_t sequence_ = 0;
-  std::string last_config_;
+  Configuration last_config_;
   absl::Status broken_;
   int split_count_ = 0;
-  std::shared_ptr<TimingSink> sink_;
+  std::shared_ptr<TimingSink> user_sink_;    // SetTimingSink: every call
+  std::shared_ptr<TimingSink> tuning_sink_;  // the tuning client: sampled calls
+  bool tuning_enabled_ = false;              // same on every rank (part of the decisive settings)
 
   // Progress thread (started on first non-blocking call).
   std::mutex q_mu_;

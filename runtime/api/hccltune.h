@@ -66,12 +66,12 @@ int hccltune_allreduce(hccltune_comm* comm, const void* send, void* recv, size_t
                        hccltune_op op, const char* config);
 int hccltune_allgather(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,
                        const char* config);
-int hccltune_allgatherv(hccltune_comm* comm, const void* send, void* recv, const size_t* counts,
-                        const size_t* displs, hccltune_dtype dtype, const char* config);
+int hccltune_allgatherv(hccltune_comm* comm, const void* send, void* recv, const size_t* counts, const size_t* displs,
+                        hccltune_dtype dtype, const char* config);
 int hccltune_reducescatter(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,
                            hccltune_op op, const char* config);
-int hccltune_broadcast(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,
-                       int root, const char* config);
+int hccltune_broadcast(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype, int root,
+                       const char* config);
 int hccltune_reduce(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,
                     hccltune_op op, int root, const char* config);
 int hccltune_gather(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype, int root,

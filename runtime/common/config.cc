@@ -162,6 +162,8 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
     }
   }
 
+  HT_TRY(ReadIntInto(src, "HCCL_TUNE_SYNC_INTERVAL", 1, 1 << 20, e.sync_interval));
+
   // Launchers, in order of precedence: torchrun (RANK/WORLD_SIZE), Open MPI, Slurm.
   if (src("RANK") || src("WORLD_SIZE")) {
     e.launcher = "torchrun";

@@ -45,6 +45,7 @@ struct Environment {
   std::string store;                     // HCCL_TUNE_STORE (file:///dir or tcp://host:port)
   std::optional<int64_t> table_version;  // HCCL_TUNE_TABLE_VERSION
   bool torch_alias = true;               // HCCL_TUNE_TORCH_ALIAS
+  int sync_interval = 256;               // HCCL_TUNE_SYNC_INTERVAL: operations between table checkpoints
 
   // --- launchers (torchrun, Open MPI, Slurm) ---
   std::optional<int> rank, world_size, local_rank, local_world_size;  // after precedence torchrun > OMPI > Slurm

@@ -75,6 +75,7 @@ class TestContext : public AlgorithmContext {
   TestContext(Endpoint* ep, GroupTopology topo) : ep_(ep), topo_(std::move(topo)) {}
   absl::StatusOr<Endpoint*> GetEndpoint(const LinkSpec&) override { return ep_; }
   const GroupTopology& topology() const override { return topo_; }
+  int rank() const override { return ep_->rank(); }
   void* Scratch(size_t bytes) override { return Grow(0, bytes); }
   absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,
                                 absl::Span<const int> members) override;
