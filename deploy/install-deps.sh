@@ -16,6 +16,8 @@ PACKAGES=(
   systemd
   # tests: process and network tooling
   iproute2 procps util-linux
+  # tests of the emulated cluster (deploy/cluster/): JSON checks
+  jq
 )
 
 missing=()

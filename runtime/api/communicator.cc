@@ -13,6 +13,7 @@
 #include "hccltune/version.h"
 #include "nlohmann/json.hpp"
 #include "runtime/api/communicator_impl.h"
+#include "runtime/bootstrap/rank_table.h"
 #include "runtime/bootstrap/tcp_store.h"
 #include "runtime/common/logging.h"
 #include "runtime/topology/topology.h"
@@ -472,6 +473,12 @@ struct ServedStore final : Store {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(const Environment& env) {
+  if (!env.rank_table_file.empty()) {
+    // RANK_TABLE_FILE + RANK_ID: rank, world, node, device and rendezvous come from the table.
+    Environment from_table = env;
+    if (absl::Status s = ApplyRankTableFromEnvironment(&from_table); !s.ok()) return s;
+    return FromEnvironment(from_table);
+  }
   if (!env.rank || !env.world_size) {
     return absl::InvalidArgumentError(
         "env:// bootstrap needs this rank and the world size: set RANK and WORLD_SIZE (torchrun), or run under "

@@ -8,6 +8,7 @@ namespace hccltune::cli {
 
 void RegisterAlgorithms(CLI::App& app, int* exit_code);
 void RegisterBench(CLI::App& app, int* exit_code);
+void RegisterLinks(CLI::App& app, int* exit_code);
 void RegisterStatus(CLI::App& app, int* exit_code);
 void RegisterShow(CLI::App& app, int* exit_code);
 void RegisterGet(CLI::App& app, int* exit_code);

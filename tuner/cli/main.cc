@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   hccltune::cli::RegisterAlgorithms(app, &exit_code);
   hccltune::cli::RegisterBench(app, &exit_code);
+  hccltune::cli::RegisterLinks(app, &exit_code);
   hccltune::cli::RegisterStatus(app, &exit_code);
   hccltune::cli::RegisterShow(app, &exit_code);
   hccltune::cli::RegisterGet(app, &exit_code);

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Emulated-cluster tests (deploy/cluster/). Each case builds its own cluster under a unique name and removes it
+# on exit, also when the case fails; the last check of every case is that nothing is left behind.
+#
+# Usage: cluster_test.sh CASE HCCL_TUNE HCCL_TUNED
+#   lifecycle            up, up again (idempotent, same daemons), shrink, down; no namespaces/daemons left
+#   hier NODES RPN       hierarchical allreduce --check across NODES x RPN ranks over the fast network; the fast
+#                        interfaces' tx counters grow by at least the bytes that must cross nodes, the slow ones
+#                        by far less; with "both", the same again with the slow network chosen (and reversed)
+#   links                hccl-tune links across 2 x 2: shm inside a node, tcp between, fast >= 3x slow
+# Exit 77 (skip) when not root, unless CI=true (then the cluster must build: failure).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+case_=$1 TUNE=$2 TUNED=$3
+shift 3
+NAME=hct$$
+DIR=/tmp/hccl-tune-cluster/$NAME
+CLUSTER=("$root/deploy/cluster/cluster.sh")
+export HCCL_CONNECT_TIMEOUT=30 HCCL_EXEC_TIMEOUT=60 HCCL_TUNE_LOG_LEVEL=warn
+
+fail() { echo "FAILED: $*" >&2; exit 1; }
+teardown() {
+  local rc=$?
+  "${CLUSTER[@]}" down --name "$NAME" >/dev/null 2>&1 || true
+  exit $rc
+}
+
+no_leftovers() {
+  if ip netns list | awk '{print $1}' | grep -E "^$NAME-"; then fail "namespaces of $NAME left behind"; fi
+  [[ ! -e $DIR ]] || fail "$DIR left behind"
+  if pgrep -f -- "--socket $DIR/" >/dev/null; then fail "hccl-tuned of $NAME left running"; fi
+  echo "no leftovers: no namespace, directory or daemon of $NAME"
+}
+
+up() {
+  local rc=0
+  "${CLUSTER[@]}" up --name "$NAME" --tuned "$TUNED" "$@" || rc=$?
+  ((rc == 0)) || exit $rc  # 77 = skip (not root, outside CI)
+}
+
+# Sum over nodes of tx_bytes of interface $1 (fast0 / slow0).
+tx_sum() {
+  local total=0 k v
+  for ((k = 0; k < NODES_UP; k++)); do
+    v=$(ip netns exec "$NAME-n$k" cat "/sys/class/net/$1/statistics/tx_bytes")
+    total=$((total + v))
+  done
+  echo $total
+}
+
+trap teardown EXIT
+
+case $case_ in
+  lifecycle)
+    up --nodes 3
+    pids1=$(cat "$DIR"/n*/tuned.pid | tr '\n' ' ')
+    up --nodes 3
+    pids2=$(cat "$DIR"/n*/tuned.pid | tr '\n' ' ')
+    [[ $pids1 == "$pids2" ]] || fail "second 'up' restarted daemons ($pids1 -> $pids2): not idempotent"
+    for k in 0 1 2; do
+      ns=$NAME-n$k
+      ip -n "$ns" -4 -o addr show fast0 | grep -q "10.77.1.$((k + 1))/24" || fail "node $k: fast0 lacks 10.77.1.$((k + 1))"
+      ip -n "$ns" -4 -o addr show slow0 | grep -q "10.77.2.$((k + 1))/24" || fail "node $k: slow0 lacks 10.77.2.$((k + 1))"
+      tc -n "$ns" qdisc show dev fast0 | grep -q "tbf.*rate 2Gbit" || fail "node $k: fast0 not shaped to 2Gbit"
+      tc -n "$ns" qdisc show dev slow0 | grep -q "tbf.*rate 200Mbit" || fail "node $k: slow0 not shaped to 200Mbit"
+      grep -qx "HCCL_TUNE_DAEMON=unix:$DIR/n$k/tuned.sock" "$DIR/n$k.env" || fail "node $k: env file"
+      # The node's daemon answers, from inside its namespace, through the env file.
+      "${CLUSTER[@]}" exec --name "$NAME" "$k" -- sh -c "$TUNE status --daemon \$HCCL_TUNE_DAEMON" >/dev/null ||
+        fail "node $k: hccl-tuned does not answer"
+    done
+    # Node identity: two namespaces are two nodes (CONVENTIONS.md).
+    id0=$(ip netns exec "$NAME-n0" readlink /proc/self/ns/net)
+    id1=$(ip netns exec "$NAME-n1" readlink /proc/self/ns/net)
+    [[ $id0 != "$id1" ]] || fail "nodes 0 and 1 share a network namespace"
+    up --nodes 2
+    ! ip netns list | grep -q "^$NAME-n2" || fail "shrinking to 2 nodes left node 2"
+    "${CLUSTER[@]}" down --name "$NAME"
+    "${CLUSTER[@]}" down --name "$NAME"  # idempotent
+    no_leftovers
+    ;;
+
+  hier)
+    nodes=$1 rpn=$2 mode=${3:-fast}
+    NODES_UP=$nodes
+    up --nodes "$nodes"
+    bytes=$((4 << 20)) runs=4  # --check (1) + --warmup 1 + --iters 2
+    # Any allreduce must ship, out of every node, information about all of its S bytes: >= NODES*S per call.
+    need=$((nodes * bytes * runs))
+    nets=(10.77.1.0/24:fast0:slow0)
+    [[ $mode == both ]] && nets+=(10.77.2.0/24:slow0:fast0)
+    for spec in "${nets[@]}"; do
+      IFS=: read -r subnet chosen other <<<"$spec"
+      c0=$(tx_sum "$chosen") o0=$(tx_sum "$other")
+      algo="hierarchical(intra=ring(link=auto),inter=ring(link=tcp@$subnet))"
+      out=$("$root/deploy/cluster/launch.sh" --name "$NAME" --ranks-per-node "$rpn" --timeout 240 --out "$DIR/out" -- \
+        "$TUNE" bench --launched --coll allreduce --dtype fp32 --min-bytes $bytes --max-bytes $bytes \
+        --iters 2 --warmup 1 --check --algo "$algo") || fail "bench across $nodes x $rpn over $subnet"
+      echo "$out"
+      c1=$(tx_sum "$chosen") o1=$(tx_sum "$other")
+      # Every rank checked its own output (bench exits 3 on a mismatch); rank 0's row says so.
+      grep -q "check ok" <<<"$out" || fail "no checked row"
+      grep -q "$((nodes * rpn)) .*link=tcp@$subnet" <<<"$out" || fail "the row does not show inter link tcp@$subnet"
+      for ((r = 0; r < nodes * rpn; r++)); do
+        [[ ! -s $DIR/out/rank$r.err ]] || fail "rank $r wrote errors: $(cat "$DIR/out/rank$r.err")"
+      done
+      dc=$((c1 - c0)) do_=$((o1 - o0))
+      echo "$subnet: $chosen tx grew $dc bytes (need >= $need), $other grew $do_ bytes (must be < $((need / 20)))"
+      ((dc >= need)) || fail "$chosen carried $dc bytes, less than the $need that must cross nodes"
+      ((do_ < need / 20)) || fail "$other carried $do_ bytes: traffic leaked to the network not chosen"
+    done
+    "${CLUSTER[@]}" down --name "$NAME"
+    no_leftovers
+    ;;
+
+  links)
+    NODES_UP=2
+    up --nodes 2
+    out=$("$root/deploy/cluster/launch.sh" --name "$NAME" --ranks-per-node 2 --timeout 240 --out "$DIR/out" -- \
+      "$TUNE" links --launched --json) || fail "hccl-tune links across 2 x 2"
+    echo "$out"
+    q() { jq -r "$1" <<<"$out"; }
+    [[ $(q '[.links[] | select(.src == 0 and .dst == 1 and .default)][0].type') == shm ]] || fail "0-1 (same node) is not shm"
+    [[ $(q '[.links[] | select(.src == 2 and .dst == 3 and .default)][0].type') == shm ]] || fail "2-3 (same node) is not shm"
+    for pair in "0 2" "0 3" "1 2" "1 3"; do
+      read -r a b <<<"$pair"
+      [[ $(q "[.links[] | select(.src == $a and .dst == $b and .default)][0].type") == tcp ]] ||
+        fail "$a-$b (across nodes) is not tcp"
+    done
+    fast=$(q '[.links[] | select(.src == 0 and .dst == 2 and .network == "10.77.1.0/24")][0].bandwidth_gbps')
+    slow=$(q '[.links[] | select(.src == 0 and .dst == 2 and .network == "10.77.2.0/24")][0].bandwidth_gbps')
+    iff=$(q '[.links[] | select(.src == 0 and .dst == 2 and .network == "10.77.1.0/24")][0].interface')
+    echo "0-2: fast $fast Gbit/s on $iff, slow $slow Gbit/s"
+    [[ $iff == fast0 ]] || fail "0-2 on 10.77.1.0/24 reports interface '$iff', expected fast0"
+    awk -v f="$fast" -v s="$slow" 'BEGIN { exit !(s > 0 && f >= 3 * s) }' || fail "fast ($fast) < 3 x slow ($slow)"
+    "${CLUSTER[@]}" down --name "$NAME"
+    no_leftovers
+    ;;
+
+  *) fail "unknown case '$case_'" ;;
+esac
