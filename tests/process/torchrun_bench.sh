@@ -18,7 +18,8 @@ for coll in allreduce allgather broadcast alltoall; do
   if grep -q 'CHECK FAILED' <<<"$out" || [[ $ok -eq 0 ]]; then
     echo "$out"; echo "FAILED: $coll under torchrun" >&2; exit 1
   fi
-  grep -qE "^[^ ]*${coll} +2 " <<<"$out" || grep -q " 2 " <<<"$out" || { echo "$out"; echo "FAILED: no 2-rank rows" >&2; exit 1; }
+  grep -qE "(^|[[:space:]])${coll}[[:space:]]+2[[:space:]]" <<<"$out" || {
+    echo "$out"; echo "FAILED: no rows for 2 ranks" >&2; exit 1; }
   total=$((total + ok))
   echo "$coll: $ok checked rows under torchrun (2 ranks)"
 done
