@@ -14,6 +14,8 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libsystemd-dev
   # systemd-analyze (the unit test of deploy/hccl-tuned.service)
   systemd
+  # PyTorch backend (python/) for /usr/bin/python3: torch 1.13, its C++ headers, pybind11
+  python3-torch libtorch-dev pybind11-dev python3-dev
   # tests: process and network tooling
   iproute2 procps util-linux
   # tests of the emulated cluster (deploy/cluster/): JSON checks

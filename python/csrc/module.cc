@@ -1,0 +1,43 @@
+// hccl_tune_torch._C — the Python binding of ProcessGroupHcclTune. hccl_tune_torch/__init__.py registers it
+// with torch.distributed; users never import this module directly.
+#include <pybind11/chrono.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include "hccltune/version.h"
+#include "python/csrc/process_group.h"
+#include "runtime/common/config.h"
+
+namespace py = pybind11;
+using hccltune::torch_backend::ProcessGroupHcclTune;
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "hccl-tune's c10d ProcessGroup (backend 'hccltune')";
+  // The base class must be registered with pybind11 before ours derives from it.
+  py::module_::import("torch.distributed");
+
+  py::class_<ProcessGroupHcclTune, c10d::ProcessGroup, c10::intrusive_ptr<ProcessGroupHcclTune>>(m,
+                                                                                                 "ProcessGroupHcclTune")
+      .def(py::init(
+               [](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout) {
+                 return ProcessGroupHcclTune::Create(store, rank, size, timeout);
+               }),
+           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+           py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("fingerprint", [](ProcessGroupHcclTune& pg) { return pg.communicator().fingerprint(); })
+      .def_property_readonly("num_nodes", [](ProcessGroupHcclTune& pg) { return pg.communicator().num_nodes(); })
+      .def("last_config", [](ProcessGroupHcclTune& pg) { return pg.communicator().last_config(); })
+      .def("fallback_allocations", [](ProcessGroupHcclTune& pg) { return pg.communicator().fallback_allocations(); });
+
+  // HCCL_TUNE_TORCH_ALIAS, read by the config module like every variable. Raises ValueError on a bad
+  // environment (the message names the variable).
+  m.def("torch_alias", [] {
+    auto env = hccltune::Environment::Load();
+    if (!env.ok()) throw py::value_error(std::string(env.status().message()));
+    return env->torch_alias;
+  });
+  m.attr("__version__") = HCCL_TUNE_VERSION;
+}

@@ -1,0 +1,89 @@
+// ProcessGroupHcclTune — torch.distributed's c10d::ProcessGroup over hccltune::Communicator.
+//
+// Every operation validates its arguments on the calling thread (bad input raises there, as gloo does), then
+// runs on the communicator's progress thread in issue order (Communicator::Enqueue) and completes a
+// c10::ivalue::Future with the op's output tensors; DDP's reducer chains on that future. Non-contiguous
+// tensors are staged through contiguous copies; dtypes the runtime has no type for (bool, int16, complex, …)
+// travel as bytes where no reduction is involved (bool reductions map onto uint8 min/max). Send/recv ignore
+// tags: messages between a pair of ranks match in issue order.
+//
+// Thread-safety: operations may be issued from any thread; they run in issue order.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <vector>
+
+#include "runtime/api/communicator.h"
+
+namespace hccltune::torch_backend {
+
+inline constexpr const char* kBackendName = "hccltune";
+
+class ProcessGroupHcclTune final : public c10d::ProcessGroup {
+ public:
+  // Creates the communicator through `store` (torch's, already prefixed per group). `timeout` becomes the
+  // execution timeout unless HCCL_EXEC_TIMEOUT is set. Throws c10::Error with the runtime's message on failure.
+  static c10::intrusive_ptr<ProcessGroupHcclTune> Create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                         int size, std::chrono::milliseconds timeout);
+
+  ProcessGroupHcclTune(int rank, int size, std::unique_ptr<Communicator> comm);
+  ~ProcessGroupHcclTune() override;
+
+  const std::string getBackendName() const override { return kBackendName; }
+  Communicator& communicator() { return *comm_; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts = c10d::BroadcastOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts = c10d::AllreduceOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors,
+      const c10d::AllreduceCoalescedOptions& opts = c10d::AllreduceCoalescedOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts = c10d::ReduceOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(
+      at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts = c10d::AllgatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts = c10d::GatherOptions()) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts = c10d::ScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(
+      std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::ReduceScatterOptions& opts = c10d::ReduceScatterOptions()) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits, std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
+
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override { return seq_.load(); }
+
+ private:
+  // Queues `body` on the progress thread; the returned work's future holds `outputs` once body succeeded.
+  c10::intrusive_ptr<c10d::Work> Run(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                     std::function<absl::Status(Communicator&)> body, int source_rank = -1);
+
+  std::unique_ptr<Communicator> comm_;
+  std::atomic<uint64_t> seq_{0};
+};
+
+}  // namespace hccltune::torch_backend

@@ -1,0 +1,60 @@
+"""hccl-tune's PyTorch backend: torch.distributed on the tuned collective runtime.
+
+Importing this package registers the c10d backend ``hccltune`` and, unless ``HCCL_TUNE_TORCH_ALIAS=0`` or
+another package (torch_npu) already owns the name, ``hccl``. Users normally never import it: the
+``hccl_tune_torch.pth`` hook installed next to it registers the backends the first time ``torch.distributed``
+is imported, so ``dist.init_process_group("hccltune")`` (or ``"hccl"``) works with no code change.
+"""
+
+import warnings
+
+import torch.distributed as dist
+
+from hccl_tune_torch._C import ProcessGroupHcclTune, __version__  # noqa: F401
+
+BACKEND = "hccltune"
+ALIAS = "hccl"
+
+_registered = []
+
+
+def _create(store, rank, size, timeout):
+    return ProcessGroupHcclTune(store, rank, size, timeout)
+
+
+def _register(name):
+    if hasattr(dist.Backend, name.upper()) or name.upper() in getattr(dist.Backend, "_plugins", {}):
+        return False
+    dist.Backend.register_backend(name, _create)
+    _registered.append(name)
+    return True
+
+
+def register():
+    """Registers the backends; idempotent. Returns the names this call registered."""
+    done = []
+    if BACKEND not in _registered and _register(BACKEND):
+        done.append(BACKEND)
+    try:
+        alias = _C_torch_alias()
+    except ValueError as e:  # a bad environment: creating a group will report it as an error
+        warnings.warn(f"hccl_tune_torch: not registering backend '{ALIAS}': {e}")
+        alias = False
+    if alias and ALIAS not in _registered and _register(ALIAS):
+        done.append(ALIAS)
+    return done
+
+
+def _C_torch_alias():
+    from hccl_tune_torch import _C
+
+    return _C.torch_alias()
+
+
+def is_hccltune(group=None):
+    """Whether `group` (default: the world) runs on hccl-tune's process group."""
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    return isinstance(pg, ProcessGroupHcclTune)
+
+
+register()

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The .pth hook: torch is not imported by it; importing torch.distributed registers `hccltune` and `hccl`;
+# HCCL_TUNE_TORCH_ALIAS=0 keeps `hccl` unregistered; a bad value warns and still registers `hccltune`.
+# Usage: hook_test.sh PYTHON  (PYTHONUSERBASE points at the build tree's site directory)
+set -euo pipefail
+py=$1
+"$py" -c 'import sys; assert "_hccl_tune_torch_hook" in sys.modules, "hook not loaded"; \
+assert "torch" not in sys.modules, "hook imported torch"; print("hook loaded, torch not imported")'
+"$py" -c 'import torch.distributed as d; p = d.Backend._plugins; \
+assert "HCCLTUNE" in p and "HCCL" in p, p; assert d.Backend("hccl") == "hccl"; print("registered:", sorted(p))'
+HCCL_TUNE_TORCH_ALIAS=0 "$py" -c 'import torch.distributed as d; p = d.Backend._plugins; \
+assert "HCCLTUNE" in p and "HCCL" not in p, p; print("alias off:", sorted(p))'
+out=$(HCCL_TUNE_TORCH_ALIAS=maybe "$py" -W always -c 'import torch.distributed as d; p = d.Backend._plugins; \
+assert "HCCLTUNE" in p and "HCCL" not in p, p' 2>&1)
+grep -q "HCCL_TUNE_TORCH_ALIAS" <<<"$out" || { echo "$out"; echo "no warning naming the variable" >&2; exit 1; }
+echo "bad alias value: warned ($(grep -o 'HCCL_TUNE_TORCH_ALIAS[^;]*' <<<"$out" | head -1))"
