@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# hccl-tune sweep as processes: a tiny 2- and 3-rank sweep stores winners covering the requested range; a sweep
+# killed with SIGKILL leaves the database intact (integrity_check, no half-written table) and --resume completes
+# it; bad input is refused with a message naming what is wrong.
+# usage: sweep.sh HCCL_TUNE_BIN
+set -euo pipefail
+bin=$1
+d=$(mktemp -d)
+pid=""
+trap '[[ -n $pid ]] && kill -9 -- -$pid 2>/dev/null; rm -rf "$d"' EXIT
+export HCCL_CONNECT_TIMEOUT=30 HCCL_EXEC_TIMEOUT=60
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# 1. Tiny sweeps store winners that cover [min, max].
+"$bin" sweep --ranks 2 --db "$d/t.db" --coll allreduce --min-bytes 1K --max-bytes 16K --algo ring,recursive_doubling \
+  --links shm --cap-ms 40 --force --plain > "$d/out2.txt"
+grep -q "winners stored in database" "$d/out2.txt" || fail "no winners line: $(cat "$d/out2.txt")"
+"$bin" sweep --ranks 3 --db "$d/t.db" --coll allgather,broadcast --min-bytes 3K --max-bytes 12K --links shm \
+  --cap-ms 40 --force --json > "$d/out3.json"
+"$bin" show --db "$d/t.db" --json > "$d/show.json"
+/usr/bin/python3 - "$d/show.json" "$d/out3.json" <<'PY'
+import json, sys
+tables = json.load(open(sys.argv[1]))["tables"]
+def parse(s):
+    k = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    def one(x):
+        if x == "": return None
+        return int(x[:-1]) * k[x[-1]] if x[-1] in k else int(x)
+    lo, hi = s.split("-")
+    return one(lo), one(hi)
+def check(coll, world, lo, hi):
+    es = [e for t in tables for e in t["entries"] if e["collective"] == coll and e["world_size"] == world]
+    assert es, f"no entries for {coll} world {world}"
+    rs = sorted(parse(e["bytes"]) for e in es)
+    assert rs[0][0] <= lo, (coll, rs)
+    assert rs[-1][1] is None or rs[-1][1] > hi, (coll, rs)
+    for a, b in zip(rs, rs[1:]):
+        assert a[1] == b[0], f"gap or overlap in {coll}: {rs}"
+    for e in es:
+        assert e["configuration"] and e["time_us"] > 0 and e["busbw_gbps"] > 0, e
+check("allreduce", 2, 1024, 16384)
+check("allgather", 3, 3072, 12288)
+check("broadcast", 3, 3072, 12288)
+lines = [json.loads(l) for l in open(sys.argv[2])]
+done = [l for l in lines if l.get("event") == "done"]
+assert len(done) == 1 and done[0]["entries"], lines[-1]
+assert any(l.get("event") == "progress" for l in lines)
+print("coverage ok")
+PY
+[[ $(sqlite3 "$d/t.db" "SELECT count(*) FROM sweeps WHERE status='done'") == 2 ]] || fail "sweeps not marked done"
+
+# 2. SIGKILL mid-sweep: the DB stays intact, no table is written, and --resume completes the sweep.
+setsid "$bin" sweep --ranks 2 --db "$d/k.db" --coll allreduce --min-bytes 1K --max-bytes 1M --links shm,tcp \
+  --cap-ms 60 --force --plain > "$d/killed.txt" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  n=$(sqlite3 "$d/k.db" "SELECT count(*) FROM sweep_samples" 2>/dev/null || echo 0)
+  [[ $n -gt 200 ]] && break
+  sleep 0.05
+done
+[[ $n -gt 200 ]] || fail "sweep produced no samples: $(cat "$d/killed.txt")"
+kill -9 -- -$pid
+wait $pid 2>/dev/null || true
+pid=""
+[[ $(sqlite3 "$d/k.db" "PRAGMA integrity_check") == ok ]] || fail "integrity_check after SIGKILL"
+[[ $(sqlite3 "$d/k.db" "SELECT count(*) FROM entries") == 0 ]] || fail "half-written table after SIGKILL"
+id=$(sqlite3 "$d/k.db" "SELECT id FROM sweeps")
+[[ $(sqlite3 "$d/k.db" "SELECT status FROM sweeps") == running ]] || fail "sweep row not running"
+kept=$(sqlite3 "$d/k.db" "SELECT count(*) FROM sweep_samples")
+# Without --force the stale "running" row is reported; resuming that very sweep is allowed.
+"$bin" sweep --resume "$id" --db "$d/k.db" --force --plain > "$d/resumed.txt" 2>&1 || fail "resume: $(cat "$d/resumed.txt")"
+grep -q "replayed from the journal" "$d/resumed.txt" || fail "resume replayed nothing: $(cat "$d/resumed.txt")"
+[[ $(sqlite3 "$d/k.db" "SELECT status FROM sweeps") == done ]] || fail "resumed sweep not done"
+[[ $(sqlite3 "$d/k.db" "SELECT count(*) FROM entries") -gt 0 ]] || fail "no winners after resume"
+[[ $(sqlite3 "$d/k.db" "SELECT count(*) FROM sweep_samples") -gt $kept ]] || fail "resume measured nothing new"
+[[ $(sqlite3 "$d/k.db" "PRAGMA integrity_check") == ok ]] || fail "integrity_check after resume"
+echo "kill + resume ok ($kept samples kept)"
+
+# 3. Bad input: exit 2 and a message naming the problem; nothing starts.
+expect_bad() {
+  local want=$1; shift
+  if "$bin" sweep --force "$@" > "$d/bad.txt" 2>&1; then fail "accepted: $*"; fi
+  grep -qi -- "$want" "$d/bad.txt" || fail "'$*' said: $(cat "$d/bad.txt"), expected '$want'"
+}
+expect_bad "inverted size range" --min-bytes 1M --max-bytes 1K --db "$d/bad.db"
+expect_bad "empty size range" --min-bytes 1025 --max-bytes 2000 --db "$d/bad.db"
+expect_bad "warp" --coll warp --db "$d/bad.db"
+expect_bad "dtype" --dtype fp99 --db "$d/bad.db"
+expect_bad "algorithm" --algo nosuch --db "$d/bad.db"
+expect_bad "ranks" --ranks 0 --db "$d/bad.db"
+expect_bad "step" --step 3 --db "$d/bad.db"
+expect_bad "no daemon answers" --daemon unix:$d/none.sock
+echo "bad input ok"
