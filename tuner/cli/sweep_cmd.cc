@@ -16,12 +16,14 @@
 #include "absl/strings/str_split.h"
 #include "db/sqlite_store.h"
 #include "nlohmann/json.hpp"
+#include "runtime/common/configuration.h"
 #include "runtime/common/sizes.h"
 #include "tuner/bench/spawn.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
 #include "tuner/cli/sweep_common.h"
 #include "tuner/sweep/sweep.h"
+#include "tuner/sweep/winners.h"
 
 namespace hccltune::cli {
 namespace {
@@ -30,8 +32,8 @@ std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop.store(true); }
 
 struct SweepArgs {
-  std::string coll = "allreduce", dtype = "fp32", min_bytes = "1K", max_bytes = "64M", algo, links, resume,
-              sweep_id, journal;
+  std::string coll = "allreduce", dtype = "fp32", min_bytes = "1K", max_bytes = "64M", algo, links, resume, sweep_id,
+              journal;
   int ranks = 2, step = 2, max_iters = 200;
   double ci = 0.03, cap_ms = 300;
   bool exhaustive = false, launched = false, force = false, json = false, plain = false, checked = false;
@@ -86,11 +88,10 @@ class ProgressPrinter {
   void operator()(const sweep::Progress& p) {
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start_);
     const double eta = p.done ? elapsed * static_cast<double>(p.total - p.done) / static_cast<double>(p.done) : 0;
-    const std::string where =
-        absl::StrCat(CollectiveName(p.point->collective), " ", DataTypeName(p.point->dtype), " ",
-                     FormatBytes(p.point->bytes));
+    const std::string where = absl::StrCat(CollectiveName(p.point->collective), " ", DataTypeName(p.point->dtype), " ",
+                                           FormatBytes(p.point->bytes));
     if (json_) {
-      std::cout << nlohmann::json{{"event", "progress"}, {"done", p.done},   {"total", p.total},
+      std::cout << nlohmann::json{{"event", "progress"}, {"done", p.done},      {"total", p.total},
                                   {"point", where},      {"config", *p.config}, {"eta_s", eta}}
                        .dump()
                 << std::endl;
@@ -113,13 +114,16 @@ class ProgressPrinter {
   }
 
  private:
-  static std::string Eta(double s) { return absl::StrFormat("%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60); }
+  static std::string Eta(double s) {
+    return absl::StrFormat("%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  }
   bool json_, tty_;
   absl::Time start_ = absl::Now();
   std::string last_where_;
 };
 
-void PrintOutcome(const sweep::SweepOutcome& o, const std::string& where, bool as_json) {
+void PrintOutcome(const sweep::SweepOutcome& o, const std::string& where, const std::string& fingerprint,
+                  bool as_json) {
   const auto& st = o.stats;
   const double saved_pct = st.measured_us + st.saved_us > 0 ? 100 * st.saved_us / (st.measured_us + st.saved_us) : 0;
   if (as_json) {
@@ -128,6 +132,7 @@ void PrintOutcome(const sweep::SweepOutcome& o, const std::string& where, bool a
     std::cout << nlohmann::json{{"event", "done"},
                                 {"sweep_id", o.sweep_id},
                                 {"table_version", o.table_version},
+                                {"topology", fingerprint},
                                 {"stored_in", where},
                                 {"seconds", o.seconds},
                                 {"candidates", st.candidates},
@@ -141,25 +146,29 @@ void PrintOutcome(const sweep::SweepOutcome& o, const std::string& where, bool a
               << std::endl;
     return;
   }
-  std::printf("# sweep %s: %.1f s, %llu candidate measurements, %llu iterations%s\n", o.sweep_id.c_str(), o.seconds,
-              static_cast<unsigned long long>(st.candidates), static_cast<unsigned long long>(st.iterations),
-              o.replayed_iterations ? absl::StrCat(" (", o.replayed_iterations, " replayed from the journal)").c_str()
-                                    : "");
+  std::printf(
+      "# sweep %s: %.1f s, %llu candidate measurements, %llu iterations%s\n", o.sweep_id.c_str(), o.seconds,
+      static_cast<unsigned long long>(st.candidates), static_cast<unsigned long long>(st.iterations),
+      o.replayed_iterations ? absl::StrCat(" (", o.replayed_iterations, " replayed from the journal)").c_str() : "");
   if (!o.spec.search.exhaustive) {
     std::printf("# pruning: %llu of %llu candidates stopped early; saved about %.1f s of measuring (%.0f%%)\n",
                 static_cast<unsigned long long>(st.pruned), static_cast<unsigned long long>(st.candidates),
                 st.saved_us / 1e6, saved_pct);
   }
-  std::printf("# winners stored in %s, table version %lld\n", where.c_str(), static_cast<long long>(o.table_version));
+  std::printf("# winners stored in %s, table version %lld, topology %s\n", where.c_str(),
+              static_cast<long long>(o.table_version), fingerprint.c_str());
   PrintEntriesTable(o.entries, stdout);
   std::fflush(stdout);
 }
 
 absl::StatusOr<std::string> DefaultJournal(const Environment& env) {
   std::string dir;
-  if (!env.xdg_state_home.empty()) dir = env.xdg_state_home + "/hccl-tune";
-  else if (!env.home.empty()) dir = env.home + "/.local/state/hccl-tune";
-  else dir = absl::StrCat("/tmp/hccl-tune-", ::getuid());
+  if (!env.xdg_state_home.empty())
+    dir = env.xdg_state_home + "/hccl-tune";
+  else if (!env.home.empty())
+    dir = env.home + "/.local/state/hccl-tune";
+  else
+    dir = absl::StrCat("/tmp/hccl-tune-", ::getuid());
   std::string partial;
   for (absl::string_view part : absl::StrSplit(dir, '/', absl::SkipEmpty())) {
     partial = absl::StrCat(partial, "/", part);
@@ -236,7 +245,8 @@ int RunLaunched(const SweepArgs& a) {
       if (!a.checked) {
         auto q = sweep::CheckNodeQuiet(io.journal, io.sweep_id);
         if (!q.warning.empty()) std::fprintf(stderr, "hccl-tune sweep: warning: %s\n", q.warning.c_str());
-        if (q.refuse && !a.force) open_error = absl::FailedPreconditionError("refusing to sweep a busy node; pass --force to sweep anyway");
+        if (q.refuse && !a.force)
+          open_error = absl::FailedPreconditionError("refusing to sweep a busy node; pass --force to sweep anyway");
       }
     }
     if (!open_error.ok()) io.journal = io.tables = nullptr;
@@ -273,10 +283,11 @@ int RunLaunched(const SweepArgs& a) {
                 .status();
       }
     }
-    if (!s.ok()) std::fprintf(stderr, "hccl-tune sweep: rank %d: storing the winners on this node: %s\n", c.rank(),
-                              std::string(s.message()).c_str());
+    if (!s.ok())
+      std::fprintf(stderr, "hccl-tune sweep: rank %d: storing the winners on this node: %s\n", c.rank(),
+                   std::string(s.message()).c_str());
   }
-  if (c.rank() == 0) PrintOutcome(*out, storage.where, a.json);
+  if (c.rank() == 0) PrintOutcome(*out, storage.where, c.fingerprint(), a.json);
   (void)c.Barrier();
   return 0;
 }
@@ -306,9 +317,27 @@ int RunLocal(SweepArgs a) {
   }
   bench::SpawnOptions so;
   so.ranks = a.ranks;
-  so.args = {"sweep", "--launched", "--checked", "--coll", a.coll, "--dtype", a.dtype, "--min-bytes", a.min_bytes,
-             "--max-bytes", a.max_bytes, "--step", std::to_string(a.step), "--ci", absl::StrCat(a.ci), "--cap-ms",
-             absl::StrCat(a.cap_ms), "--max-iters", std::to_string(a.max_iters), "--sweep-id", a.sweep_id};
+  so.args = {"sweep",
+             "--launched",
+             "--checked",
+             "--coll",
+             a.coll,
+             "--dtype",
+             a.dtype,
+             "--min-bytes",
+             a.min_bytes,
+             "--max-bytes",
+             a.max_bytes,
+             "--step",
+             std::to_string(a.step),
+             "--ci",
+             absl::StrCat(a.ci),
+             "--cap-ms",
+             absl::StrCat(a.cap_ms),
+             "--max-iters",
+             std::to_string(a.max_iters),
+             "--sweep-id",
+             a.sweep_id};
   if (!a.algo.empty()) so.args.insert(so.args.end(), {"--algo", a.algo});
   if (!a.links.empty()) so.args.insert(so.args.end(), {"--links", a.links});
   if (!a.resume.empty()) so.args.insert(so.args.end(), {"--resume", a.resume});

@@ -10,15 +10,16 @@ namespace hccltune::cli {
 
 void PrintEntriesTable(const std::vector<db::TunedEntry>& entries, std::FILE* out) {
   std::fprintf(out, "%s\n",
-               absl::StrFormat("%-13s %-5s %-11s %-52s %10s %8s %8s %8s", "coll", "dtype", "bytes", "winner",
-                               "time_us", "busbw", "vs_2nd", "vs_dflt")
+               absl::StrFormat("%-13s %-5s %-11s %-52s %10s %8s %8s %8s", "coll", "dtype", "bytes", "winner", "time_us",
+                               "busbw", "vs_2nd", "vs_dflt")
                    .c_str());
   for (const db::TunedEntry& e : entries) {
-    std::fprintf(out, "%s\n",
-                 absl::StrFormat("%-13s %-5s %-11s %-52s %10.2f %8.3f %7.1f%% %7.1f%%", CollectiveName(e.key.collective),
-                                 DataTypeName(e.key.dtype), FormatByteRange(e.key.range), e.configuration, e.time_us,
-                                 e.busbw_gbps, 100 * e.margin, 100 * e.default_margin)
-                     .c_str());
+    std::fprintf(
+        out, "%s\n",
+        absl::StrFormat("%-13s %-5s %-11s %-52s %10.2f %8.3f %7.1f%% %7.1f%%", CollectiveName(e.key.collective),
+                        DataTypeName(e.key.dtype), FormatByteRange(e.key.range), e.configuration, e.time_us,
+                        e.busbw_gbps, 100 * e.margin, 100 * e.default_margin)
+            .c_str());
     if (!e.runner_up.empty()) std::fprintf(out, "%-31s runner-up: %s\n", "", e.runner_up.c_str());
   }
 }

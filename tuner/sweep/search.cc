@@ -74,7 +74,8 @@ absl::StatusOr<PointResult> Search::RunPoint(const Point& p, std::vector<std::st
   }
   PointResult res;
   res.point = p;
-  for (const std::string& c : configs) res.candidates.push_back(CandidateResult{c, CandidateState::kMeasuring, {}, {}, {}, 0});
+  for (const std::string& c : configs)
+    res.candidates.push_back(CandidateResult{c, CandidateState::kMeasuring, {}, {}, {}, 0});
   res.default_index = static_cast<int>(std::find(configs.begin(), configs.end(), dflt) - configs.begin());
   progress_.point = &res.point;
 
@@ -94,7 +95,8 @@ absl::StatusOr<PointResult> Search::RunPoint(const Point& p, std::vector<std::st
       auto b = measurer_->Measure(p, c.config, iters, first ? 2 : 1);
       if (!b.ok()) return b.status();
       if (b->time_us.size() != static_cast<size_t>(iters) || b->rank_time_us.size() != b->time_us.size()) {
-        return absl::InternalError(absl::StrCat("measurer returned ", b->time_us.size(), " iterations, asked for ", iters));
+        return absl::InternalError(
+            absl::StrCat("measurer returned ", b->time_us.size(), " iterations, asked for ", iters));
       }
       if (on_batch) {
         if (absl::Status s = on_batch(p, c.config, *b); !s.ok()) return s;
@@ -164,9 +166,8 @@ absl::StatusOr<PointResult> Search::RunPoint(const Point& p, std::vector<std::st
   // Winner and runner-up by median.
   std::vector<size_t> ranked(res.candidates.size());
   for (size_t i = 0; i < ranked.size(); ++i) ranked[i] = i;
-  std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
-    return res.candidates[a].stat.median < res.candidates[b].stat.median;
-  });
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](size_t a, size_t b) { return res.candidates[a].stat.median < res.candidates[b].stat.median; });
   res.winner = static_cast<int>(ranked[0]);
   res.runner_up = ranked.size() > 1 ? static_cast<int>(ranked[1]) : -1;
   previous_ranking_.clear();

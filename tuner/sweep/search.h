@@ -53,7 +53,7 @@ struct SearchOptions {
   int batch = 5;                // iterations of later batches
   int min_iters = 5;            // before a candidate may finish
   int max_iters = 200;
-  double cap_us = 300e3;        // per candidate: stop once its timed iterations add up to this
+  double cap_us = 300e3;  // per candidate: stop once its timed iterations add up to this
 };
 
 // Median and its distribution-free 95% confidence interval.

@@ -86,7 +86,8 @@ std::vector<LinkSpec> SweepLinks(const Communicator& comm, const SweepSpec& spec
   return links;
 }
 
-absl::StatusOr<Space> BuildSpace(const Communicator& comm, const SweepSpec& spec) {
+absl::StatusOr<Space> BuildSpace(const Communicator& comm, const SweepSpec& spec,
+                                 const std::vector<Point>* explicit_points = nullptr) {
   Space sp;
   absl::Status err;
   const std::vector<LinkSpec> links = SweepLinks(comm, spec, &err);
@@ -100,10 +101,9 @@ absl::StatusOr<Space> BuildSpace(const Communicator& comm, const SweepSpec& spec
     }
     if (spec.algorithms.empty()) algs = valid;
     if (algs.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("no algorithm to sweep for ", CollectiveName(c), " on ",
-                                                     comm.size(), " ranks: asked for [",
-                                                     absl::StrJoin(spec.algorithms, ", "), "], valid here: [",
-                                                     absl::StrJoin(valid, ", "), "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("no algorithm to sweep for ", CollectiveName(c), " on ", comm.size(), " ranks: asked for [",
+                       absl::StrJoin(spec.algorithms, ", "), "], valid here: [", absl::StrJoin(valid, ", "), "]"));
     }
     std::vector<std::string> configs;
     for (const std::string& a : algs) {
@@ -112,14 +112,22 @@ absl::StatusOr<Space> BuildSpace(const Communicator& comm, const SweepSpec& spec
         if (std::find(configs.begin(), configs.end(), s) == configs.end()) configs.push_back(std::move(s));
       }
     }
-    for (DataType t : spec.dtypes) {
-      for (uint64_t b : sizes) {
-        auto d = comm.ResolveConfig(c, t, b, "auto");
-        if (!d.ok()) return d.status();
-        sp.points.push_back(Point{c, t, b});
-        sp.candidates.push_back(configs);
-        sp.defaults.push_back(*d);
+    std::vector<Point> points;
+    if (explicit_points != nullptr) {
+      for (const Point& p : *explicit_points) {
+        if (p.collective == c) points.push_back(p);
       }
+    } else {
+      for (DataType t : spec.dtypes) {
+        for (uint64_t b : sizes) points.push_back(Point{c, t, b});
+      }
+    }
+    for (const Point& p : points) {
+      auto d = comm.ResolveConfig(c, p.dtype, p.bytes, "auto");
+      if (!d.ok()) return d.status();
+      sp.points.push_back(p);
+      sp.candidates.push_back(configs);
+      sp.defaults.push_back(*d);
     }
   }
   return sp;
@@ -170,8 +178,7 @@ class CommMeasurer final : public Measurer {
   absl::StatusOr<Batch> Run(const int64_t* cmd) {
     const size_t pi = static_cast<size_t>(cmd[1]);
     const Point& p = space_.points[pi];
-    const std::string& config =
-        cmd[2] < 0 ? space_.defaults[pi] : space_.candidates[pi][static_cast<size_t>(cmd[2])];
+    const std::string& config = cmd[2] < 0 ? space_.defaults[pi] : space_.candidates[pi][static_cast<size_t>(cmd[2])];
     const int iters = static_cast<int>(cmd[3]), warmup = static_cast<int>(cmd[4]);
     const int n = comm_.size();
     const bench::CallSpec spec{p.collective, p.dtype, ReduceOp::kSum, 0};
@@ -193,8 +200,8 @@ class CommMeasurer final : public Measurer {
     Batch b;
     b.time_us.resize(mine.size());
     b.rank_time_us.resize(mine.size());
-    if (absl::Status s = comm_.Allreduce(mine.data(), b.time_us.data(), mine.size(), DataType::kFloat64,
-                                         ReduceOp::kMax, barrier);
+    if (absl::Status s =
+            comm_.Allreduce(mine.data(), b.time_us.data(), mine.size(), DataType::kFloat64, ReduceOp::kMax, barrier);
         !s.ok()) {
       return s;
     }
@@ -258,6 +265,46 @@ std::string EntriesToJson(const Communicator& comm, const std::vector<db::TunedE
 }
 
 }  // namespace
+
+absl::StatusOr<std::vector<PointResult>> MeasurePoints(Communicator& comm, const SweepSpec& spec,
+                                                       const std::vector<Point>& points) {
+  // Rank 0's points and spec, as text: {"spec": ..., "points": [[coll, dtype, bytes], ...]}.
+  std::string wire;
+  if (comm.rank() == 0) {
+    json pts = json::array();
+    for (const Point& p : points) {
+      pts.push_back({static_cast<int>(p.collective), static_cast<int>(p.dtype), p.bytes});
+    }
+    wire = json{{"spec", json::parse(spec.ToJson())}, {"points", pts}}.dump();
+  }
+  if (absl::Status s = BroadcastString(comm, &wire); !s.ok()) return s;
+  const json j = json::parse(wire, nullptr, false);
+  if (j.is_discarded()) return absl::InternalError("verify: bad broadcast");
+  auto sp = SweepSpec::FromJson(j["spec"].dump());
+  if (!sp.ok()) return sp.status();
+  std::vector<Point> mine;
+  for (const auto& p : j["points"]) {
+    mine.push_back(
+        Point{static_cast<Collective>(p[0].get<int>()), static_cast<DataType>(p[1].get<int>()), p[2].get<uint64_t>()});
+  }
+  std::vector<Collective> colls;
+  for (const Point& p : mine) {
+    if (std::find(colls.begin(), colls.end(), p.collective) == colls.end()) colls.push_back(p.collective);
+  }
+  sp->collectives = colls.empty() ? sp->collectives : colls;
+  auto space = BuildSpace(comm, *sp, &mine);
+  if (!space.ok()) return space.status();
+  CommMeasurer live(comm, *space);
+  if (comm.rank() != 0) {
+    if (absl::Status s = live.Follow(); !s.ok()) return s;
+    return std::vector<PointResult>{};
+  }
+  Search search(sp->search, &live);
+  auto results = search.Run(space->points, space->candidates, space->defaults);
+  int64_t stop_cmd[5] = {results.ok() ? kStop : kAbort, 0, 0, 0, 0};
+  if (absl::Status s = live.Send(stop_cmd); !s.ok() && results.ok()) return s;
+  return results;
+}
 
 std::string SweepSpec::ToJson() const {
   json j;
@@ -328,13 +375,14 @@ absl::Status SweepSpec::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("inverted size range: --min-bytes ", min_bytes, " is above --max-bytes ", max_bytes));
   }
-  if (max_bytes > db::kMaxBytes) return absl::InvalidArgumentError(absl::StrCat("--max-bytes ", max_bytes, " is absurd"));
+  if (max_bytes > db::kMaxBytes)
+    return absl::InvalidArgumentError(absl::StrCat("--max-bytes ", max_bytes, " is absurd"));
   if (step < 2 || (step & (step - 1)) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("--step must be a power of two >= 2, got ", step));
   }
   if (SweepSizes(*this).empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("empty size range: no power of two in [", min_bytes, ", ",
-                                                   max_bytes, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("empty size range: no power of two in [", min_bytes, ", ", max_bytes, "]"));
   }
   if (search.target_rel_ci <= 0 || search.cap_us <= 0 || search.first_batch < 1 || search.batch < 1 ||
       search.max_iters < search.min_iters) {
@@ -418,13 +466,17 @@ absl::StatusOr<SweepOutcome> RunSweep(Communicator& comm, const SweepSpec& spec_
               params.value("world", 0), " ranks; this job is ", comm.fingerprint(), " with ", comm.size()));
         } else {
           auto s = SweepSpec::FromJson(params["spec"].dump());
-          if (!s.ok()) setup = s.status();
-          else spec = *s;
+          if (!s.ok())
+            setup = s.status();
+          else
+            spec = *s;
         }
         if (setup.ok()) {
           auto k = io.journal->GetSweepSamples(io.sweep_id);
-          if (!k.ok()) setup = k.status();
-          else kept = *std::move(k);
+          if (!k.ok())
+            setup = k.status();
+          else
+            kept = *std::move(k);
         }
       }
     } else if (setup.ok()) {
@@ -505,14 +557,16 @@ absl::StatusOr<SweepOutcome> RunSweep(Communicator& comm, const SweepSpec& spec_
     }
     if (!sent.ok()) return sent;
     out.results = *std::move(results);
-    EntryContext ctx{comm.size(), out.spec.min_bytes, out.spec.max_bytes, io.sweep_id, HCCL_TUNE_VERSION,
-                     db::NowUnixMs()};
+    EntryContext ctx{comm.size(), out.spec.min_bytes, out.spec.max_bytes,
+                     io.sweep_id, HCCL_TUNE_VERSION,  db::NowUnixMs()};
     out.entries = BuildEntries(out.results, ctx);
     // 3. The winners, in one transaction, merged into the topology's latest table.
     std::vector<db::TunedEntry> existing;
     auto current = io.tables->GetTable(comm.fingerprint(), 0);
-    if (current.ok()) existing = current->entries;
-    else if (!absl::IsNotFound(current.status())) return current.status();
+    if (current.ok())
+      existing = current->entries;
+    else if (!absl::IsNotFound(current.status()))
+      return current.status();
     auto version = io.tables->PutTable(db::Topology{comm.fingerprint(), comm.topology_json()},
                                        MergeEntries(existing, out.entries), db::PutOptions{});
     if (!version.ok()) {

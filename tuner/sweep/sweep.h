@@ -60,14 +60,19 @@ struct SweepOutcome {
   std::vector<PointResult> results;
   std::vector<db::TunedEntry> entries;  // the winners of this sweep (every rank gets them)
   SearchStats stats;
-  int64_t table_version = 0;            // rank 0: the table version written
-  uint64_t replayed_iterations = 0;     // resume: iterations taken from the journal
+  int64_t table_version = 0;         // rank 0: the table version written
+  uint64_t replayed_iterations = 0;  // resume: iterations taken from the journal
   double seconds = 0;
 };
 
 // Every rank calls it; `spec` and `io` matter only on rank 0. Cancelled when *io.stop became true (the sweep
 // row is then marked cancelled, resumable).
 absl::StatusOr<SweepOutcome> RunSweep(Communicator& comm, const SweepSpec& spec, const RankZeroIo& io);
+
+// Measures every candidate of each point (rank 0's list) with `spec`'s search and no storage: `hccl-tune verify`.
+// Every rank calls it; the results are complete on rank 0 (empty elsewhere).
+absl::StatusOr<std::vector<PointResult>> MeasurePoints(Communicator& comm, const SweepSpec& spec,
+                                                       const std::vector<Point>& points);
 
 // A new sweep id: sw-YYYYMMDD-HHMMSS-XXXX.
 std::string NewSweepId();

@@ -9,14 +9,14 @@ std::vector<db::TunedEntry> BuildEntries(const std::vector<PointResult>& results
   for (size_t i = 0; i < results.size(); ++i) {
     const PointResult& r = results[i];
     if (r.winner < 0) continue;
-    const bool group_start = i == 0 || results[i - 1].point.collective != r.point.collective ||
-                             results[i - 1].point.dtype != r.point.dtype;
+    const bool group_start =
+        i == 0 || results[i - 1].point.collective != r.point.collective || results[i - 1].point.dtype != r.point.dtype;
     const bool group_end = i + 1 == results.size() || results[i + 1].point.collective != r.point.collective ||
                            results[i + 1].point.dtype != r.point.dtype;
     const CandidateResult& w = r.candidates[static_cast<size_t>(r.winner)];
     const uint64_t lo = group_start ? std::min(ctx.min_bytes, r.point.bytes) : r.point.bytes;
-    const uint64_t hi = group_end ? std::max(ctx.max_bytes + 1, std::max<uint64_t>(2 * r.point.bytes, 1))
-                                  : results[i + 1].point.bytes;
+    const uint64_t hi =
+        group_end ? std::max(ctx.max_bytes + 1, std::max<uint64_t>(2 * r.point.bytes, 1)) : results[i + 1].point.bytes;
     if (!group_start && !out.empty() && out.back().configuration == w.config) {
       out.back().key.range.max = hi;  // same winner as the size before: extend its range
       out.back().samples += w.time_us.size();

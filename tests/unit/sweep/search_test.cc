@@ -1,4 +1,6 @@
 // The sweep's statistics, search and winner ranges on a measurement hook with known, deterministic costs.
+#include "tuner/sweep/search.h"
+
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -6,7 +8,6 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "tuner/sweep/search.h"
 #include "tuner/sweep/winners.h"
 
 namespace hccltune::sweep {
@@ -145,12 +146,15 @@ TEST(Search, CapAndStop) {
   ASSERT_TRUE(r.ok()) << r.status();
   for (const auto& c : r->front().candidates) {
     EXPECT_TRUE(c.state == CandidateState::kCapped || c.state == CandidateState::kConverged);
-    if (c.state == CandidateState::kCapped) EXPECT_GE(c.measured_us, 2000);
+    if (c.state == CandidateState::kCapped) {
+      EXPECT_GE(c.measured_us, 2000);
+    }
   }
   Search stopped(o, &m);
   int calls = 0;
   stopped.should_stop = [&] { return ++calls > 3; };
-  auto s2 = stopped.Run({Point{Collective::kAllreduce, DataType::kFloat32, 1024}}, {{"one_shot", "slow0"}}, {"one_shot"});
+  auto s2 =
+      stopped.Run({Point{Collective::kAllreduce, DataType::kFloat32, 1024}}, {{"one_shot", "slow0"}}, {"one_shot"});
   EXPECT_TRUE(absl::IsCancelled(s2.status())) << s2.status();
 }
 
