@@ -134,7 +134,7 @@ absl::StatusOr<PointResult> Search::RunPoint(const Point& p, std::vector<std::st
           static_cast<int>(i) == res.default_index) {
         continue;
       }
-      if (c.stat.lo > res.candidates[static_cast<size_t>(best)].stat.hi) {
+      if (c.stat.lo > res.candidates[static_cast<size_t>(best)].stat.hi * (1 + options_.target_rel_ci)) {
         c.state = CandidateState::kPruned;
         ++stats_.pruned;
         ++progress_.done;

@@ -10,7 +10,8 @@
 //
 // Search: exhaustive measures every candidate until it is finished. The pruned default (racing / successive
 // elimination with confidence bounds) also stops measuring a candidate as soon as the lower bound of its
-// median's interval is above the upper bound of the current best's — it is then clearly worse. The candidate
+// median's interval is above the upper bound of the current best's by more than the precision target —
+// it is then clearly worse (near-ties are measured to the end). The candidate
 // order of a point is seeded by the ranking at the previous size (a cost model fitted on the fly: neighbouring
 // sizes rank alike), so good candidates are measured first. The built-in default is never pruned: its margin
 // is reported. Every decision is a deterministic function of the samples, so replaying stored samples (resume)
@@ -49,7 +50,7 @@ class Measurer {
 struct SearchOptions {
   bool exhaustive = false;
   double target_rel_ci = 0.03;  // half-width of the 95% CI of the median, relative to the median
-  int first_batch = 5;          // iterations of a candidate's first batch
+  int first_batch = 3;          // iterations of a candidate's first batch (below min_iters: prune first)
   int batch = 5;                // iterations of later batches
   int min_iters = 5;            // before a candidate may finish
   int max_iters = 200;

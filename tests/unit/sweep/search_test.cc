@@ -2,6 +2,7 @@
 #include "tuner/sweep/search.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -68,7 +69,7 @@ std::vector<Point> Points() {
 }
 
 std::vector<PointResult> RunSearch(bool exhaustive, SearchStats* stats, int* iterations) {
-  KnownCosts m(Costs(), 0.04);
+  KnownCosts m(Costs(), 0.10);
   SearchOptions o;
   o.exhaustive = exhaustive;
   o.cap_us = 1e12;  // no time cap: the CI decides
@@ -124,8 +125,9 @@ TEST(Search, PrunedPicksTheSameWinnersAsExhaustiveAndMeasuresLess) {
   EXPECT_EQ(ex.front().candidates[static_cast<size_t>(ex.front().winner)].config, "one_shot");
   EXPECT_EQ(ex.back().candidates[static_cast<size_t>(ex.back().winner)].config.substr(0, 4), "ring");
   EXPECT_EQ(ex_stats.pruned, 0u);
-  EXPECT_GT(pr_stats.pruned, 10u * Points().size());
+  EXPECT_GE(pr_stats.pruned, 15u * Points().size());
   // Pruning measurably saves: at most a third of the exhaustive iterations here.
+  std::printf("iterations: pruned %d, exhaustive %d\n", pr_iters, ex_iters);
   EXPECT_LT(pr_iters * 3, ex_iters) << "pruned " << pr_iters << " vs exhaustive " << ex_iters;
   EXPECT_EQ(static_cast<uint64_t>(pr_iters), pr_stats.iterations);
   EXPECT_GT(pr_stats.saved_iterations, 0);
