@@ -49,6 +49,16 @@ print("coverage ok")
 PY
 [[ $(sqlite3 "$d/t.db" "SELECT count(*) FROM sweeps WHERE status='done'") == 2 ]] || fail "sweeps not marked done"
 
+# verify re-measures every stored bucket; report writes a self-contained HTML page with one SVG per plot.
+"$bin" verify --ranks 2 --db "$d/t.db" --cap-ms 20 > "$d/verify.txt" || fail "verify: $(cat "$d/verify.txt")"
+grep -q "buckets of topology" "$d/verify.txt" || fail "verify output: $(cat "$d/verify.txt")"
+grep -Eq "winner within 5% of the best re-measured candidate in [0-9]+ of [1-9][0-9]* buckets" "$d/verify.txt" \
+  || fail "verify summary: $(cat "$d/verify.txt")"
+"$bin" report --db "$d/t.db" --out "$d/r.html" > /dev/null
+[[ $(grep -c "<svg" "$d/r.html") -ge 2 ]] || fail "report has no plots"
+grep -q "winner: " "$d/r.html" || fail "report marks no winner"
+! grep -Eq "<script|src=\"http" "$d/r.html" || fail "report is not self-contained"
+
 # 2. SIGKILL mid-sweep: the DB stays intact, no table is written, and --resume completes the sweep.
 setsid "$bin" sweep --ranks 2 --db "$d/k.db" --coll allreduce --min-bytes 1K --max-bytes 1M --links shm,tcp \
   --cap-ms 60 --force --plain > "$d/killed.txt" 2>&1 &
