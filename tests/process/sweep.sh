@@ -86,6 +86,27 @@ grep -q "replayed from the journal" "$d/resumed.txt" || fail "resume replayed no
 [[ $(sqlite3 "$d/k.db" "PRAGMA integrity_check") == ok ]] || fail "integrity_check after resume"
 echo "kill + resume ok ($kept samples kept)"
 
+# Ctrl-C (SIGINT to the whole process group): a clean stop, exit 130, the row marked cancelled, resumable.
+setsid "$bin" sweep --ranks 2 --db "$d/c.db" --coll allreduce --min-bytes 1K --max-bytes 1M --cap-ms 60 --force \
+  --plain > "$d/int.txt" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+  n=$(sqlite3 "$d/c.db" "SELECT count(*) FROM sweep_samples" 2>/dev/null || echo 0)
+  [[ $n -gt 100 ]] && break
+  sleep 0.05
+done
+kill -INT -- -$pid
+rc=0
+wait $pid || rc=$?
+pid=""
+[[ $rc == 130 ]] || fail "Ctrl-C exit $rc: $(cat "$d/int.txt")"
+grep -q "continue with: hccl-tune sweep --resume" "$d/int.txt" || fail "no resume hint: $(cat "$d/int.txt")"
+[[ $(sqlite3 "$d/c.db" "SELECT status FROM sweeps") == cancelled ]] || fail "not cancelled"
+"$bin" sweep --resume "$(sqlite3 "$d/c.db" "SELECT id FROM sweeps")" --db "$d/c.db" --force --plain > /dev/null 2>&1 \
+  || fail "resume after Ctrl-C"
+[[ $(sqlite3 "$d/c.db" "SELECT status FROM sweeps") == done ]] || fail "resume after Ctrl-C not done"
+echo "ctrl-c + resume ok"
+
 # 3. Bad input: exit 2 and a message naming the problem; nothing starts.
 expect_bad() {
   local want=$1; shift

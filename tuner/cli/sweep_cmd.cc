@@ -265,6 +265,7 @@ int RunLaunched(const SweepArgs& a) {
       }
       return ReportError(err);
     }
+    if (absl::IsCancelled(err)) return 130;
     return absl::IsAborted(err) ? 1 : ReportError(err);
   }
   // Every other node's first local rank hands the winners to its own node's store.

@@ -54,7 +54,7 @@ absl::Status BroadcastString(Communicator& comm, std::string* s) {
 }
 
 // Command from rank 0: {op, point, candidate, iters, warmup}.
-enum Op : int64_t { kStop = 0, kMeasure = 1, kAbort = 2 };
+enum Op : int64_t { kStop = 0, kMeasure = 1, kAbort = 2, kCancel = 3 };
 
 struct Space {
   std::vector<Point> points;
@@ -167,6 +167,7 @@ class CommMeasurer final : public Measurer {
       if (absl::Status s = comm_.Broadcast(cmd, got, 5, DataType::kInt64, 0); !s.ok()) return s;
       if (got[0] == kStop) return absl::OkStatus();
       if (got[0] == kAbort) return absl::AbortedError("rank 0 stopped the sweep");
+      if (got[0] == kCancel) return absl::CancelledError("rank 0 stopped the sweep (resumable)");
       if (got[1] < 0 || got[1] >= static_cast<int64_t>(space_.points.size())) {
         return absl::InternalError("sweep: bad command from rank 0");
       }
@@ -545,7 +546,10 @@ absl::StatusOr<SweepOutcome> RunSweep(Communicator& comm, const SweepSpec& spec_
     auto results = search.Run(space->points, space->candidates, space->defaults);
     out.replayed_iterations = replay.replayed;
     out.stats = search.stats();
-    int64_t stop_cmd[5] = {results.ok() ? kStop : kAbort, 0, 0, 0, 0};
+    int64_t stop_cmd[5] = {results.ok()                          ? kStop
+                           : absl::IsCancelled(results.status()) ? kCancel
+                                                                 : kAbort,
+                           0, 0, 0, 0};
     absl::Status sent = live.Send(stop_cmd);
     if (!results.ok() || !progress_error.ok()) {
       absl::Status err = !progress_error.ok() ? progress_error : results.status();
