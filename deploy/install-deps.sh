@@ -16,6 +16,8 @@ PACKAGES=(
   systemd
   # tests: process and network tooling
   iproute2 procps util-linux
+  # tests: the sweep and daemon process tests parse JSON with python3
+  python3
 )
 
 missing=()

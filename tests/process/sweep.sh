@@ -18,7 +18,7 @@ grep -q "winners stored in database" "$d/out2.txt" || fail "no winners line: $(c
 "$bin" sweep --ranks 3 --db "$d/t.db" --coll allgather,broadcast --min-bytes 3K --max-bytes 12K --links shm \
   --cap-ms 40 --force --json > "$d/out3.json"
 "$bin" show --db "$d/t.db" --json > "$d/show.json"
-/usr/bin/python3 - "$d/show.json" "$d/out3.json" <<'PY'
+python3 - "$d/show.json" "$d/out3.json" <<'PY'
 import json, sys
 tables = json.load(open(sys.argv[1]))["tables"]
 def parse(s):

@@ -546,10 +546,7 @@ absl::StatusOr<SweepOutcome> RunSweep(Communicator& comm, const SweepSpec& spec_
     auto results = search.Run(space->points, space->candidates, space->defaults);
     out.replayed_iterations = replay.replayed;
     out.stats = search.stats();
-    int64_t stop_cmd[5] = {results.ok()                          ? kStop
-                           : absl::IsCancelled(results.status()) ? kCancel
-                                                                 : kAbort,
-                           0, 0, 0, 0};
+    int64_t stop_cmd[5] = {results.ok() ? kStop : absl::IsCancelled(results.status()) ? kCancel : kAbort, 0, 0, 0, 0};
     absl::Status sent = live.Send(stop_cmd);
     if (!results.ok() || !progress_error.ok()) {
       absl::Status err = !progress_error.ok() ? progress_error : results.status();

@@ -2,8 +2,8 @@
 #include "tuner/sweep/search.h"
 
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
