@@ -2,7 +2,7 @@
 # hccl-tune sweep as processes: a tiny 2- and 3-rank sweep stores winners covering the requested range; a sweep
 # killed with SIGKILL leaves the database intact (integrity_check, no half-written table) and --resume completes
 # it; bad input is refused with a message naming what is wrong.
-# usage: sweep.sh HCCL_TUNE_BIN
+# usage: sweep.sh HCCL_TUNE_BIN [HCCL_TUNED_BIN]
 set -euo pipefail
 bin=$1
 d=$(mktemp -d)
@@ -58,6 +58,27 @@ grep -Eq "winner within 5% of the best re-measured candidate in [0-9]+ of [1-9][
 [[ $(grep -c "<svg" "$d/r.html") -ge 2 ]] || fail "report has no plots"
 grep -q "winner: " "$d/r.html" || fail "report marks no winner"
 ! grep -Eq "<script|src=\"http" "$d/r.html" || fail "report is not self-contained"
+
+# Storage through the daemon (the default): the table goes to hccl-tuned, samples to the user's journal file.
+tuned=${2:-$(dirname "$bin")/../daemon/hccl-tuned}
+if [[ -x $tuned ]]; then
+  "$tuned" --socket "$d/tuned.sock" --db "$d/daemon.db" --log-level warn &
+  tpid=$!
+  for _ in $(seq 100); do [[ -S $d/tuned.sock ]] && break; sleep 0.1; done
+  XDG_STATE_HOME="$d/state" HCCL_TUNE_DAEMON="unix:$d/tuned.sock" "$bin" sweep --ranks 2 --coll allreduce \
+    --min-bytes 1K --max-bytes 8K --links shm --cap-ms 40 --force --plain > "$d/viad.txt" 2>&1 \
+    || { kill $tpid; fail "sweep through the daemon: $(cat "$d/viad.txt")"; }
+  fp=$(sed -n 's/.*topology \([0-9a-f]\{16\}\).*/\1/p' "$d/viad.txt")
+  "$bin" get --daemon "unix:$d/tuned.sock" --coll allreduce --dtype fp32 --bytes 4K --world 2 --topology "$fp" \
+    > "$d/get.txt" || { kill $tpid; fail "get after a daemon sweep"; }
+  XDG_STATE_HOME="$d/state" "$bin" report --daemon "unix:$d/tuned.sock" --out "$d/rd.html" > /dev/null \
+    || { kill $tpid; fail "report through the daemon"; }
+  kill $tpid
+  wait $tpid 2>/dev/null || true
+  [[ -f $d/state/hccl-tune/sweeps.db ]] || fail "no journal in the user state dir"
+  grep -q "winner: " "$d/rd.html" || fail "daemon report marks no winner"
+  echo "daemon storage ok"
+fi
 
 # 2. SIGKILL mid-sweep: the DB stays intact, no table is written, and --resume completes the sweep.
 setsid "$bin" sweep --ranks 2 --db "$d/k.db" --coll allreduce --min-bytes 1K --max-bytes 1M --links shm,tcp \

@@ -16,6 +16,7 @@
 #include "runtime/common/sizes.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
+#include "tuner/cli/sweep_common.h"
 #include "tuner/sweep/search.h"
 
 namespace hccltune::cli {
@@ -118,10 +119,15 @@ absl::Status WriteReport(const ReportArgs& a) {
   db::TuningStore* journal = opened->store.get();
   std::unique_ptr<db::TuningStore> own;
   if (a.store.db.empty()) {
-    if (a.journal.empty()) {
-      return absl::InvalidArgumentError("with the daemon, pass --journal PATH (the sweep's samples file) or use --db");
+    std::string path = a.journal;
+    if (path.empty()) {
+      auto env = Environment::Load();
+      if (!env.ok()) return env.status();
+      auto d = DefaultJournal(*env);
+      if (!d.ok()) return d.status();
+      path = *d;
     }
-    auto j = db::OpenSqliteTuningStore(a.journal);
+    auto j = db::OpenSqliteTuningStore(path);
     if (!j.ok()) return j.status();
     own = *std::move(j);
     journal = own.get();
@@ -221,7 +227,7 @@ void RegisterReport(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("report", "Write a self-contained HTML report of a sweep (busbw curves, winners)");
   cmd->add_option("--out", a->out, "HTML file to write")->required();
   cmd->add_option("--sweep", a->sweep_id, "Sweep id (default: the newest finished one)");
-  cmd->add_option("--journal", a->journal, "With the daemon: the sweep's samples file");
+  cmd->add_option("--journal", a->journal, "With the daemon: the sweep's samples file (default: as hccl-tune sweep)");
   AddStoreFlags(cmd, &a->store);
   cmd->callback([a, exit_code] {
     absl::Status s = WriteReport(*a);

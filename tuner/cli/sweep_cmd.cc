@@ -161,22 +161,6 @@ void PrintOutcome(const sweep::SweepOutcome& o, const std::string& where, const 
   std::fflush(stdout);
 }
 
-absl::StatusOr<std::string> DefaultJournal(const Environment& env) {
-  std::string dir;
-  if (!env.xdg_state_home.empty())
-    dir = env.xdg_state_home + "/hccl-tune";
-  else if (!env.home.empty())
-    dir = env.home + "/.local/state/hccl-tune";
-  else
-    dir = absl::StrCat("/tmp/hccl-tune-", ::getuid());
-  std::string partial;
-  for (absl::string_view part : absl::StrSplit(dir, '/', absl::SkipEmpty())) {
-    partial = absl::StrCat(partial, "/", part);
-    ::mkdir(partial.c_str(), 0700);
-  }
-  return dir + "/sweeps.db";
-}
-
 struct Storage {
   OpenedStore tables;
   std::unique_ptr<db::TuningStore> journal_owned;

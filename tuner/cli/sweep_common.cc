@@ -1,8 +1,13 @@
 #include "tuner/cli/sweep_common.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "runtime/common/sizes.h"
 #include "runtime/common/types.h"
 
@@ -35,6 +40,22 @@ nlohmann::json EntryJson(const db::TunedEntry& e) {
                         {"runner_up", e.runner_up},
                         {"margin", e.margin},
                         {"default_margin", e.default_margin}};
+}
+
+absl::StatusOr<std::string> DefaultJournal(const Environment& env) {
+  std::string dir;
+  if (!env.xdg_state_home.empty())
+    dir = env.xdg_state_home + "/hccl-tune";
+  else if (!env.home.empty())
+    dir = env.home + "/.local/state/hccl-tune";
+  else
+    dir = absl::StrCat("/tmp/hccl-tune-", ::getuid());
+  std::string partial;
+  for (absl::string_view part : absl::StrSplit(dir, '/', absl::SkipEmpty())) {
+    partial = absl::StrCat(partial, "/", part);
+    ::mkdir(partial.c_str(), 0700);
+  }
+  return dir + "/sweeps.db";
 }
 
 }  // namespace hccltune::cli
