@@ -20,6 +20,8 @@ PACKAGES=(
   iproute2 procps util-linux
   # tests of the emulated cluster (deploy/cluster/): JSON checks
   jq
+  # tests: the sweep and daemon process tests parse JSON with python3
+  python3
 )
 
 missing=()

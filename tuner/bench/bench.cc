@@ -8,63 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tuner/bench/call.h"
 #include "tuner/bench/check.h"
 
 namespace hccltune::bench {
 namespace {
-
-// Elements per rank block for a byte size (CONVENTIONS.md, Sizes).
-size_t CountFor(Collective c, uint64_t bytes, DataType t, int n) {
-  const uint64_t es = DataTypeSize(t);
-  switch (c) {
-    case Collective::kAllgather:
-    case Collective::kAllgatherv:
-    case Collective::kGather:
-    case Collective::kReducescatter:
-    case Collective::kScatter:
-    case Collective::kAlltoall:
-    case Collective::kAlltoallv: return static_cast<size_t>(bytes / es / static_cast<uint64_t>(n));
-    default: return static_cast<size_t>(bytes / es);
-  }
-}
-
-struct Buffers {
-  std::vector<uint8_t> send, recv;
-  std::vector<size_t> counts, displs;
-};
-
-absl::Status Call(Communicator& comm, const BenchOptions& o, size_t count, Buffers& b, const CallOptions& co) {
-  const int n = comm.size();
-  switch (o.collective) {
-    case Collective::kAllreduce: return comm.Allreduce(b.send.data(), b.recv.data(), count, o.dtype, o.op, co);
-    case Collective::kAllgather: return comm.Allgather(b.send.data(), b.recv.data(), count, o.dtype, co);
-    case Collective::kAllgatherv: return comm.Allgatherv(b.send.data(), b.recv.data(), b.counts, b.displs, o.dtype, co);
-    case Collective::kReducescatter: return comm.Reducescatter(b.send.data(), b.recv.data(), count, o.dtype, o.op, co);
-    case Collective::kBroadcast: return comm.Broadcast(b.send.data(), b.recv.data(), count, o.dtype, o.root, co);
-    case Collective::kReduce: return comm.Reduce(b.send.data(), b.recv.data(), count, o.dtype, o.op, o.root, co);
-    case Collective::kGather: return comm.Gather(b.send.data(), b.recv.data(), count, o.dtype, o.root, co);
-    case Collective::kScatter: return comm.Scatter(b.send.data(), b.recv.data(), count, o.dtype, o.root, co);
-    case Collective::kAlltoall: return comm.Alltoall(b.send.data(), b.recv.data(), count, o.dtype, co);
-    case Collective::kAlltoallv:
-      return comm.Alltoallv(b.send.data(), b.counts, b.displs, b.recv.data(), b.counts, b.displs, o.dtype, co);
-    case Collective::kBarrier: return comm.Barrier(co);
-    case Collective::kSendRecv: {
-      // Ping-pong between ranks 0 and 1; other ranks idle.
-      const size_t bytes = count * DataTypeSize(o.dtype);
-      (void)bytes;
-      if (comm.rank() == 0 && n > 1) {
-        if (absl::Status s = comm.Send(b.send.data(), count, o.dtype, 1); !s.ok()) return s;
-        return comm.Recv(b.recv.data(), count, o.dtype, 1);
-      }
-      if (comm.rank() == 1) {
-        if (absl::Status s = comm.Recv(b.recv.data(), count, o.dtype, 0); !s.ok()) return s;
-        return comm.Send(b.recv.data(), count, o.dtype, 0);
-      }
-      return absl::OkStatus();
-    }
-  }
-  return absl::OkStatus();
-}
 
 // Applies --link to a configuration string that has a link parameter.
 absl::StatusOr<std::string> WithLink(const std::string& config, const std::string& link) {
@@ -133,7 +81,7 @@ absl::StatusOr<std::vector<BenchRow>> RunBench(Communicator& comm, const BenchOp
       if (o.check) {
         FillInput(cc, b.send.data());
         std::fill(b.recv.begin(), b.recv.end(), uint8_t{0xcd});
-        if (absl::Status s = Call(comm, o, count, b, co); !s.ok()) return s;
+        if (absl::Status s = Call(comm, CallSpec{o.collective, o.dtype, o.op, o.root}, count, b, co); !s.ok()) return s;
         if (o.collective != Collective::kSendRecv) {
           row.error = Verify(cc, b.recv.data());
         } else if (comm.rank() == 0 && n > 1 &&
@@ -149,7 +97,7 @@ absl::StatusOr<std::vector<BenchRow>> RunBench(Communicator& comm, const BenchOp
       for (int it = 0; it < warmup + iters; ++it) {
         if (absl::Status s = comm.Barrier(barrier_opt); !s.ok()) return s;
         const auto t0 = std::chrono::steady_clock::now();
-        if (absl::Status s = Call(comm, o, count, b, co); !s.ok()) return s;
+        if (absl::Status s = Call(comm, CallSpec{o.collective, o.dtype, o.op, o.root}, count, b, co); !s.ok()) return s;
         const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
         if (it >= warmup) durations.push_back(us);
       }

@@ -16,5 +16,8 @@ void RegisterExport(CLI::App& app, int* exit_code);
 void RegisterImport(CLI::App& app, int* exit_code);
 void RegisterForget(CLI::App& app, int* exit_code);
 void RegisterRollback(CLI::App& app, int* exit_code);
+void RegisterSweep(CLI::App& app, int* exit_code);
+void RegisterVerify(CLI::App& app, int* exit_code);
+void RegisterReport(CLI::App& app, int* exit_code);
 
 }  // namespace hccltune::cli

@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
   hccltune::cli::RegisterImport(app, &exit_code);
   hccltune::cli::RegisterForget(app, &exit_code);
   hccltune::cli::RegisterRollback(app, &exit_code);
+  hccltune::cli::RegisterSweep(app, &exit_code);
+  hccltune::cli::RegisterVerify(app, &exit_code);
+  hccltune::cli::RegisterReport(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

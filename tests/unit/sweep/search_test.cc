@@ -1,0 +1,207 @@
+// The sweep's statistics, search and winner ranges on a measurement hook with known, deterministic costs.
+#include "tuner/sweep/search.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tuner/sweep/winners.h"
+
+namespace hccltune::sweep {
+namespace {
+
+// Known costs: candidate k at size b costs (latency_k + b / bandwidth_k) microseconds, times a deterministic
+// noise factor in [1 - noise, 1 + noise] from a hash of (config, bytes, iteration).
+class KnownCosts final : public Measurer {
+ public:
+  struct Cost {
+    double latency_us, bytes_per_us;
+  };
+  KnownCosts(std::map<std::string, Cost> costs, double noise) : costs_(std::move(costs)), noise_(noise) {}
+
+  absl::StatusOr<Batch> Measure(const Point& p, const std::string& config, int iters, int warmup) override {
+    EXPECT_GE(warmup, 1);
+    auto it = costs_.find(config);
+    if (it == costs_.end()) return absl::NotFoundError(config);
+    Batch b;
+    int& next = counter_[config + "@" + std::to_string(p.bytes)];
+    for (int i = 0; i < iters; ++i, ++next) {
+      const double base = it->second.latency_us + static_cast<double>(p.bytes) / it->second.bytes_per_us;
+      uint64_t h = std::hash<std::string>{}(config) ^ (p.bytes * 0x9e3779b97f4a7c15ull) ^
+                   (static_cast<uint64_t>(next) * 0xbf58476d1ce4e5b9ull);
+      h ^= h >> 31;
+      h *= 0x94d049bb133111ebull;
+      h ^= h >> 29;
+      const double u = static_cast<double>(h % 10001) / 10000.0;  // [0, 1]
+      b.time_us.push_back(base * (1 + noise_ * (2 * u - 1)));
+      b.rank_time_us.push_back(b.time_us.back() * 0.9);
+    }
+    iterations += iters;
+    return b;
+  }
+  int iterations = 0;
+
+ private:
+  std::map<std::string, Cost> costs_;
+  double noise_;
+  std::map<std::string, int> counter_;
+};
+
+// 24 candidates: a latency-bound family, a bandwidth family, and many clearly worse ones; two near-ties.
+std::map<std::string, KnownCosts::Cost> Costs() {
+  std::map<std::string, KnownCosts::Cost> c;
+  c["one_shot"] = {5, 500};
+  c["recursive_doubling"] = {8, 1500};
+  c["ring(chunk=1M)"] = {40, 6000};
+  c["ring(chunk=4M)"] = {40.5, 5950};  // within 1% of ring(chunk=1M) at every size: a near-tie
+  for (int k = 0; k < 20; ++k) c["slow" + std::to_string(k)] = {60.0 + 10 * k, 1000.0 - 40 * k};
+  return c;
+}
+
+std::vector<Point> Points() {
+  std::vector<Point> p;
+  for (uint64_t b = 1024; b <= (16u << 20); b *= 2) p.push_back(Point{Collective::kAllreduce, DataType::kFloat32, b});
+  return p;
+}
+
+std::vector<PointResult> RunSearch(bool exhaustive, SearchStats* stats, int* iterations) {
+  KnownCosts m(Costs(), 0.10);
+  SearchOptions o;
+  o.exhaustive = exhaustive;
+  o.cap_us = 1e12;  // no time cap: the CI decides
+  Search s(o, &m);
+  std::vector<std::string> configs;
+  for (const auto& [name, cost] : Costs()) configs.push_back(name);
+  const auto points = Points();
+  std::vector<std::vector<std::string>> cands(points.size(), configs);
+  std::vector<std::string> defaults(points.size(), "slow3");
+  auto r = s.Run(points, cands, defaults);
+  EXPECT_TRUE(r.ok()) << r.status();
+  *stats = s.stats();
+  *iterations = m.iterations;
+  return r.ok() ? *r : std::vector<PointResult>{};
+}
+
+TEST(MedianCI, OrderStatistics) {
+  MedianCI one = MedianWithCI({7});
+  EXPECT_EQ(one.median, 7);
+  EXPECT_EQ(one.lo, 7);
+  EXPECT_EQ(one.hi, 7);
+  std::vector<double> x;
+  for (int i = 1; i <= 100; ++i) x.push_back(i);
+  MedianCI m = MedianWithCI(x);
+  EXPECT_DOUBLE_EQ(m.median, 50.5);
+  // n = 100: ranks 50 ± 9.8 -> the 41st and 60th smallest.
+  EXPECT_EQ(m.lo, 41);
+  EXPECT_EQ(m.hi, 60);
+  EXPECT_LT(m.lo, m.median);
+  EXPECT_GT(m.hi, m.median);
+  std::vector<double> flat(20, 3.0);
+  EXPECT_EQ(MedianWithCI(flat).rel_half_width(), 0);
+}
+
+TEST(Search, PrunedPicksTheSameWinnersAsExhaustiveAndMeasuresLess) {
+  SearchStats ex_stats, pr_stats;
+  int ex_iters = 0, pr_iters = 0;
+  const auto ex = RunSearch(true, &ex_stats, &ex_iters);
+  const auto pr = RunSearch(false, &pr_stats, &pr_iters);
+  ASSERT_EQ(ex.size(), Points().size());
+  ASSERT_EQ(pr.size(), ex.size());
+  std::map<std::string, int> winners;
+  for (size_t i = 0; i < ex.size(); ++i) {
+    const std::string& we = ex[i].candidates[static_cast<size_t>(ex[i].winner)].config;
+    const std::string& wp = pr[i].candidates[static_cast<size_t>(pr[i].winner)].config;
+    EXPECT_EQ(we, wp) << "at " << ex[i].point.bytes << " bytes";
+    ++winners[we];
+    // Every exhaustive candidate finished on its own terms.
+    for (const auto& c : ex[i].candidates) EXPECT_NE(c.state, CandidateState::kPruned);
+  }
+  // The cost model has crossovers: latency-bound winners at small sizes, ring at large ones.
+  EXPECT_GE(winners.size(), 2u);
+  EXPECT_EQ(ex.front().candidates[static_cast<size_t>(ex.front().winner)].config, "one_shot");
+  EXPECT_EQ(ex.back().candidates[static_cast<size_t>(ex.back().winner)].config.substr(0, 4), "ring");
+  EXPECT_EQ(ex_stats.pruned, 0u);
+  EXPECT_GE(pr_stats.pruned, 15u * Points().size());
+  // Pruning measurably saves: at most a third of the exhaustive iterations here.
+  std::printf("iterations: pruned %d, exhaustive %d\n", pr_iters, ex_iters);
+  EXPECT_LT(pr_iters * 3, ex_iters) << "pruned " << pr_iters << " vs exhaustive " << ex_iters;
+  EXPECT_EQ(static_cast<uint64_t>(pr_iters), pr_stats.iterations);
+  EXPECT_GT(pr_stats.saved_iterations, 0);
+  // The default is never pruned.
+  for (const auto& r : pr) {
+    EXPECT_NE(r.candidates[static_cast<size_t>(r.default_index)].state, CandidateState::kPruned);
+  }
+}
+
+TEST(Search, CapAndStop) {
+  KnownCosts m(Costs(), 0.5);  // too noisy to converge quickly
+  SearchOptions o;
+  o.exhaustive = true;
+  o.cap_us = 2000;
+  o.max_iters = 1000;
+  Search s(o, &m);
+  auto r = s.Run({Point{Collective::kAllreduce, DataType::kFloat32, 1024}}, {{"one_shot", "slow0"}}, {"one_shot"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const auto& c : r->front().candidates) {
+    EXPECT_TRUE(c.state == CandidateState::kCapped || c.state == CandidateState::kConverged);
+    if (c.state == CandidateState::kCapped) {
+      EXPECT_GE(c.measured_us, 2000);
+    }
+  }
+  Search stopped(o, &m);
+  int calls = 0;
+  stopped.should_stop = [&] { return ++calls > 3; };
+  auto s2 =
+      stopped.Run({Point{Collective::kAllreduce, DataType::kFloat32, 1024}}, {{"one_shot", "slow0"}}, {"one_shot"});
+  EXPECT_TRUE(absl::IsCancelled(s2.status())) << s2.status();
+}
+
+TEST(Winners, RangesCoverTheRequestedSizesAndMergeEqualWinners) {
+  SearchStats st;
+  int it = 0;
+  const auto results = RunSearch(false, &st, &it);
+  EntryContext ctx{4, 1000, 16u << 20, "sw-test", "0.1", 1};
+  const auto entries = BuildEntries(results, ctx);
+  ASSERT_FALSE(entries.empty());
+  EXPECT_LT(entries.size(), results.size());  // adjacent equal winners merged
+  EXPECT_EQ(entries.front().key.range.min, 1000u);
+  EXPECT_GT(entries.back().key.range.max, 16u << 20);
+  for (size_t i = 1; i < entries.size(); ++i) {
+    EXPECT_EQ(entries[i - 1].key.range.max, entries[i].key.range.min);  // no gap, no overlap
+    EXPECT_NE(entries[i - 1].configuration, entries[i].configuration);
+  }
+  for (const auto& e : entries) {
+    EXPECT_EQ(e.key.world_size, 4);
+    EXPECT_FALSE(e.runner_up.empty());
+    EXPECT_GE(e.margin, 0);
+    EXPECT_GT(e.default_margin, 0.1);  // slow3 is far from every winner
+    EXPECT_GT(e.busbw_gbps, 0);
+    EXPECT_EQ(e.sweep_id, "sw-test");
+  }
+}
+
+TEST(Winners, MergeReplacesOnlyOverlappingEntriesOfTheSameKey) {
+  auto entry = [](Collective c, uint64_t lo, uint64_t hi, const char* cfg) {
+    db::TunedEntry e;
+    e.key.collective = c;
+    e.key.world_size = 2;
+    e.key.range = ByteRange{lo, hi};
+    e.configuration = cfg;
+    return e;
+  };
+  const std::vector<db::TunedEntry> old = {entry(Collective::kAllreduce, 0, 1024, "a"),
+                                           entry(Collective::kAllreduce, 1024, 1 << 20, "b"),
+                                           entry(Collective::kAllgather, 0, 1 << 20, "c")};
+  const auto merged = MergeEntries(old, {entry(Collective::kAllreduce, 4096, 1 << 16, "n")});
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_EQ(merged[0].configuration, "a");
+  EXPECT_EQ(merged[1].configuration, "c");
+  EXPECT_EQ(merged[2].configuration, "n");
+}
+
+}  // namespace
+}  // namespace hccltune::sweep

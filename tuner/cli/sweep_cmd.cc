@@ -1,0 +1,376 @@
+// `hccl-tune sweep`: measure every candidate configuration on this node's ranks (or a launched job's) and keep
+// the winners. Storage: through the daemon (the table) plus a local journal file for samples/progress, or one
+// --db file for both. See tuner/sweep/sweep.h for the protocol.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "db/sqlite_store.h"
+#include "nlohmann/json.hpp"
+#include "runtime/common/configuration.h"
+#include "runtime/common/sizes.h"
+#include "tuner/bench/spawn.h"
+#include "tuner/cli/commands.h"
+#include "tuner/cli/store_access.h"
+#include "tuner/cli/sweep_common.h"
+#include "tuner/sweep/sweep.h"
+#include "tuner/sweep/winners.h"
+
+namespace hccltune::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop.store(true); }
+
+struct SweepArgs {
+  std::string coll = "allreduce", dtype = "fp32", min_bytes = "1K", max_bytes = "64M", algo, links, resume, sweep_id,
+              journal;
+  int ranks = 2, step = 2, max_iters = 200;
+  double ci = 0.03, cap_ms = 300;
+  bool exhaustive = false, launched = false, force = false, json = false, plain = false, checked = false;
+  StoreFlags store;
+};
+
+absl::StatusOr<sweep::SweepSpec> SpecFromArgs(const SweepArgs& a) {
+  sweep::SweepSpec s;
+  s.collectives.clear();
+  for (absl::string_view c : absl::StrSplit(a.coll, ',', absl::SkipEmpty())) {
+    auto v = ParseCollective(c);
+    if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("--coll: ", v.status().message()));
+    s.collectives.push_back(*v);
+  }
+  s.dtypes.clear();
+  for (absl::string_view t : absl::StrSplit(a.dtype, ',', absl::SkipEmpty())) {
+    auto v = ParseDataType(t);
+    if (!v.ok()) return absl::InvalidArgumentError(absl::StrCat("--dtype: ", v.status().message()));
+    s.dtypes.push_back(*v);
+  }
+  auto lo = ParseBytes(a.min_bytes);
+  if (!lo.ok()) return absl::InvalidArgumentError(absl::StrCat("--min-bytes: ", lo.status().message()));
+  auto hi = ParseBytes(a.max_bytes);
+  if (!hi.ok()) return absl::InvalidArgumentError(absl::StrCat("--max-bytes: ", hi.status().message()));
+  s.min_bytes = *lo;
+  s.max_bytes = *hi;
+  s.step = a.step;
+  for (absl::string_view x : absl::StrSplit(a.algo, ',', absl::SkipEmpty())) {
+    auto cfg = Configuration::Default(x);
+    if (!cfg.ok()) return absl::InvalidArgumentError(absl::StrCat("--algo: ", cfg.status().message()));
+    s.algorithms.emplace_back(x);
+  }
+  for (absl::string_view x : absl::StrSplit(a.links, ',', absl::SkipEmpty())) {
+    auto l = ParseLink(x);
+    if (!l.ok()) return absl::InvalidArgumentError(absl::StrCat("--links: ", l.status().message()));
+    s.links.emplace_back(x);
+  }
+  s.search.exhaustive = a.exhaustive;
+  s.search.target_rel_ci = a.ci;
+  s.search.cap_us = a.cap_ms * 1e3;
+  s.search.max_iters = a.max_iters;
+  if (a.ci <= 0 || a.ci >= 1) return absl::InvalidArgumentError(absl::StrCat("--ci must be in (0, 1), got ", a.ci));
+  if (a.cap_ms <= 0) return absl::InvalidArgumentError(absl::StrCat("--cap-ms must be > 0, got ", a.cap_ms));
+  if (absl::Status st = s.Validate(); !st.ok()) return st;
+  return s;
+}
+
+// Progress: a bar on a terminal, a line per size otherwise, JSON lines with --json.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(bool json, bool plain) : json_(json), tty_(!plain && ::isatty(2)) {}
+  void operator()(const sweep::Progress& p) {
+    const double elapsed = absl::ToDoubleSeconds(absl::Now() - start_);
+    const double eta = p.done ? elapsed * static_cast<double>(p.total - p.done) / static_cast<double>(p.done) : 0;
+    const std::string where = absl::StrCat(CollectiveName(p.point->collective), " ", DataTypeName(p.point->dtype), " ",
+                                           FormatBytes(p.point->bytes));
+    if (json_) {
+      std::cout << nlohmann::json{{"event", "progress"}, {"done", p.done},      {"total", p.total},
+                                  {"point", where},      {"config", *p.config}, {"eta_s", eta}}
+                       .dump()
+                << std::endl;
+      return;
+    }
+    if (tty_) {
+      const int width = 30;
+      const int fill = p.total ? static_cast<int>(width * p.done / p.total) : 0;
+      std::fprintf(stderr, "\r\033[K[%s%s] %llu/%llu  %s  %.50s  ETA %s", std::string(fill, '#').c_str(),
+                   std::string(width - fill, '.').c_str(), static_cast<unsigned long long>(p.done),
+                   static_cast<unsigned long long>(p.total), where.c_str(), p.config->c_str(), Eta(eta).c_str());
+      if (p.done == p.total) std::fprintf(stderr, "\n");
+      return;
+    }
+    if (where != last_where_) {
+      std::fprintf(stderr, "sweep: [%llu/%llu] %s  ETA %s\n", static_cast<unsigned long long>(p.done),
+                   static_cast<unsigned long long>(p.total), where.c_str(), Eta(eta).c_str());
+      last_where_ = where;
+    }
+  }
+
+ private:
+  static std::string Eta(double s) {
+    return absl::StrFormat("%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  }
+  bool json_, tty_;
+  absl::Time start_ = absl::Now();
+  std::string last_where_;
+};
+
+void PrintOutcome(const sweep::SweepOutcome& o, const std::string& where, const std::string& fingerprint,
+                  bool as_json) {
+  const auto& st = o.stats;
+  const double saved_pct = st.measured_us + st.saved_us > 0 ? 100 * st.saved_us / (st.measured_us + st.saved_us) : 0;
+  if (as_json) {
+    nlohmann::json entries = nlohmann::json::array();
+    for (const auto& e : o.entries) entries.push_back(EntryJson(e));
+    std::cout << nlohmann::json{{"event", "done"},
+                                {"sweep_id", o.sweep_id},
+                                {"table_version", o.table_version},
+                                {"topology", fingerprint},
+                                {"stored_in", where},
+                                {"seconds", o.seconds},
+                                {"candidates", st.candidates},
+                                {"pruned", st.pruned},
+                                {"iterations", st.iterations},
+                                {"replayed_iterations", o.replayed_iterations},
+                                {"measured_s", st.measured_us / 1e6},
+                                {"pruning_saved_s", st.saved_us / 1e6},
+                                {"entries", entries}}
+                     .dump()
+              << std::endl;
+    return;
+  }
+  std::printf(
+      "# sweep %s: %.1f s, %llu candidate measurements, %llu iterations%s\n", o.sweep_id.c_str(), o.seconds,
+      static_cast<unsigned long long>(st.candidates), static_cast<unsigned long long>(st.iterations),
+      o.replayed_iterations ? absl::StrCat(" (", o.replayed_iterations, " replayed from the journal)").c_str() : "");
+  if (!o.spec.search.exhaustive) {
+    std::printf("# pruning: %llu of %llu candidates stopped early; saved about %.1f s of measuring (%.0f%%)\n",
+                static_cast<unsigned long long>(st.pruned), static_cast<unsigned long long>(st.candidates),
+                st.saved_us / 1e6, saved_pct);
+  }
+  std::printf("# winners stored in %s, table version %lld, topology %s\n", where.c_str(),
+              static_cast<long long>(o.table_version), fingerprint.c_str());
+  PrintEntriesTable(o.entries, stdout);
+  std::fflush(stdout);
+}
+
+struct Storage {
+  OpenedStore tables;
+  std::unique_ptr<db::TuningStore> journal_owned;
+  db::TuningStore* journal = nullptr;
+  std::string where;
+};
+
+absl::StatusOr<Storage> OpenStorage(const SweepArgs& a) {
+  Storage s;
+  auto t = OpenStore(a.store);
+  if (!t.ok()) return t.status();
+  s.tables = *std::move(t);
+  s.where = s.tables.where;
+  if (!a.store.db.empty()) {
+    s.journal = s.tables.store.get();
+    return s;
+  }
+  if (auto probe = s.tables.store->ListTables(); !probe.ok()) {
+    return absl::UnavailableError(absl::StrCat("no daemon answers at ", s.tables.where, " (", probe.status().message(),
+                                               "); start hccl-tuned, pass --daemon TARGET, or use --db PATH"));
+  }
+  std::string path = a.journal;
+  if (path.empty()) {
+    auto env = Environment::Load();
+    if (!env.ok()) return env.status();
+    auto d = DefaultJournal(*env);
+    if (!d.ok()) return d.status();
+    path = *d;
+  }
+  auto j = db::OpenSqliteTuningStore(path);
+  if (!j.ok()) return j.status();
+  s.journal_owned = *std::move(j);
+  s.journal = s.journal_owned.get();
+  s.where = absl::StrCat(s.where, " (samples in ", path, ")");
+  return s;
+}
+
+int RunLaunched(const SweepArgs& a) {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  auto env = Environment::Load();
+  if (!env.ok()) return ReportError(env.status());
+  auto spec = SpecFromArgs(a);
+  if (!spec.ok()) return ReportError(spec.status());
+  auto comm = Communicator::FromEnvironment(*env);
+  if (!comm.ok()) {
+    return ReportError(absl::Status(comm.status().code(),
+                                    absl::StrCat("rank ", env->rank.value_or(-1), ": ", comm.status().message())));
+  }
+  Communicator& c = **comm;
+  sweep::RankZeroIo io;
+  Storage storage;
+  absl::Status open_error;
+  if (c.rank() == 0) {
+    auto s = OpenStorage(a);
+    if (!s.ok()) {
+      open_error = s.status();
+    } else {
+      storage = *std::move(s);
+      io.journal = storage.journal;
+      io.tables = storage.tables.store.get();
+      io.resume = !a.resume.empty();
+      io.sweep_id = !a.resume.empty() ? a.resume : !a.sweep_id.empty() ? a.sweep_id : sweep::NewSweepId();
+      if (!a.checked) {
+        auto q = sweep::CheckNodeQuiet(io.journal, io.sweep_id);
+        if (!q.warning.empty()) std::fprintf(stderr, "hccl-tune sweep: warning: %s\n", q.warning.c_str());
+        if (q.refuse && !a.force)
+          open_error = absl::FailedPreconditionError("refusing to sweep a busy node; pass --force to sweep anyway");
+      }
+    }
+    if (!open_error.ok()) io.journal = io.tables = nullptr;
+  }
+  io.stop = &g_stop;
+  ProgressPrinter printer(a.json, a.plain);
+  io.on_progress = [&](const sweep::Progress& p) { printer(p); };
+  auto out = sweep::RunSweep(c, *spec, io);
+  if (!out.ok()) {
+    const absl::Status& err = !open_error.ok() ? open_error : out.status();
+    if (c.rank() == 0) {
+      if (absl::IsCancelled(err)) {
+        std::fprintf(stderr, "\nhccl-tune sweep: stopped; continue with: hccl-tune sweep --resume %s%s\n",
+                     io.sweep_id.c_str(), a.store.db.empty() ? "" : absl::StrCat(" --db ", a.store.db).c_str());
+        return 130;
+      }
+      return ReportError(err);
+    }
+    if (absl::IsCancelled(err)) return 130;
+    return absl::IsAborted(err) ? 1 : ReportError(err);
+  }
+  // Every other node's first local rank hands the winners to its own node's store.
+  if (c.rank() != 0 && c.local_rank() == 0 && !out->entries.empty()) {
+    auto t = OpenStore(a.store);
+    absl::Status s = t.status();
+    if (t.ok()) {
+      std::vector<db::TunedEntry> existing;
+      auto cur = t->store->GetTable(c.fingerprint(), 0);
+      if (cur.ok()) existing = cur->entries;
+      s = cur.ok() || absl::IsNotFound(cur.status()) ? absl::OkStatus() : cur.status();
+      if (s.ok()) {
+        s = t->store
+                ->PutTable(db::Topology{c.fingerprint(), c.topology_json()},
+                           sweep::MergeEntries(existing, out->entries), db::PutOptions{})
+                .status();
+      }
+    }
+    if (!s.ok())
+      std::fprintf(stderr, "hccl-tune sweep: rank %d: storing the winners on this node: %s\n", c.rank(),
+                   std::string(s.message()).c_str());
+  }
+  if (c.rank() == 0) PrintOutcome(*out, storage.where, c.fingerprint(), a.json);
+  (void)c.Barrier();
+  return 0;
+}
+
+int RunLocal(SweepArgs a) {
+  if (a.ranks < 1 || a.ranks > 256) {
+    return ReportError(absl::InvalidArgumentError(absl::StrCat("--ranks must be between 1 and 256, got ", a.ranks)));
+  }
+  auto spec = SpecFromArgs(a);
+  if (!spec.ok()) return ReportError(spec.status());
+  {
+    // Storage is reachable and the node is quiet before any process starts.
+    auto s = OpenStorage(a);
+    if (!s.ok()) return ReportError(s.status());
+    if (!a.resume.empty()) {
+      auto row = s->journal->GetSweep(a.resume);
+      if (!row.ok()) return ReportError(row.status());
+      auto params = nlohmann::json::parse(row->params_json, nullptr, false);
+      if (!params.is_discarded()) a.ranks = params.value("world", a.ranks);
+    }
+    a.sweep_id = a.resume.empty() ? sweep::NewSweepId() : a.resume;
+    auto q = sweep::CheckNodeQuiet(s->journal, a.sweep_id);
+    if (!q.warning.empty()) std::fprintf(stderr, "hccl-tune sweep: warning: %s\n", q.warning.c_str());
+    if (q.refuse && !a.force) {
+      return ReportError(absl::FailedPreconditionError("refusing to sweep a busy node; pass --force to sweep anyway"));
+    }
+  }
+  bench::SpawnOptions so;
+  so.ranks = a.ranks;
+  so.args = {"sweep",
+             "--launched",
+             "--checked",
+             "--coll",
+             a.coll,
+             "--dtype",
+             a.dtype,
+             "--min-bytes",
+             a.min_bytes,
+             "--max-bytes",
+             a.max_bytes,
+             "--step",
+             std::to_string(a.step),
+             "--ci",
+             absl::StrCat(a.ci),
+             "--cap-ms",
+             absl::StrCat(a.cap_ms),
+             "--max-iters",
+             std::to_string(a.max_iters),
+             "--sweep-id",
+             a.sweep_id};
+  if (!a.algo.empty()) so.args.insert(so.args.end(), {"--algo", a.algo});
+  if (!a.links.empty()) so.args.insert(so.args.end(), {"--links", a.links});
+  if (!a.resume.empty()) so.args.insert(so.args.end(), {"--resume", a.resume});
+  if (!a.store.db.empty()) so.args.insert(so.args.end(), {"--db", a.store.db});
+  if (!a.store.daemon.empty()) so.args.insert(so.args.end(), {"--daemon", a.store.daemon});
+  if (!a.journal.empty()) so.args.insert(so.args.end(), {"--journal", a.journal});
+  if (a.exhaustive) so.args.push_back("--exhaustive");
+  if (a.json) so.args.push_back("--json");
+  if (a.plain) so.args.push_back("--plain");
+  // Ctrl-C reaches every rank (same process group); rank 0 stops the sweep cleanly, so the spawner waits.
+  ::signal(SIGINT, SIG_IGN);
+  absl::Status s = bench::SpawnLocalRanks(so);
+  ::signal(SIGINT, SIG_DFL);
+  if (!s.ok()) {
+    if (absl::StrContains(s.message(), "status 130")) return 130;
+    std::fprintf(stderr, "hccl-tune sweep: %s\n", std::string(s.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterSweep(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<SweepArgs>();
+  auto* cmd = app.add_subcommand("sweep", "Measure every candidate configuration and store the winners");
+  cmd->add_option("--ranks", a->ranks, "Local ranks to spawn")->capture_default_str();
+  cmd->add_option("--coll", a->coll, "Collectives, comma-separated")->capture_default_str();
+  cmd->add_option("--dtype", a->dtype, "Data types, comma-separated")->capture_default_str();
+  cmd->add_option("--min-bytes", a->min_bytes, "Smallest size (K/M/G suffixes)")->capture_default_str();
+  cmd->add_option("--max-bytes", a->max_bytes, "Largest size")->capture_default_str();
+  cmd->add_option("--step", a->step, "Factor between measured sizes (power of two)")->capture_default_str();
+  cmd->add_option("--algo", a->algo, "Only these algorithms, comma-separated (default: every valid one)");
+  cmd->add_option("--links", a->links, "Links to try, comma-separated (default: shm,tcp on one node)");
+  cmd->add_flag("--exhaustive", a->exhaustive, "Measure every candidate to the end (no pruning)");
+  cmd->add_option("--ci", a->ci, "Target half-width of the median's 95% CI, relative")->capture_default_str();
+  cmd->add_option("--cap-ms", a->cap_ms, "Measuring time cap per candidate and size (ms)")->capture_default_str();
+  cmd->add_option("--max-iters", a->max_iters, "Iteration cap per candidate and size")->capture_default_str();
+  cmd->add_option("--resume", a->resume, "Continue this sweep id from its kept samples");
+  cmd->add_option("--journal", a->journal, "With the daemon: file for samples/progress (default: user state dir)");
+  cmd->add_option("--sweep-id", a->sweep_id, "Sweep id (set by the spawner)")->group("");
+  cmd->add_flag("--checked", a->checked, "Quiet check already done (set by the spawner)")->group("");
+  cmd->add_flag("--force", a->force, "Sweep even when the node is busy");
+  cmd->add_flag("--json", a->json, "Progress and result as JSON lines on stdout");
+  cmd->add_flag("--plain", a->plain, "Plain progress lines even on a terminal");
+  cmd->add_flag("--launched", a->launched, "Join a job started by torchrun/srun/mpirun instead of spawning ranks");
+  AddStoreFlags(cmd, &a->store);
+  cmd->callback([a, exit_code] { *exit_code = a->launched ? RunLaunched(*a) : RunLocal(*a); });
+}
+
+}  // namespace hccltune::cli

@@ -1,0 +1,89 @@
+// `hccl-tune sweep` on one rank of a communicator: candidates from the registry, the search of
+// tuner/sweep/search.h run on real collectives, samples and progress kept as it goes, winners at the end.
+//
+// Roles: rank 0 drives. It owns the spec (broadcast to every rank at the start, so all ranks build the same
+// candidate lists), decides what to measure next and broadcasts each command; the other ranks follow. Times are
+// the maximum over ranks (an allreduce after each batch), so rank 0 sees what every rank would. Only rank 0
+// touches the journal (sweep row + raw samples); at the end rank 0 broadcasts the winners so that every node's
+// first local rank can hand them to its own node's store (launched mode over several nodes).
+//
+// Storage contract: samples of a batch are one transaction (AddSweepSamples) and the progress is updated when a
+// candidate finishes, so a killed sweep loses at most one batch; the winners are written with one PutTable (one
+// transaction) at the end, so no half-written table is ever visible. Resume replays the kept samples through
+// the same deterministic search, then continues measuring.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "db/tuning_store.h"
+#include "runtime/api/communicator.h"
+#include "tuner/sweep/search.h"
+
+namespace hccltune::sweep {
+
+struct SweepSpec {
+  std::vector<Collective> collectives = {Collective::kAllreduce};
+  std::vector<DataType> dtypes = {DataType::kFloat32};
+  uint64_t min_bytes = 1024;
+  uint64_t max_bytes = 64ull << 20;
+  int step = 2;                         // size factor between measured sizes (a power of two >= 2)
+  std::vector<std::string> algorithms;  // empty = every valid one
+  std::vector<std::string> links;       // empty = shm and tcp on one node, the inter-node networks otherwise
+  SearchOptions search;
+
+  std::string ToJson() const;
+  static absl::StatusOr<SweepSpec> FromJson(absl::string_view json);
+  // InvalidArgument naming what is wrong: empty/inverted size range, bad step, collectives without a choice.
+  absl::Status Validate() const;
+};
+
+// The measured sizes: powers of two in [min_bytes, max_bytes], `step` apart.
+std::vector<uint64_t> SweepSizes(const SweepSpec& spec);
+
+struct RankZeroIo {
+  db::TuningStore* journal = nullptr;  // sweeps + samples (required)
+  db::TuningStore* tables = nullptr;   // winners (required)
+  std::string sweep_id;                // new sweep, or the one to resume
+  bool resume = false;                 // continue `sweep_id` from its kept samples (its spec wins)
+  const std::atomic<bool>* stop = nullptr;
+  std::function<void(const Progress&)> on_progress;
+};
+
+struct SweepOutcome {
+  std::string sweep_id;
+  SweepSpec spec;
+  std::vector<PointResult> results;
+  std::vector<db::TunedEntry> entries;  // the winners of this sweep (every rank gets them)
+  SearchStats stats;
+  int64_t table_version = 0;         // rank 0: the table version written
+  uint64_t replayed_iterations = 0;  // resume: iterations taken from the journal
+  double seconds = 0;
+};
+
+// Every rank calls it; `spec` and `io` matter only on rank 0. Cancelled when *io.stop became true (the sweep
+// row is then marked cancelled, resumable).
+absl::StatusOr<SweepOutcome> RunSweep(Communicator& comm, const SweepSpec& spec, const RankZeroIo& io);
+
+// Measures every candidate of each point (rank 0's list) with `spec`'s search and no storage: `hccl-tune verify`.
+// Every rank calls it; the results are complete on rank 0 (empty elsewhere).
+absl::StatusOr<std::vector<PointResult>> MeasurePoints(Communicator& comm, const SweepSpec& spec,
+                                                       const std::vector<Point>& points);
+
+// A new sweep id: sw-YYYYMMDD-HHMMSS-XXXX.
+std::string NewSweepId();
+
+// Checks that the node is quiet enough for a sweep: the 1-minute load average against the CPUs, and sweeps the
+// journal lists as running (other than `own_id`). Returns a warning ("" = quiet) and whether it is serious
+// enough to refuse without --force.
+struct QuietCheck {
+  std::string warning;
+  bool refuse = false;
+};
+QuietCheck CheckNodeQuiet(db::TuningStore* journal, const std::string& own_id);
+
+}  // namespace hccltune::sweep
