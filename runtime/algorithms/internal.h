@@ -87,6 +87,19 @@ inline size_t CeilDiv(size_t a, size_t b) { return (a + b - 1) / b; }
 inline void Combine(const CollectiveArgs& a, void* out, const void* x, const void* y, size_t count) {
   Reduce(a.dtype, a.op, out, x, y, count);
 }
+// The Combiner for Endpoint::IrecvReduce: out = local op incoming, as Combine(args, out, local, incoming).
+inline void CombineThunk(const Combiner& c, void* out, const void* local, const void* in, size_t elems) {
+  Reduce(static_cast<DataType>(c.dtype), static_cast<ReduceOp>(c.op), out, local, in, elems);
+}
+inline Combiner MakeCombiner(const CollectiveArgs& a) {
+  Combiner c;
+  c.elem_bytes = DataTypeSize(a.dtype);
+  c.combine = CombineThunk;
+  c.dtype = static_cast<int>(a.dtype);
+  c.op = static_cast<int>(a.op);
+  return c;
+}
+
 inline void MaybeFinalizeAvg(const CollectiveArgs& a, void* buf, size_t count, int n) {
   if (a.op == ReduceOp::kAvg) FinalizeAvg(a.dtype, buf, count, n);
 }

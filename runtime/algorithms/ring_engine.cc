@@ -51,15 +51,14 @@ absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const
                                size_t chunk_elems, void* slots) {
   const int n = g.size;
   const size_t chunks = MaxChunks(lanes, chunk_elems);
-  const size_t slot_bytes = RingSlotBytes(lanes, chunk_elems, g.dsize) / 2;
-  char* slot[2] = {static_cast<char*>(slots), static_cast<char*>(slots) + slot_bytes};
+  auto input = [](const RingLane& lane) { return lane.src != nullptr ? lane.src : lane.base; };
 
   // Step 0 sends: this rank's own block, every chunk.
   for (size_t c = 0; c < chunks; ++c) {
     for (const RingLane& lane : lanes) {
       if (c >= RingChunks(lane, chunk_elems)) continue;
       const Piece p = ChunkOf(lane, BufferBlock(g, lane, Position(g, lane)), c, chunk_elems);
-      g.ep->Isend(Next(g, lane), At(lane.base, p.first, g.dsize), p.count * g.dsize);
+      g.ep->Isend(Next(g, lane), At(input(lane), p.first, g.dsize), p.count * g.dsize);
     }
   }
   struct Op {
@@ -79,6 +78,28 @@ absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const
     const RingLane& lane = lanes[op.lane];
     return ChunkOf(lane, BufferBlock(g, lane, Position(g, lane) - op.step - 1), op.chunk, chunk_elems);
   };
+  if (g.ep->SupportsRecvReduce()) {
+    // Single copy: every receive combines straight out of the transport into `base`; forward once reduced.
+    const Combiner combiner = MakeCombiner(args);
+    std::vector<OpHandle> handles(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const RingLane& lane = lanes[ops[i].lane];
+      const Piece p = piece_of(ops[i]);
+      handles[i] = g.ep->IrecvReduce(Prev(g, lane), At(lane.base, p.first, g.dsize), At(input(lane), p.first, g.dsize),
+                                     p.count * g.dsize, &combiner);
+    }
+    for (size_t i = 0; i < ops.size(); ++i) {
+      HT_RETURN_IF_ERROR(g.ep->Wait(handles[i]));
+      if (ops[i].step + 2 < n) {
+        const RingLane& lane = lanes[ops[i].lane];
+        const Piece p = piece_of(ops[i]);
+        g.ep->Isend(Next(g, lane), At(lane.base, p.first, g.dsize), p.count * g.dsize);
+      }
+    }
+    return g.ep->WaitAll();
+  }
+  const size_t slot_bytes = RingSlotBytes(lanes, chunk_elems, g.dsize) / 2;
+  char* slot[2] = {static_cast<char*>(slots), static_cast<char*>(slots) + slot_bytes};
   auto post = [&](size_t i) {
     const RingLane& lane = lanes[ops[i].lane];
     return g.ep->Irecv(Prev(g, lane), slot[i % 2], piece_of(ops[i]).count * g.dsize);
@@ -91,7 +112,7 @@ absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const
     const RingLane& lane = lanes[ops[i].lane];
     const Piece p = piece_of(ops[i]);
     char* dst = At(lane.base, p.first, g.dsize);
-    Combine(args, dst, dst, slot[i % 2], p.count);
+    Combine(args, dst, At(input(lane), p.first, g.dsize), slot[i % 2], p.count);
     if (ops[i].step + 2 < n) g.ep->Isend(Next(g, lane), dst, p.count * g.dsize);
   }
   return g.ep->WaitAll();

@@ -27,6 +27,10 @@ struct RingLane {
   std::vector<size_t> block_cnt;  // n block sizes, in elements
   int direction = 1;              // +1: send to rank+1; -1: send to rank-1
   int shift = 0;                  // schedule block b = buffer block (b + shift) mod n
+  // This rank's input for the reduce-scatter, laid out like `base` (null: `base` holds it). With a separate
+  // input the reduce-scatter writes base = input op incoming and sends its first blocks from the input, so an
+  // out-of-place caller needs no initial copy (each block is combined into `base` exactly once).
+  const char* src = nullptr;
 };
 
 // Chunks per block for these lanes (at least 1).
@@ -36,7 +40,8 @@ size_t RingSlotBytes(const std::vector<RingLane>& lanes, size_t chunk_elems, siz
 // The buffer block a lane holds complete after its reduce-scatter phase (= the one it sends first in allgather).
 int RingOwnedBlock(const Group& g, const RingLane& lane);
 
-// REQUIRES: g.size >= 2; `slots` has RingSlotBytes() bytes when reduce_scatter is set.
+// REQUIRES: g.size >= 2; `slots` has RingSlotBytes() bytes (unused, and may be null, when the endpoint
+// SupportsRecvReduce(): chunks are then combined straight out of the transport, all receives posted at once).
 absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const std::vector<RingLane>& lanes,
                                size_t chunk_elems, void* slots);
 absl::Status RingAllgather(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems);

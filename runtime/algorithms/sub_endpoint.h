@@ -48,6 +48,12 @@ class SubEndpoint : public Endpoint {
     stats_.bytes_received += bytes;
     return parent_->Irecv(ParentRank(peer), data, bytes);
   }
+  bool SupportsRecvReduce() const override { return parent_->SupportsRecvReduce(); }
+  OpHandle IrecvReduce(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) override {
+    ++stats_.recvs;
+    stats_.bytes_received += bytes;
+    return parent_->IrecvReduce(ParentRank(peer), out, local, bytes, combiner);
+  }
   absl::Status Wait(OpHandle op) override { return parent_->Wait(op); }
   absl::Status WaitAll() override { return parent_->WaitAll(); }
   EndpointStats stats() const override { return stats_; }

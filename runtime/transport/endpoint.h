@@ -24,6 +24,16 @@ namespace hccltune {
 using OpHandle = uint64_t;
 
 // Counters an Endpoint keeps since creation (or ResetStats); tests use them to check message patterns.
+// How a receive-and-reduce combines the incoming message with a local operand: out = local op incoming, element
+// by element. Built by the algorithm layer (which owns the reduction kernels); transports only call it.
+struct Combiner {
+  size_t elem_bytes = 1;  // bytes per element; messages are whole elements
+  // out[i] = local[i] op in[i] for i < elems. `out` may alias `local` exactly; `in` may be unaligned.
+  void (*combine)(const Combiner& self, void* out, const void* local, const void* in, size_t elems) = nullptr;
+  int dtype = 0;  // for `combine`'s own use (the algorithm layer stores DataType / ReduceOp here)
+  int op = 0;
+};
+
 struct EndpointStats {
   uint64_t sends = 0;  // messages posted with Isend
   uint64_t recvs = 0;  // messages posted with Irecv
@@ -42,6 +52,20 @@ class Endpoint {
   // operation completes.
   virtual OpHandle Isend(int peer, const void* data, size_t bytes) = 0;
   virtual OpHandle Irecv(int peer, void* data, size_t bytes) = 0;
+
+  // Optional receive-and-reduce (single copy): receives the next message from `peer` like Irecv of `bytes`
+  // bytes, but instead of storing it writes out = local op message through `combiner` (which must outlive the
+  // operation). Endpoints whose transport can read a message in place (shm) combine straight from the shared
+  // ring, so the message is never copied into a staging buffer; others stage it in small pieces. Counted as a
+  // receive. Endpoints that return false from SupportsRecvReduce() do not implement it: the algorithm then
+  // receives into scratch and reduces itself (same messages, same results).
+  virtual bool SupportsRecvReduce() const { return false; }
+  // REQUIRES: SupportsRecvReduce(); bytes % combiner->elem_bytes == 0; `out` and `local` alias exactly or not
+  // at all, and stay valid until the operation completes.
+  virtual OpHandle IrecvReduce(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) {
+    (void)local, (void)combiner;
+    return Irecv(peer, out, bytes);
+  }
 
   // Progresses all posted operations until `op` is complete. After an error the endpoint is broken: every
   // later call returns the same error.

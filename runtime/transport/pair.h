@@ -23,6 +23,14 @@ class Pair {
   // Non-blocking; return the bytes moved (0 when nothing could move now). An error means the link is gone.
   virtual absl::StatusOr<size_t> TryWrite(int lane, const void* data, size_t bytes) = 0;
   virtual absl::StatusOr<size_t> TryRead(int lane, void* data, size_t bytes) = 0;
+  // Zero-copy read (optional): the contiguous bytes readable now on `lane` at its read position, left in
+  // place until Consume(lane, n) releases the first n of them. Returns false when the transport cannot expose
+  // its buffer (the caller then uses TryRead); *bytes may be fewer than all readable bytes (ring wrap).
+  virtual bool Peek(int lane, const void** data, size_t* bytes) {
+    (void)lane, (void)data, (void)bytes;
+    return false;
+  }
+  virtual void Consume(int lane, size_t bytes) { (void)lane, (void)bytes; }
   // Called after bytes moved, so a sleeping peer can be woken (shm doorbells). Default: nothing.
   virtual void Notify() {}
   // File descriptors to poll while blocked (TCP). Default: none (the endpoint's doorbell is used).
@@ -31,6 +39,9 @@ class Pair {
   }
   // Checks the peer is still alive where the transport cannot tell from the link itself (shm).
   virtual absl::Status CheckPeer() { return absl::OkStatus(); }
+  // How many ranks run on this host's CPUs behind this link's transport (shm: the node's local ranks; 0 when
+  // the transport does not know). Endpoints spin longer when every such rank can have a core of its own.
+  virtual int HostRanks() const { return 0; }
   // "shm" or "tcp"; for messages.
   virtual std::string Describe() const = 0;
 };

@@ -1,8 +1,11 @@
 #include "runtime/transport/stream_endpoint.h"
 
 #include <sched.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -21,8 +24,24 @@ static_assert(sizeof(StreamEndpoint::Header) == 32);
 
 namespace {
 constexpr uint32_t kHeaderMagic = 0x4854554e;  // "HTUN"
-constexpr int kSpinPasses = 64;                // progress passes before yielding
-constexpr int kYieldPasses = 16;               // sched_yield passes before sleeping
+// Idle waiting (nothing moved): spin, then yield, then block. Times, not pass counts: a pass over many queues
+// costs more than one over a few.
+constexpr int64_t kSpinNs = 50'000;       // a rank with a CPU of its own: cache-line round trips are ~0.1-1 us
+constexpr int64_t kYieldNs = 200'000;     // then sched_yield until this much idle time, then the doorbell
+constexpr int64_t kOverSpinNs = 1'000;    // oversubscribed: the peer may need this very CPU
+constexpr int64_t kOverYieldNs = 50'000;  // oversubscribed: yield, then block
+
+int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// CPUs of the host (not this process's affinity: a launcher may bind each rank to one CPU of its own).
+int HostCpus() {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n < 1 ? 1 : static_cast<int>(std::min<long>(n, INT_MAX));
+}
 }  // namespace
 
 struct StreamEndpoint::Op {
@@ -33,8 +52,13 @@ struct StreamEndpoint::Op {
   uint8_t* data = nullptr;
   size_t bytes = 0;
   size_t header_done = 0;
-  size_t payload_done = 0;
+  size_t payload_done = 0;  // for receive-and-reduce: bytes combined into `data`
   Header header{};
+  // Receive-and-reduce only.
+  const uint8_t* local = nullptr;
+  const Combiner* combiner = nullptr;
+  uint8_t carry[16] = {};  // a partial element read but not yet combined (staged path)
+  size_t carried = 0;
 };
 
 StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doorbell, absl::Duration timeout)
@@ -48,8 +72,14 @@ StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doo
   std::vector<pollfd> probe;
   for (const auto& p : pairs_) {
     if (p) p->AddPollFds(0, true, true, &probe);
+    if (p) NotePair(p);
   }
   any_polled_ = !probe.empty();
+}
+
+void StreamEndpoint::NotePair(const Pair* pair) {
+  static const int cpus = HostCpus();
+  if (pair->HostRanks() > cpus) oversubscribed_ = true;
 }
 
 StreamEndpoint::~StreamEndpoint() = default;
@@ -64,6 +94,7 @@ void StreamEndpoint::AttachPair(int peer, Pair* pair) {
   std::vector<pollfd> probe;
   pair->AddPollFds(0, true, true, &probe);
   any_polled_ = any_polled_ || !probe.empty();
+  NotePair(pair);
 }
 
 StreamEndpoint::Queue& StreamEndpoint::QueueFor(int peer, bool send, int lane) {
@@ -136,6 +167,16 @@ bool StreamEndpoint::PeerPending(size_t peer) const {
     if (!queues_[q].ops.empty()) return true;
   }
   return false;
+}
+
+OpHandle StreamEndpoint::IrecvReduce(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) {
+  const OpHandle id = Irecv(peer, out, bytes);
+  Op* op = Find(id);
+  if (op != nullptr && !op->done) {
+    op->local = static_cast<const uint8_t*>(local);
+    op->combiner = combiner;
+  }
+  return id;
 }
 
 StreamEndpoint::Op* StreamEndpoint::Find(uint64_t id) {
@@ -229,12 +270,56 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
       }
     }
   }
+  if (op.combiner != nullptr) return ProgressReduce(op, pair, moved);
   while (op.payload_done < op.bytes) {
     auto n = pair.TryRead(op.lane, op.data + op.payload_done, op.bytes - op.payload_done);
     if (!n.ok()) return n.status();
     if (*n == 0) return absl::OkStatus();
     op.payload_done += *n;
     *moved = true;
+  }
+  op.done = true;
+  return absl::OkStatus();
+}
+
+// Combines the payload into op.data in pieces as it arrives, so the sender keeps streaming into the space each
+// piece frees. In place from the ring when the pair can Peek; otherwise (TCP, or an element split by the ring's
+// wrap) through stage_, carrying a partial element over to the next read.
+absl::Status StreamEndpoint::ProgressReduce(Op& op, Pair& pair, bool* moved) {
+  const Combiner& c = *op.combiner;
+  const size_t es = c.elem_bytes;
+  constexpr size_t kPiece = 256u << 10;  // fits L2 beside the operands; frees ring space early
+  while (op.payload_done < op.bytes) {
+    const size_t want = std::min(op.bytes - op.payload_done, kPiece);
+    if (op.carried == 0) {
+      const void* in = nullptr;
+      size_t avail = 0;
+      if (pair.Peek(op.lane, &in, &avail)) {
+        const size_t take = std::min(avail, want) / es * es;
+        if (take > 0) {
+          c.combine(c, op.data + op.payload_done, op.local + op.payload_done, in, take / es);
+          pair.Consume(op.lane, take);
+          op.payload_done += take;
+          *moved = true;
+          continue;
+        }
+        if (avail == 0) return absl::OkStatus();
+        // Fewer than one element before the wrap: stage it below.
+      }
+    }
+    if (stage_.empty()) stage_.resize(kPiece);
+    std::memcpy(stage_.data(), op.carry, op.carried);
+    const size_t room = std::min(want, stage_.size()) - op.carried;
+    auto n = pair.TryRead(op.lane, stage_.data() + op.carried, room);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    *moved = true;
+    const size_t have = op.carried + *n;
+    const size_t whole = have / es * es;
+    if (whole > 0) c.combine(c, op.data + op.payload_done, op.local + op.payload_done, stage_.data(), whole / es);
+    op.payload_done += whole;
+    op.carried = have - whole;
+    std::memcpy(op.carry, stage_.data() + whole, op.carried);
   }
   op.done = true;
   return absl::OkStatus();
@@ -307,7 +392,17 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
     return absl::OkStatus();
   }
   absl::Duration blocked;
+  // Adaptive: spinning pays only while the peer runs on another CPU. A wait that had to yield before its
+  // data came means the peer was waiting for a CPU (e.g. sharing ours right after fork, before the
+  // scheduler spreads the ranks): halve the spin. A wait that completed while spinning keeps it. Every 64th
+  // wait probes with the full spin, so a rank that got its own CPU back returns to spinning.
+  const int64_t max_spin = oversubscribed_ ? kOverSpinNs : kSpinNs;
+  const bool probe = (++waits_ & 63) == 0;
+  const int64_t spin_ns = probe ? max_spin : std::min(max_spin, spin_ns_);
+  const int64_t yield_ns = oversubscribed_ ? kOverYieldNs : kYieldNs;
   int idle = 0;
+  int64_t idle_since = 0;
+  int64_t idle_ns = 0;
   while (true) {
     bool moved = false;
     if (absl::Status s = Progress(&moved); !s.ok()) return Fail(s);
@@ -315,11 +410,19 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
     if (op->done) break;
     if (moved) {
       idle = 0;
+      idle_ns = 0;
       continue;
     }
-    ++idle;
-    if (idle < kSpinPasses) continue;
-    if (idle < kSpinPasses + kYieldPasses) {
+    if (idle++ == 0) idle_since = NowNs();
+    if (idle < 8) continue;                               // a few passes before reading the clock at all
+    if ((idle & 7) == 0) idle_ns = NowNs() - idle_since;  // then every 8th pass (the clock costs ~20 ns)
+    if (idle_ns < spin_ns) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    if (idle_ns < yield_ns) {
       sched_yield();
       continue;
     }
@@ -348,6 +451,14 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
           absl::FormatDuration(blocked), " for rank ", op->peer, " to ", op->send ? "take" : "send", " a ", op->bytes,
           "-byte message over ", pairs_[static_cast<size_t>(op->peer)]->Describe(), " (HCCL_EXEC_TIMEOUT); is rank ",
           op->peer, " stuck, or did it call something else?")));
+    }
+  }
+  if (idle >= 8) {
+    const int64_t waited = NowNs() - idle_since;
+    if (waited <= spin_ns) {
+      spin_ns_ = std::max(spin_ns_, spin_ns);  // spinning worked (a probe that worked restores the full spin)
+    } else {
+      spin_ns_ = std::max<int64_t>(kOverSpinNs, spin_ns_ / 2);
     }
   }
   Retire();

@@ -7,12 +7,17 @@
 // Message k between two ranks in one direction travels on lane k % lanes (TCP channels), so several
 // in-flight messages use several connections.
 //
-// Waiting: progress every posted operation; spin a little while nothing moves, then block on the doorbell
-// (shm) or poll() the sockets (TCP) in slices, checking peer liveness, up to the exec timeout.
+// Waiting: progress every posted operation; while nothing moves, spin, then sched_yield, then block on the
+// doorbell (shm) or poll() the sockets (TCP) in slices, checking peer liveness, up to the exec timeout. The
+// spin is adaptive: when every rank on this host can have a CPU of its own (shm pairs report the node's rank
+// count) a rank spins for up to kSpinUs before yielding, which keeps small-message latency at cache-line
+// round trips; when ranks outnumber CPUs (4 ranks on 2 cores) spinning only delays the peer that needs this
+// core, so the rank yields almost at once and blocks soon after.
 //
 // Thread-safety: one thread at a time (see Endpoint).
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -50,6 +55,9 @@ class StreamEndpoint final : public Endpoint {
   int size() const override { return static_cast<int>(pairs_.size()); }
   OpHandle Isend(int peer, const void* data, size_t bytes) override;
   OpHandle Irecv(int peer, void* data, size_t bytes) override;
+  // Receive-and-reduce: from the shm ring in place (Pair::Peek), otherwise staged through a small buffer.
+  bool SupportsRecvReduce() const override { return true; }
+  OpHandle IrecvReduce(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) override;
   absl::Status Wait(OpHandle op) override;
   absl::Status WaitAll() override;
   EndpointStats stats() const override { return stats_; }
@@ -79,8 +87,10 @@ class StreamEndpoint final : public Endpoint {
   absl::Status Progress(bool* moved);
   absl::Status ProgressSend(Op& op, bool* moved);
   absl::Status ProgressRecv(Op& op, bool* moved);
+  absl::Status ProgressReduce(Op& op, Pair& pair, bool* moved);
   absl::Status Block(absl::Duration slice);
   absl::Status Fail(absl::Status s);
+  void NotePair(const Pair* pair);
   Op* Find(uint64_t id);
   bool PeerPending(size_t peer) const;
   void Retire();
@@ -99,7 +109,11 @@ class StreamEndpoint final : public Endpoint {
   uint64_t pending_ = 0;
   std::vector<Queue> queues_;                  // [peer][dir][lane]
   std::vector<uint64_t> send_seq_, recv_seq_;  // messages posted per peer, per direction
+  std::vector<uint8_t> stage_;                 // receive-and-reduce staging when the pair cannot Peek (allocated once)
   int max_lanes_ = 1;
+  bool oversubscribed_ = false;
+  int64_t spin_ns_ = INT64_MAX;  // adaptive spin budget (see Wait)
+  uint32_t waits_ = 0;           // more ranks on this host's shm than CPUs this process may run on
   bool any_polled_ = false;
 };
 

@@ -117,6 +117,73 @@ TEST(ShmTransport, TimeoutNamesThePeer) {
   EXPECT_FALSE(b.Recv(0, &c, 1).ok());
 }
 
+// A pair that hides Peek, so StreamEndpoint's receive-and-reduce takes its staged path.
+class NoPeekPair final : public Pair {
+ public:
+  explicit NoPeekPair(Pair* p) : p_(p) {}
+  int lanes() const override { return p_->lanes(); }
+  absl::StatusOr<size_t> TryWrite(int lane, const void* d, size_t b) override { return p_->TryWrite(lane, d, b); }
+  absl::StatusOr<size_t> TryRead(int lane, void* d, size_t b) override { return p_->TryRead(lane, d, b); }
+  void Notify() override { p_->Notify(); }
+  std::string Describe() const override { return "nopeek"; }
+
+ private:
+  Pair* p_;
+};
+
+// out = local + in over int64 elements; `in` may be unaligned (it points into the ring).
+void AddInt64(const Combiner&, void* out, const void* local, const void* in, size_t elems) {
+  for (size_t i = 0; i < elems; ++i) {
+    int64_t a, b;
+    std::memcpy(&a, static_cast<const char*>(local) + 8 * i, 8);
+    std::memcpy(&b, static_cast<const char*>(in) + 8 * i, 8);
+    a += b;
+    std::memcpy(static_cast<char*>(out) + 8 * i, &a, 8);
+  }
+}
+
+// Receive-and-reduce through a ring smaller than the message, after an odd-sized message so 8-byte elements
+// straddle the ring's wrap; out of place and in place; in place from the ring (Peek) and staged.
+TEST(ShmTransport, RecvReduceAcrossWrap) {
+  for (bool peek : {true, false}) {
+    auto doms = MakeShm(2, 4096);
+    NoPeekPair np0(doms[0]->pair(1)), np1(doms[1]->pair(0));
+    std::vector<Pair*> p0 = ShmPairs(*doms[0], 2, 0), p1 = ShmPairs(*doms[1], 2, 1);
+    if (!peek) p0[1] = &np0, p1[0] = &np1;
+    StreamEndpoint a(0, p0, doms[0]->doorbell(), absl::Seconds(20));
+    StreamEndpoint b(1, p1, doms[1]->doorbell(), absl::Seconds(20));
+    ASSERT_TRUE(b.SupportsRecvReduce());
+    const Combiner add{8, AddInt64, 0, 0};
+    for (size_t count : {size_t{0}, size_t{1}, size_t{10007}}) {
+      std::vector<int64_t> sent(count), local(count), out(count, -1), inplace(count);
+      for (size_t i = 0; i < count; ++i) {
+        sent[i] = static_cast<int64_t>(i * 1000003 + 7);
+        local[i] = static_cast<int64_t>(i) - 5;
+        inplace[i] = local[i];
+      }
+      const char odd[3] = {1, 2, 3};
+      char odd_in[3] = {};
+      std::thread t([&] {
+        ASSERT_TRUE(a.Send(1, odd, 3).ok());
+        ASSERT_TRUE(a.Send(1, sent.data(), count * 8).ok());
+        ASSERT_TRUE(a.Send(1, sent.data(), count * 8).ok());
+      });
+      ASSERT_TRUE(b.Recv(0, odd_in, 3).ok());
+      const OpHandle h1 = b.IrecvReduce(0, out.data(), local.data(), count * 8, &add);
+      const OpHandle h2 = b.IrecvReduce(0, inplace.data(), inplace.data(), count * 8, &add);
+      EXPECT_TRUE(b.Wait(h1).ok());
+      EXPECT_TRUE(b.Wait(h2).ok());
+      t.join();
+      EXPECT_EQ(odd_in[2], 3);
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(out[i], sent[i] + local[i]) << "peek " << peek << " element " << i;
+        ASSERT_EQ(inplace[i], sent[i] + local[i]) << "peek " << peek << " element " << i;
+      }
+    }
+    EXPECT_EQ(b.stats().recvs, 9u);
+  }
+}
+
 TEST(TcpTransport, RingWithChannels) {
   for (int channels : {1, 3}) {
     const int n = 3;

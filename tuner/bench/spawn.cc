@@ -1,5 +1,6 @@
 #include "tuner/bench/spawn.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +19,18 @@ absl::Status SpawnLocalRanks(const SpawnOptions& opt) {
   if (!server.ok()) return server.status();
   const std::string store = absl::StrCat("tcp://127.0.0.1:", (*server)->port());
   std::map<pid_t, int> children;
+  // Like mpirun's default (--bind-to core for <= 2 ranks): when every rank can have a CPU of its own, rank r is
+  // bound to the r-th CPU this process may use, so two ranks never start out sharing one CPU (the scheduler
+  // spreads forked children only after milliseconds, which turns every wait into a context switch).
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  std::vector<int> cpus;
+  if (::sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    }
+  }
+  const bool bind = opt.ranks > 1 && static_cast<size_t>(opt.ranks) <= cpus.size();
   for (int r = 0; r < opt.ranks; ++r) {
     std::vector<std::string> env_kv = {absl::StrCat("RANK=", r), absl::StrCat("WORLD_SIZE=", opt.ranks),
                                        absl::StrCat("LOCAL_RANK=", r), absl::StrCat("LOCAL_WORLD_SIZE=", opt.ranks),
@@ -28,6 +41,12 @@ absl::Status SpawnLocalRanks(const SpawnOptions& opt) {
       return absl::ResourceExhaustedError(absl::StrCat("cannot start rank ", r, ": ", std::strerror(errno)));
     }
     if (pid == 0) {
+      if (bind) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[static_cast<size_t>(r)], &one);
+        (void)::sched_setaffinity(0, sizeof(one), &one);
+      }
       for (auto& kv : env_kv) ::putenv(kv.data());
       std::vector<char*> argv;
       std::string self = "hccl-tune";

@@ -11,7 +11,9 @@
 //   Allgather, steps 0..n-2: each fully reduced block travels once around the ring and is copied, never
 //   recomputed, so every rank has bit-identical results.
 // Messages per rank: 2(n-1) x chunks; bytes per rank: 2(n-1)/n x buffer (bandwidth-optimal); latency
-// 2(n-1) x alpha. Out of place, the input is first copied to recv, which is the working buffer.
+// 2(n-1) x alpha. recv is the working buffer; out of place, the reduce-scatter reads this rank's blocks from
+// send and writes recv = send op incoming, so the input is never copied first. Over an endpoint that
+// SupportsRecvReduce (shm) each chunk is combined straight out of the shared ring (one copy per hop).
 // config.channels is accepted (striping is the transport's business).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/ring_engine.h"
@@ -22,18 +24,21 @@ absl::Status AllreduceRing(const CollectiveArgs& args, const Configuration& conf
   absl::StatusOr<Group> group = Open(args, config, ctx);
   if (!group.ok()) return group.status();
   const Group& g = *group;
-  CopyBytes(args.recv, args.send, args.count * g.dsize);
-  if (g.size == 1 || args.count == 0) return absl::OkStatus();
+  if (g.size == 1 || args.count == 0) {
+    CopyBytes(args.recv, args.send, args.count * g.dsize);
+    return absl::OkStatus();
+  }
 
   RingLane lane;
   lane.base = static_cast<char*>(args.recv);
+  lane.src = static_cast<const char*>(args.send);
   for (int b = 0; b < g.size; ++b) {
     lane.block_off.push_back(BlockStart(args.count, g.size, b));
     lane.block_cnt.push_back(BlockCount(args.count, g.size, b));
   }
   const std::vector<RingLane> lanes = {lane};
   const size_t ce = ChunkElems(config.chunk, g.dsize);
-  void* slots = ctx.Scratch(RingSlotBytes(lanes, ce, g.dsize));
+  void* slots = g.ep->SupportsRecvReduce() ? nullptr : ctx.Scratch(RingSlotBytes(lanes, ce, g.dsize));
   HT_RETURN_IF_ERROR(RingReduceScatter(g, args, lanes, ce, slots));
   if (args.op == ReduceOp::kAvg) {
     const size_t owned = static_cast<size_t>(RingOwnedBlock(g, lane));

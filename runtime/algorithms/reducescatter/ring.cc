@@ -2,9 +2,10 @@
 // (block i = count elements for rank i) travel around the ring r -> r+1; in step s = 0..n-2 rank r sends its
 // running partial of block r-s-1 and receives block r-s-2 from r-1, reducing it in; after n-1 steps rank r
 // holds block r fully reduced. Each
-// chunk (at most `chunk` bytes) is forwarded as soon as it has been reduced (pipelining). The input is copied
-// into scratch as the working buffer (the caller's send buffer is never modified); avg is divided once at the
-// end. Messages per rank: (n-1) x chunks; bytes (n-1)/n x input; latency (n-1) x alpha. Any n works.
+// chunk (at most `chunk` bytes) is forwarded as soon as it has been reduced (pipelining). Scratch is the
+// working buffer: each received chunk is combined with the caller's input into it (the send buffer is never
+// modified, and never copied first); avg is divided once at the end. Messages per rank: (n-1) x chunks; bytes (n-1)/n x
+// input; latency (n-1) x alpha. Any n works.
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/ring_engine.h"
 
@@ -31,8 +32,8 @@ absl::Status ReducescatterRing(const CollectiveArgs& args, const Configuration& 
   const std::vector<RingLane> probe = {lane};
   const size_t slot_bytes = RingSlotBytes(probe, ce, g.dsize);
   char* scratch = static_cast<char*>(ctx.Scratch(n * bytes + slot_bytes));
-  std::memcpy(scratch, args.send, n * bytes);
   lane.base = scratch;
+  lane.src = static_cast<const char*>(args.send);
   HT_RETURN_IF_ERROR(RingReduceScatter(g, args, {lane}, ce, scratch + n * bytes));
   CopyBytes(args.recv, scratch + static_cast<size_t>(g.rank) * bytes, bytes);
   MaybeFinalizeAvg(args, args.recv, args.count, g.size);

@@ -23,6 +23,10 @@ namespace {
 
 constexpr uint64_t kSegmentMagic = 0x48434c5453484d31ull;  // "HCLTSHM1"
 constexpr size_t kLine = 64;
+// Bytes one TryWrite/TryRead moves at most. The reader sees the head advance piece by piece instead of after
+// a multi-megabyte memcpy, so it copies or reduces while the writer is still writing (pipelining inside one
+// message), and the bytes it touches are still in cache.
+constexpr size_t kPiece = 64u << 10;
 
 struct alignas(kLine) BellWord {
   std::atomic<uint32_t> seq{0};
@@ -91,8 +95,9 @@ class ShmDoorbell final : public Doorbell {
 class ShmPair final : public Pair {
  public:
   ShmPair(int peer, int peer_pid, RingControl* out_ctl, uint8_t* out_ring, RingControl* in_ctl, uint8_t* in_ring,
-          size_t ring_bytes, BellWord* peer_bell)
+          size_t ring_bytes, BellWord* peer_bell, int host_ranks)
       : peer_(peer),
+        host_ranks_(host_ranks),
         peer_pid_(peer_pid),
         out_ctl_(out_ctl),
         out_ring_(out_ring),
@@ -102,11 +107,12 @@ class ShmPair final : public Pair {
         peer_bell_(peer_bell) {}
 
   int lanes() const override { return 1; }
+  int HostRanks() const override { return host_ranks_; }
 
   absl::StatusOr<size_t> TryWrite(int, const void* data, size_t bytes) override {
     const uint64_t head = out_ctl_->head.load(std::memory_order_relaxed);
     const uint64_t tail = out_ctl_->tail.load(std::memory_order_acquire);
-    const size_t n = std::min<size_t>(bytes, cap_ - static_cast<size_t>(head - tail));
+    const size_t n = std::min({bytes, kPiece, cap_ - static_cast<size_t>(head - tail)});
     if (n == 0) return size_t{0};
     const size_t at = static_cast<size_t>(head % cap_);
     const size_t first = std::min(n, cap_ - at);
@@ -127,6 +133,21 @@ class ShmPair final : public Pair {
     if (n > first) std::memcpy(static_cast<uint8_t*>(data) + first, in_ring_, n - first);
     in_ctl_->tail.store(tail + n, std::memory_order_release);
     return n;
+  }
+
+  bool Peek(int, const void** data, size_t* bytes) override {
+    const uint64_t tail = in_ctl_->tail.load(std::memory_order_relaxed);
+    const uint64_t head = in_ctl_->head.load(std::memory_order_acquire);
+    const size_t n = static_cast<size_t>(head - tail);
+    const size_t at = static_cast<size_t>(tail % cap_);
+    *data = in_ring_ + at;
+    *bytes = std::min(n, cap_ - at);
+    return true;
+  }
+
+  void Consume(int, size_t bytes) override {
+    const uint64_t tail = in_ctl_->tail.load(std::memory_order_relaxed);
+    in_ctl_->tail.store(tail + bytes, std::memory_order_release);
   }
 
   void Notify() override { Ring(peer_bell_); }
@@ -157,6 +178,7 @@ class ShmPair final : public Pair {
 
  private:
   int peer_;
+  int host_ranks_;
   int peer_pid_;
   int self_pid_ = static_cast<int>(::getpid());
   RingControl* out_ctl_;
@@ -245,8 +267,9 @@ absl::Status ShmDomain::MapPeers(const std::map<int, std::string>& names) {
     }
     peers_[peer] = seg;
     const size_t me = pos(rank_), them = pos(peer);
-    pairs_[peer] = std::make_unique<ShmPair>(peer, seg->owner_pid, &seg->controls()[me], seg->ring(me),
-                                             &own_->controls()[them], own_->ring(them), ring_bytes_, &seg->bell);
+    pairs_[peer] =
+        std::make_unique<ShmPair>(peer, seg->owner_pid, &seg->controls()[me], seg->ring(me), &own_->controls()[them],
+                                  own_->ring(them), ring_bytes_, &seg->bell, static_cast<int>(local_ranks_.size()));
   }
   return absl::OkStatus();
 }

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# One invocation: hccl-tune bench and the peer baselines (../shared/peers: Open MPI, MPICH, torch's Gloo) for the
+# same collective, ranks and sizes, interleaved repetition by repetition (ours, ompi, mpich, gloo, ours, ...),
+# plus the machine's copy bandwidth measured in the same run (memcpy of 64 MiB on 1 and 2 threads, before and
+# after). Prints one table: the median over repetitions of each figure (each figure itself the median of its
+# iterations, time = max over ranks, CONVENTIONS.md), the ratio best-peer-time / our-time (> 1: we are faster),
+# our busbw, and our fraction of the memory bound.
+#
+# Usage: tests/perf/compare-peers.sh [-c COLL] [-n RANKS] [-l MIN_BYTES] [-h MAX_BYTES] [-r REPS]
+#                                    [-p "ompi mpich gloo"] [-a ALGO] [-b BUILD_DIR]
+#   COLL allreduce | allgather | reducescatter | broadcast | alltoall   (default allreduce, 2 ranks, 8..64M, 5 reps)
+#   ALGO our configuration (default auto; compare auto with the peers' defaults, a forced configuration with
+#        Open MPI's forced algorithms: OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_<coll>_algorithm=N)
+# The bound: a collective over n ranks of S bytes must at least read every rank's input and write every rank's
+# output once — about n*S bytes copied for allreduce, allgather, reducescatter and broadcast — so with B the
+# 2-thread memcpy rate, algbw <= B/n; the table shows it as busbw (times the collective's busbw factor).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+coll=allreduce n=2 lo=8 hi=67108864 reps=5 peers="ompi mpich gloo" algo=auto build=$root/build
+while getopts c:n:l:h:r:p:a:b: o; do
+  case $o in
+    c) coll=$OPTARG ;; n) n=$OPTARG ;; l) lo=$OPTARG ;; h) hi=$OPTARG ;; r) reps=$OPTARG ;;
+    p) peers=$OPTARG ;; a) algo=$OPTARG ;; b) build=$OPTARG ;;
+    *) sed -n '2,16p' "$0"; exit 2 ;;
+  esac
+done
+peers_dir=${PEERS_DIR:-$root/../shared/peers}
+[[ -d $peers_dir ]] || peers_dir=/work/shared/peers
+tune=$build/tuner/hccl-tune
+kbench=$build/tests/perf/hccltune-kernels-bench
+[[ -x $tune ]] || { echo "no $tune: build first" >&2; exit 2; }
+[[ -x $kbench ]] || { echo "no $kbench: build with HCCL_TUNE_BUILD_BENCHMARKS=ON" >&2; exit 2; }
+out=$(mktemp -d /tmp/compare-peers.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+
+membw() {  # prints "B1 B2" in GB/s: memcpy 64 MiB on one thread and on two
+  "$kbench" --benchmark_filter='BM_Memcpy/67108864' --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+    --benchmark_format=json 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)["benchmarks"]
+one = [b["bytes_per_second"] for b in d if b.get("aggregate_name") == "median" and "threads:2" not in b["name"]]
+two = [b["bytes_per_second"] for b in d if b.get("aggregate_name") == "median" and "threads:2" in b["name"]]
+print(f"{one[0]/1e9:.2f} {two[0]/1e9:.2f}")'
+}
+
+echo "# $(date -u +%FT%TZ) $coll ranks=$n bytes=$lo..$hi reps=$reps ours=$algo peers=[$peers] load=$(cut -d' ' -f1-3 /proc/loadavg)" >&2
+membw >"$out/mem.0"
+for ((r = 0; r < reps; r++)); do
+  echo "# repetition $((r + 1))/$reps" >&2
+  "$tune" bench --coll "$coll" --ranks "$n" --min-bytes "$lo" --max-bytes "$hi" --algo "$algo" 2>&1 |
+    awk -v rep="$r" '$1 == "'"$coll"'" && $3 ~ /^[0-9]+$/ {print "ours", rep, $3, $5, $4}' >>"$out/rows" || true
+  for p in $peers; do
+    "$peers_dir/run-peers.sh" "$coll" "$n" "$lo" "$hi" "$p" 2>/dev/null |
+      awk -v rep="$r" -v p="$p" '$1 == "'"$coll"'" && $3 ~ /^[0-9]+$/ {print p, rep, $3, $4, "-"}' >>"$out/rows" || true
+  done
+done
+membw >"$out/mem.1"
+python3 - "$out" "$coll" "$n" "$peers" <<'PY'
+import os, statistics, sys
+out, coll, n, peers = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split()
+factor = {"allreduce": 2 * (n - 1) / n, "broadcast": 1.0, "reduce": 1.0}.get(coll, (n - 1) / n)
+mem = [tuple(map(float, open(os.path.join(out, f)).read().split())) for f in ("mem.0", "mem.1")]
+b1 = statistics.median([m[0] for m in mem]); b2 = statistics.median([m[1] for m in mem])
+times, algo = {}, {}
+for line in open(os.path.join(out, "rows")):
+    who, rep, size, t, a = line.split()
+    times.setdefault((who, int(size)), []).append(float(t))
+    if who == "ours": algo[int(size)] = a
+sizes = sorted({s for (_, s) in times})
+cols = ["ours"] + peers
+med = {k: statistics.median(v) for k, v in times.items()}
+print(f"# {coll}, {n} ranks, fp32 sum; median of repetitions (each: median of iterations, time = max over ranks)")
+print(f"# memcpy 64 MiB this run: {b1:.2f} GB/s on 1 thread, {b2:.2f} GB/s on 2; bound busbw = {b2:.2f}/{n} x {factor:.2f} = {b2 / n * factor:.2f} GB/s")
+hdr = f"{'bytes':>10} " + " ".join(f"{c + '_us':>11}" for c in cols) + f" {'best_peer':>9} {'ratio':>6} {'busbw':>7} {'of_bound':>8}  algo"
+print(hdr)
+for s in sizes:
+    ours = med.get(("ours", s))
+    row = f"{s:>10} " + " ".join(f"{med[(c, s)]:>11.2f}" if (c, s) in med else f"{'-':>11}" for c in cols)
+    pt = {p: med[(p, s)] for p in peers if (p, s) in med}
+    best = min(pt, key=pt.get) if pt else None
+    ratio = f"{pt[best] / ours:6.2f}" if best and ours else f"{'-':>6}"
+    busbw = s / ours / 1e3 * factor if ours else 0
+    frac = busbw / (b2 / n * factor) if ours else 0
+    print(row + f" {best or '-':>9} {ratio} {busbw:7.3f} {frac:8.2f}  {algo.get(s, '')}")
+reps = {c: len(v) for (c, _), v in times.items()}
+print("# ratio = best peer's time / ours (> 1: hccl-tune is faster); repetitions per column:", reps)
+PY

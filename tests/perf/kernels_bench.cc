@@ -1,0 +1,84 @@
+// Google Benchmark microbenchmarks of the reduction kernels (runtime/reduce/kernels.h), every dtype, next to
+// memcpy of the same size — a bench target, not a test (timings are never asserted).
+//
+//   build/tests/perf/hccltune-kernels-bench                       # everything
+//   build/tests/perf/hccltune-kernels-bench --benchmark_filter='Memcpy/67108864'   # the memory bound
+//
+// bytes_per_second counts *output* bytes: memcpy reads 1 and writes 1 byte per output byte, a reduction
+// reads 2 and writes 1, so a memory-bound reduction runs at about 2/3 of memcpy's figure. Sizes: 256 KiB
+// (in L2, what the shm receive-and-reduce path combines per piece) and 64 MiB (memory). Memcpy also runs on
+// two threads (separate buffers): the machine's whole copy bandwidth, which tests/perf/compare-peers.sh
+// uses for the bound.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "runtime/common/types.h"
+#include "runtime/reduce/kernels.h"
+
+namespace {
+
+using hccltune::DataType;
+using hccltune::ReduceOp;
+
+struct Buffers {
+  explicit Buffers(size_t bytes) : a(bytes, 1), b(bytes, 2), out(bytes, 0) {}
+  std::vector<uint8_t> a, b, out;
+};
+
+void BM_Memcpy(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  Buffers buf(bytes);
+  for (auto _ : state) {
+    std::memcpy(buf.out.data(), buf.a.data(), bytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+}
+
+template <DataType T, ReduceOp Op>
+void BM_Reduce(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  const size_t count = bytes / hccltune::DataTypeSize(T);
+  Buffers buf(bytes);
+  for (auto _ : state) {
+    hccltune::Reduce(T, Op, buf.out.data(), buf.a.data(), buf.b.data(), count);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+}
+
+// In place, as the ring's receive-and-reduce does it (out = out op in).
+template <DataType T>
+void BM_ReduceInto(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  const size_t count = bytes / hccltune::DataTypeSize(T);
+  Buffers buf(bytes);
+  for (auto _ : state) {
+    hccltune::Reduce(T, ReduceOp::kSum, buf.out.data(), buf.out.data(), buf.b.data(), count);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+}
+
+constexpr int64_t kSmall = 256 << 10;
+constexpr int64_t kLarge = 64 << 20;
+
+BENCHMARK(BM_Memcpy)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_Memcpy)->Arg(kLarge)->Threads(2)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kInt8, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kUint8, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kInt32, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kInt64, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kFloat16, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kBfloat16, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kFloat32, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kFloat64, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kFloat32, ReduceOp::kMax>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_ReduceInto<DataType::kFloat32>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
