@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "python/csrc/store_adapter.h"
+#include "runtime/tuning_client/tuning_client.h"
 #include "runtime/common/config.h"
 
 namespace hccltune::torch_backend {
@@ -197,6 +198,8 @@ c10::intrusive_ptr<ProcessGroupHcclTune> ProcessGroupHcclTune::Create(const c10:
   if (env->exec_timeout_s == Environment{}.exec_timeout_s && timeout.count() > 0) {
     env->exec_timeout_s = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
   }
+  // Tuning is automatic: the daemon's table and live timings, with no change to the training script.
+  InstallDaemonTuning();
   auto comm = Communicator::Create(rank, size, AdaptC10dStore(store), *env);
   TORCH_CHECK(comm.ok(), "hccltune: creating the communicator for rank ", rank, " of ", size,
               " failed: ", std::string(comm.status().message()));

@@ -292,7 +292,10 @@ absl::Status CommImpl::SetupTuning() {
     } else if (fetched.status().code() == absl::StatusCode::kNotFound) {
       Log(LogLevel::kInfo, "no tuned table for topology ", fingerprint_, " (", size_, " ranks): built-in defaults");
     } else {
-      Log(LogLevel::kWarn, "tuning daemon: ", fetched.status().message(), "; running on built-in defaults");
+      // No daemon where discovery looked is normal (info); a daemon the user named that fails is a warning.
+      Log(env_.daemon.empty() && fetched.status().code() == absl::StatusCode::kUnavailable ? LogLevel::kInfo
+                                                                                           : LogLevel::kWarn,
+          "tuning daemon: ", fetched.status().message(), "; running on built-in defaults");
     }
   }
   {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/sizes.h"
+#include "runtime/tuning_client/tuning_client.h"
 #include "tuner/bench/bench.h"
 #include "tuner/bench/spawn.h"
 #include "tuner/cli/commands.h"
@@ -48,6 +49,8 @@ int RunLaunched(const BenchArgs& a) {
   o.warmup = a.warmup;
   o.check = a.check;
   o.root = a.root;
+  // `auto` follows the node daemon's tuned table, and sampled timings are reported to it.
+  InstallDaemonTuning();
   auto comm = Communicator::FromEnvironment(*env);
   if (!comm.ok()) {
     std::fprintf(stderr, "hccl-tune bench: rank %d: %s\n", env->rank.value_or(-1),

@@ -1,0 +1,289 @@
+#include "runtime/tuning_client/tuning_client.h"
+
+#include <grpcpp/grpcpp.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "hccltune/v1/tuner.grpc.pb.h"
+#include "hccltune/version.h"
+#include "runtime/common/daemon_discovery.h"
+#include "runtime/common/logging.h"
+#include "runtime/common/sizes.h"
+#include "runtime/selector/tuning.h"
+
+namespace hccltune {
+namespace {
+
+namespace v1 = ::hccltune::v1;
+
+// Process-wide: set in a forked child so that inherited clients stay silent.
+std::atomic<bool> g_forked_child{false};
+std::atomic<uint64_t> g_sent{0}, g_dropped{0}, g_failed{0}, g_fetched{0};
+std::once_flag g_atfork_once;
+
+void InstallAtFork() {
+  std::call_once(g_atfork_once, [] {
+    pthread_atfork(nullptr, nullptr, [] { g_forked_child.store(true, std::memory_order_relaxed); });
+  });
+}
+
+constexpr size_t kQueueCap = 8192;
+constexpr size_t kBatchMax = 2048;
+
+absl::StatusOr<std::shared_ptr<const TunedTable>> TableFromProto(const v1::Table& t) {
+  auto table = std::make_shared<TunedTable>();
+  table->version = t.version();
+  table->content_hash = t.content_hash();
+  for (const v1::TableEntry& e : t.entries()) {
+    auto coll = ParseCollective(e.key().collective());
+    auto dtype = ParseDataType(e.key().dtype());
+    auto cfg = Configuration::Parse(e.configuration());
+    if (!coll.ok() || !dtype.ok() || !cfg.ok()) {
+      Log(LogLevel::kWarn, "tuned table v", t.version(), ": skipping unreadable entry '", e.configuration(), "'");
+      continue;
+    }
+    TunedEntry out;
+    out.collective = *coll;
+    out.dtype = *dtype;
+    out.world_size = e.key().world_size();
+    out.bytes.min = e.key().min_bytes();
+    out.bytes.max = e.key().max_bytes() == 0 ? kUnbounded : e.key().max_bytes();
+    out.config = *std::move(cfg);
+    table->entries.push_back(std::move(out));
+  }
+  return std::shared_ptr<const TunedTable>(std::move(table));
+}
+
+absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), absl::StrCat(what, ": ", s.error_message()));
+}
+
+class Sink;
+
+class DaemonClient final : public TuningClient {
+ public:
+  DaemonClient(const TuningContext& ctx, DaemonTarget target)
+      : ctx_(ctx),
+        target_(std::move(target)),
+        channel_(grpc::CreateChannel(target_.grpc_target, grpc::InsecureChannelCredentials())),
+        stub_(v1::Tuner::NewStub(channel_)),
+        pid_(::getpid()) {
+    sink_ = std::make_shared<SinkImpl>(this);
+    reporter_ = std::thread([this] { ReportLoop(); });
+    if (ctx_.authority && ctx_.env.mode == TuneMode::kOnline && !ctx_.env.table_version) {
+      poller_ = std::thread([this] { PollLoop(); });
+    }
+  }
+
+  ~DaemonClient() override {
+    if (g_forked_child.load() || ::getpid() != pid_) {
+      // A forked child owns no threads: leak rather than touch inherited state.
+      reporter_.detach();
+      if (poller_.joinable()) poller_.detach();
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    reporter_.join();
+    if (poller_.joinable()) poller_.join();
+  }
+
+  absl::StatusOr<std::shared_ptr<const TunedTable>> FetchTable(absl::Duration timeout) override {
+    if (!target_.socket_path.empty() && ::access(target_.socket_path.c_str(), F_OK) != 0) {
+      return absl::UnavailableError(absl::StrCat("no tuning daemon at ", target_.grpc_target));
+    }
+    auto t = Get(0, timeout);
+    if (t.ok() && *t) {
+      std::lock_guard<std::mutex> lock(mu_);
+      latest_ = *t;
+    } else if (t.ok()) {
+      return absl::NotFoundError("the daemon has no table for this topology");
+    }
+    return t;
+  }
+
+  std::shared_ptr<const TunedTable> LatestTable() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return latest_;
+  }
+
+  std::shared_ptr<TimingSink> sink() override { return sink_; }
+
+ private:
+  class SinkImpl final : public TimingSink {
+   public:
+    explicit SinkImpl(DaemonClient* c) : c_(c) {}
+    void Record(const TimingSample& s) override { c_->Enqueue(s); }
+
+   private:
+    DaemonClient* c_;
+  };
+
+  // GetTable; null table when the daemon says "unchanged".
+  absl::StatusOr<std::shared_ptr<const TunedTable>> Get(int64_t if_newer_than, absl::Duration timeout) {
+    v1::GetTableRequest req;
+    req.mutable_topology()->set_fingerprint(ctx_.fingerprint);
+    req.mutable_topology()->set_json(ctx_.topology_json);
+    req.set_world_size(ctx_.world_size);
+    req.set_if_newer_than(if_newer_than);
+    if (ctx_.env.table_version) req.set_version(*ctx_.env.table_version);
+    v1::GetTableResponse resp;
+    grpc::ClientContext cc;
+    cc.set_deadline(std::chrono::system_clock::now() + absl::ToChronoMicroseconds(timeout));
+    grpc::Status s = stub_->GetTable(&cc, req, &resp);
+    if (!s.ok()) return FromGrpc(s, absl::StrCat("GetTable from ", target_.grpc_target));
+    if (resp.unchanged()) return std::shared_ptr<const TunedTable>();
+    g_fetched.fetch_add(1, std::memory_order_relaxed);
+    return TableFromProto(resp.table());
+  }
+
+  void Enqueue(const TimingSample& s) {
+    if (g_forked_child.load(std::memory_order_relaxed)) return;
+    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+    if (!lock.owns_lock() || queue_.size() >= kQueueCap) {
+      g_dropped.fetch_add(1, std::memory_order_relaxed);
+      ++dropped_since_batch_;
+      return;
+    }
+    queue_.push_back(s);
+  }
+
+  void ReportLoop() {
+    absl::Duration backoff = absl::Milliseconds(200);
+    bool warned = false;
+    while (true) {
+      std::vector<TimingSample> batch;
+      uint64_t dropped = 0;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait_for(lock, absl::ToChronoMilliseconds(backoff), [&] { return stopping_; });
+        const size_t n = std::min(queue_.size(), kBatchMax);
+        batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+        queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+        dropped = dropped_since_batch_.exchange(0);
+        if (batch.empty() && stopping_) return;
+      }
+      if (batch.empty()) continue;
+      if (!target_.socket_path.empty() && ctx_.env.daemon.empty() && ::access(target_.socket_path.c_str(), F_OK) != 0) {
+        // No daemon where discovery looked: nothing to report to, and nothing to warn about.
+        g_dropped.fetch_add(batch.size(), std::memory_order_relaxed);
+        continue;
+      }
+      absl::Status s = Send(batch, dropped);
+      if (s.ok()) {
+        if (warned) Log(LogLevel::kWarn, "tuning daemon at ", target_.grpc_target, " reachable again");
+        warned = false;
+        backoff = absl::Milliseconds(200);
+        g_sent.fetch_add(batch.size(), std::memory_order_relaxed);
+      } else {
+        g_failed.fetch_add(1, std::memory_order_relaxed);
+        g_dropped.fetch_add(batch.size(), std::memory_order_relaxed);
+        if (!warned) Log(LogLevel::kWarn, "tuning daemon: ", s.message(), "; timings are dropped until it is back");
+        warned = true;
+        backoff = std::min(backoff * 2, absl::Seconds(5));
+        std::lock_guard<std::mutex> lock(mu_);
+        if (stopping_) return;
+      }
+    }
+  }
+
+  absl::Status Send(const std::vector<TimingSample>& batch, uint64_t dropped) {
+    v1::TimingBatch msg;
+    msg.mutable_topology()->set_fingerprint(ctx_.fingerprint);
+    msg.mutable_topology()->set_json(ctx_.topology_json);
+    msg.set_dropped_by_client(dropped);
+    msg.set_client_id(absl::StrCat(ctx_.fingerprint, "/", pid_, "/", ctx_.rank));
+    for (const TimingSample& t : batch) {
+      v1::TimingSample* p = msg.add_samples();
+      p->set_collective(std::string(CollectiveName(t.collective)));
+      p->set_dtype(std::string(DataTypeName(t.dtype)));
+      p->set_world_size(t.world_size);
+      p->set_bytes(t.bytes);
+      p->set_configuration(t.configuration);
+      p->set_duration_us(t.duration_us);
+      p->set_sequence(t.sequence);
+      p->set_rank(ctx_.rank);
+    }
+    grpc::ClientContext cc;
+    cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    v1::ReportTimingsResponse resp;
+    auto writer = stub_->ReportTimings(&cc, &resp);
+    writer->Write(msg);
+    writer->WritesDone();
+    return FromGrpc(writer->Finish(), absl::StrCat("ReportTimings to ", target_.grpc_target));
+  }
+
+  void PollLoop() {
+    bool warned = false;
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        if (cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return stopping_; })) return;
+      }
+      int64_t have = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        have = latest_ ? latest_->version : 0;
+      }
+      auto t = Get(have, absl::Seconds(1));
+      if (!t.ok()) {
+        if (!warned && t.status().code() != absl::StatusCode::kNotFound) {
+          Log(LogLevel::kWarn, "tuning daemon: ", t.status().message(), "; keeping table v", have);
+        }
+        warned = true;
+        continue;
+      }
+      warned = false;
+      if (*t) {
+        std::lock_guard<std::mutex> lock(mu_);
+        latest_ = *t;
+      }
+    }
+  }
+
+  TuningContext ctx_;
+  DaemonTarget target_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Tuner::Stub> stub_;
+  pid_t pid_;
+  std::shared_ptr<TimingSink> sink_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::vector<TimingSample> queue_;
+  std::atomic<uint64_t> dropped_since_batch_{0};
+  std::shared_ptr<const TunedTable> latest_;
+  std::thread reporter_, poller_;
+};
+
+}  // namespace
+
+void InstallDaemonTuning() {
+  InstallAtFork();
+  InstallTuningClientFactory([](const TuningContext& ctx) -> std::unique_ptr<TuningClient> {
+    auto target = ResolveDaemonTarget(ctx.env, "", ::getuid());
+    if (!target.ok()) {
+      Log(LogLevel::kWarn, "tuning daemon: ", target.status().message(), "; running on built-in defaults");
+      return nullptr;
+    }
+    if (target->disabled) return nullptr;
+    return std::make_unique<DaemonClient>(ctx, *target);
+  });
+}
+
+TuningClientCounters GetTuningClientCounters() {
+  return TuningClientCounters{g_sent.load(), g_dropped.load(), g_failed.load(), g_fetched.load()};
+}
+
+}  // namespace hccltune
