@@ -24,3 +24,26 @@ cd "$build_dir"
 args=("$@")
 ((${#args[@]})) || args=(-LE slow)
 ctest --output-on-failure --parallel "$(nproc)" --timeout 900 "${args[@]}"
+cd "$root"
+
+# The runtime tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and the algorithm suites under
+# ThreadSanitizer (only the targets they need are built). HCCL_TUNE_SKIP_SANITIZERS=1 skips this part; it
+# also does not run when ctest arguments were given (a developer running a chosen set).
+if [[ ${HCCL_TUNE_SKIP_SANITIZERS:-0} != 1 && $# -eq 0 && -z ${HCCL_TUNE_SANITIZE:-} ]]; then
+  for pass in "address,undefined:sanitize:build-asan" "thread:tsan:build-tsan"; do
+    IFS=: read -r sanitizers label dir <<<"$pass"
+    gen=()
+    [[ -f "$dir/CMakeCache.txt" ]] || ! command -v ninja >/dev/null || gen=(-G Ninja)
+    cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHCCL_TUNE_SANITIZE="$sanitizers" \
+      -DHCCL_TUNE_BUILD_BENCHMARKS=OFF >/dev/null
+    if [[ $label == tsan ]]; then
+      cmake --build "$dir" --parallel "$(nproc)" --target algorithms_kernels_test algorithms_pattern_test \
+        algorithms_collectives_test
+    else
+      cmake --build "$dir" --parallel "$(nproc)" --target transport_test communicator_test communicator_api_test \
+        fault_test algorithms_kernels_test algorithms_pattern_test algorithms_collectives_test tuning_switch_test
+    fi
+    (cd "$dir" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1 \
+      ctest --output-on-failure --parallel "$(nproc)" --timeout 900 -L "$label")
+  done
+fi
