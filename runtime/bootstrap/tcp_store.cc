@@ -18,6 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/transport/tcp/socket_io.h"
 #include "absl/synchronization/mutex.h"
 
 namespace hccltune {
@@ -31,28 +32,6 @@ absl::Status SysError(absl::string_view what) {
   return absl::UnavailableError(absl::StrCat("tcp store: ", what, ": ", std::strerror(errno)));
 }
 
-bool WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-bool ReadAll(int fd, void* data, size_t n) {
-  char* p = static_cast<char*>(data);
-  while (n > 0) {
-    ssize_t r = ::recv(fd, p, n, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
 void PutU32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
 void PutStr(std::string& out, const std::string& s) {
   PutU32(out, static_cast<uint32_t>(s.size()));
@@ -60,9 +39,9 @@ void PutStr(std::string& out, const std::string& s) {
 }
 bool ReadStr(int fd, std::string& s) {
   uint32_t n = 0;
-  if (!ReadAll(fd, &n, 4) || n > (64u << 20)) return false;
+  if (!RecvAll(fd, &n, 4) || n > (64u << 20)) return false;
   s.resize(n);
-  return ReadAll(fd, s.data(), n);
+  return RecvAll(fd, s.data(), n);
 }
 
 absl::StatusOr<sockaddr_storage> Resolve(const std::string& host, int port, socklen_t* len) {
@@ -116,8 +95,8 @@ class Server final : public TcpStoreServer {
           ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
           uint32_t hello[2];
           // A client that does not speak our protocol is dropped (it sees EOF).
-          if (ReadAll(c, hello, sizeof(hello)) && hello[0] == kMagic && hello[1] == kVersion &&
-              WriteAll(c, hello, sizeof(hello))) {
+          if (RecvAll(c, hello, sizeof(hello)) && hello[0] == kMagic && hello[1] == kVersion &&
+              SendAll(c, hello, sizeof(hello))) {
             accepted.push_back(c);
           } else {
             ::close(c);
@@ -142,7 +121,7 @@ class Server final : public TcpStoreServer {
   // One request; false when the client is gone or spoke garbage.
   bool Serve(int fd) {
     uint8_t op = 0;
-    if (!ReadAll(fd, &op, 1)) return false;
+    if (!RecvAll(fd, &op, 1)) return false;
     std::string key, value, reply;
     if (!ReadStr(fd, key)) return false;
     switch (op) {
@@ -172,7 +151,7 @@ class Server final : public TcpStoreServer {
       case kCheck: reply.push_back(data_.count(key) ? 1 : 0); break;
       default: return false;
     }
-    return WriteAll(fd, reply.data(), reply.size());
+    return SendAll(fd, reply.data(), reply.size());
   }
 
   int listen_fd_;
@@ -195,7 +174,7 @@ class Client final : public Store {
     PutStr(req, value);
     absl::MutexLock lock(&mu_);
     uint8_t ok = 0;
-    if (!WriteAll(fd_, req.data(), req.size()) || !ReadAll(fd_, &ok, 1)) return Lost();
+    if (!SendAll(fd_, req.data(), req.size()) || !RecvAll(fd_, &ok, 1)) return Lost();
     return absl::OkStatus();
   }
   absl::StatusOr<std::string> Get(const std::string& key, absl::Duration timeout) override {
@@ -205,7 +184,7 @@ class Client final : public Store {
     absl::MutexLock lock(&mu_);
     uint8_t found = 0;
     std::string value;
-    if (!WriteAll(fd_, req.data(), req.size()) || !ReadAll(fd_, &found, 1) || !ReadStr(fd_, value)) return Lost();
+    if (!SendAll(fd_, req.data(), req.size()) || !RecvAll(fd_, &found, 1) || !ReadStr(fd_, value)) return Lost();
     return value;
   }
   absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta) override {
@@ -216,7 +195,7 @@ class Client final : public Store {
     uint8_t ok = 0;
     std::string value;
     int64_t v = 0;
-    if (!WriteAll(fd_, req.data(), req.size()) || !ReadAll(fd_, &ok, 1) || !ReadStr(fd_, value) ||
+    if (!SendAll(fd_, req.data(), req.size()) || !RecvAll(fd_, &ok, 1) || !ReadStr(fd_, value) ||
         !absl::SimpleAtoi(value, &v)) {
       return Lost();
     }
@@ -228,7 +207,7 @@ class Client final : public Store {
       std::string req(1, static_cast<char>(kCheck));
       PutStr(req, k);
       uint8_t found = 0;
-      if (!WriteAll(fd_, req.data(), req.size()) || !ReadAll(fd_, &found, 1)) return Lost();
+      if (!SendAll(fd_, req.data(), req.size()) || !RecvAll(fd_, &found, 1)) return Lost();
       if (!found) return false;
     }
     return true;
@@ -287,7 +266,7 @@ absl::StatusOr<std::shared_ptr<Store>> ConnectTcpStore(const std::string& host, 
       timeval tv{static_cast<time_t>(absl::ToInt64Seconds(timeout)) + 5, 0};
       ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
       uint32_t hello[2] = {kMagic, kVersion}, answer[2] = {0, 0};
-      if (WriteAll(fd, hello, sizeof(hello)) && ReadAll(fd, answer, sizeof(answer)) && answer[0] == kMagic &&
+      if (SendAll(fd, hello, sizeof(hello)) && RecvAll(fd, answer, sizeof(answer)) && answer[0] == kMagic &&
           answer[1] == kVersion) {
         return std::shared_ptr<Store>(std::make_shared<Client>(fd, where));
       }

@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/transport/tcp/socket_io.h"
 
 namespace hccltune {
 namespace {
@@ -31,28 +32,6 @@ absl::Status SysError(absl::string_view what) {
   return absl::UnavailableError(absl::StrCat("tcp: ", what, ": ", std::strerror(errno)));
 }
 
-bool BlockingWrite(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-bool BlockingRead(int fd, void* data, size_t n) {
-  char* p = static_cast<char*>(data);
-  while (n > 0) {
-    ssize_t r = ::recv(fd, p, n, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
 
 void Tune(int fd) {
   int one = 1;
@@ -260,12 +239,12 @@ absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, 
     uint64_t tag = 0;
     int32_t rank = -1, lane = -1;
     std::string key;
-    bool ok = BlockingRead(fd, &magic, 4) && magic == kHelloMagic && BlockingRead(fd, &tag, 8) && tag == tag_ &&
-              BlockingRead(fd, &rank, 4) && BlockingRead(fd, &lane, 4) && BlockingRead(fd, &key_len, 4) &&
+    bool ok = RecvAll(fd, &magic, 4) && magic == kHelloMagic && RecvAll(fd, &tag, 8) && tag == tag_ &&
+              RecvAll(fd, &rank, 4) && RecvAll(fd, &lane, 4) && RecvAll(fd, &key_len, 4) &&
               key_len < 4096;
     if (ok) {
       key.resize(key_len);
-      ok = BlockingRead(fd, key.data(), key_len);
+      ok = RecvAll(fd, key.data(), key_len);
     }
     if (!ok) {
       ::close(fd);  // not one of ours (or another communicator's): drop it
@@ -324,8 +303,8 @@ absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ra
       Tune(fd);
       const uint32_t klen = static_cast<uint32_t>(key.size());
       const int32_t me = rank_, ln = lane;
-      if (!BlockingWrite(fd, &kHelloMagic, 4) || !BlockingWrite(fd, &tag_, 8) || !BlockingWrite(fd, &me, 4) ||
-          !BlockingWrite(fd, &ln, 4) || !BlockingWrite(fd, &klen, 4) || !BlockingWrite(fd, key.data(), klen)) {
+      if (!SendAll(fd, &kHelloMagic, 4) || !SendAll(fd, &tag_, 8) || !SendAll(fd, &me, 4) ||
+          !SendAll(fd, &ln, 4) || !SendAll(fd, &klen, 4) || !SendAll(fd, key.data(), klen)) {
         ::close(fd);
         for (int f : fds) ::close(f);
         return SysError(absl::StrCat("hello to rank ", peer, " at ", where));
