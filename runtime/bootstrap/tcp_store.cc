@@ -18,8 +18,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/transport/tcp/socket_io.h"
 #include "absl/synchronization/mutex.h"
+#include "runtime/transport/tcp/socket_io.h"
 
 namespace hccltune {
 namespace {

@@ -44,6 +44,14 @@ int HostCpus() {
 }
 }  // namespace
 
+namespace {
+// Every message is padded to a multiple of kStreamAlign so that headers and payloads start aligned in the
+// byte stream (the shm ring is page aligned and its size a multiple of the page size): reductions read
+// elements straight out of the ring, and a float must not be read from an odd address.
+constexpr size_t kStreamAlign = 16;
+constexpr size_t PadFor(size_t bytes) { return (kStreamAlign - bytes % kStreamAlign) % kStreamAlign; }
+}  // namespace
+
 struct StreamEndpoint::Op {
   int peer = 0;
   bool send = false;
@@ -53,6 +61,7 @@ struct StreamEndpoint::Op {
   size_t bytes = 0;
   size_t header_done = 0;
   size_t payload_done = 0;  // for receive-and-reduce: bytes combined into `data`
+  size_t pad_done = 0;      // padding after the payload (keeps every header and payload 16-byte aligned)
   Header header{};
   // Receive-and-reduce only.
   const uint8_t* local = nullptr;
@@ -208,8 +217,29 @@ absl::Status StreamEndpoint::ProgressSend(Op& op, bool* moved) {
     op.payload_done += *n;
     *moved = true;
   }
+  static constexpr uint8_t kZeros[kStreamAlign] = {};
+  while (op.pad_done < PadFor(op.bytes)) {
+    auto n = pair.TryWrite(op.lane, kZeros, PadFor(op.bytes) - op.pad_done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    op.pad_done += *n;
+    *moved = true;
+  }
   op.done = true;
   return absl::OkStatus();
+}
+
+// Reads the padding after a received payload; true once it is consumed.
+absl::StatusOr<bool> StreamEndpoint::SkipPad(Op& op, Pair& pair, bool* moved) {
+  uint8_t sink[kStreamAlign];
+  while (op.pad_done < PadFor(op.bytes)) {
+    auto n = pair.TryRead(op.lane, sink, PadFor(op.bytes) - op.pad_done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return false;
+    op.pad_done += *n;
+    *moved = true;
+  }
+  return true;
 }
 
 absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
@@ -278,7 +308,9 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
     op.payload_done += *n;
     *moved = true;
   }
-  op.done = true;
+  auto padded = SkipPad(op, pair, moved);
+  if (!padded.ok()) return padded.status();
+  op.done = *padded;
   return absl::OkStatus();
 }
 
@@ -321,7 +353,9 @@ absl::Status StreamEndpoint::ProgressReduce(Op& op, Pair& pair, bool* moved) {
     op.carried = have - whole;
     std::memcpy(op.carry, stage_.data() + whole, op.carried);
   }
-  op.done = true;
+  auto padded = SkipPad(op, pair, moved);
+  if (!padded.ok()) return padded.status();
+  op.done = *padded;
   return absl::OkStatus();
 }
 

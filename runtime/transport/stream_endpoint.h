@@ -93,6 +93,7 @@ class StreamEndpoint final : public Endpoint {
   void NotePair(const Pair* pair);
   Op* Find(uint64_t id);
   bool PeerPending(size_t peer) const;
+  absl::StatusOr<bool> SkipPad(Op& op, Pair& pair, bool* moved);
   void Retire();
 
   int rank_;

@@ -32,7 +32,6 @@ absl::Status SysError(absl::string_view what) {
   return absl::UnavailableError(absl::StrCat("tcp: ", what, ": ", std::strerror(errno)));
 }
 
-
 void Tune(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -240,8 +239,7 @@ absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, 
     int32_t rank = -1, lane = -1;
     std::string key;
     bool ok = RecvAll(fd, &magic, 4) && magic == kHelloMagic && RecvAll(fd, &tag, 8) && tag == tag_ &&
-              RecvAll(fd, &rank, 4) && RecvAll(fd, &lane, 4) && RecvAll(fd, &key_len, 4) &&
-              key_len < 4096;
+              RecvAll(fd, &rank, 4) && RecvAll(fd, &lane, 4) && RecvAll(fd, &key_len, 4) && key_len < 4096;
     if (ok) {
       key.resize(key_len);
       ok = RecvAll(fd, key.data(), key_len);
@@ -303,8 +301,8 @@ absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ra
       Tune(fd);
       const uint32_t klen = static_cast<uint32_t>(key.size());
       const int32_t me = rank_, ln = lane;
-      if (!SendAll(fd, &kHelloMagic, 4) || !SendAll(fd, &tag_, 8) || !SendAll(fd, &me, 4) ||
-          !SendAll(fd, &ln, 4) || !SendAll(fd, &klen, 4) || !SendAll(fd, key.data(), klen)) {
+      if (!SendAll(fd, &kHelloMagic, 4) || !SendAll(fd, &tag_, 8) || !SendAll(fd, &me, 4) || !SendAll(fd, &ln, 4) ||
+          !SendAll(fd, &klen, 4) || !SendAll(fd, key.data(), klen)) {
         ::close(fd);
         for (int f : fds) ::close(f);
         return SysError(absl::StrCat("hello to rank ", peer, " at ", where));
