@@ -146,6 +146,34 @@ class Communicator {
   // Runs an arbitrary call on the progress thread, after everything queued before it (used by the generic
   // non-blocking wrappers of the C ABI and the torch backend).
   virtual std::shared_ptr<Work> Enqueue(std::function<absl::Status(Communicator&)> call) = 0;
+  // The remaining non-blocking variants, queued in issue order like the ones above (counts and displacements,
+  // like buffers, must stay valid until the Work completes).
+  std::shared_ptr<Work> Iallgatherv(const void* send, void* recv, absl::Span<const size_t> counts,
+                                    absl::Span<const size_t> displs, DataType dtype, const CallOptions& opt = {}) {
+    return Enqueue([=](Communicator& c) { return c.Allgatherv(send, recv, counts, displs, dtype, opt); });
+  }
+  std::shared_ptr<Work> Igather(const void* send, void* recv, size_t count, DataType dtype, int root,
+                                const CallOptions& opt = {}) {
+    return Enqueue([=](Communicator& c) { return c.Gather(send, recv, count, dtype, root, opt); });
+  }
+  std::shared_ptr<Work> Iscatter(const void* send, void* recv, size_t count, DataType dtype, int root,
+                                 const CallOptions& opt = {}) {
+    return Enqueue([=](Communicator& c) { return c.Scatter(send, recv, count, dtype, root, opt); });
+  }
+  std::shared_ptr<Work> Ialltoallv(const void* send, absl::Span<const size_t> send_counts,
+                                   absl::Span<const size_t> send_displs, void* recv,
+                                   absl::Span<const size_t> recv_counts, absl::Span<const size_t> recv_displs,
+                                   DataType dtype, const CallOptions& opt = {}) {
+    return Enqueue([=](Communicator& c) {
+      return c.Alltoallv(send, send_counts, send_displs, recv, recv_counts, recv_displs, dtype, opt);
+    });
+  }
+  std::shared_ptr<Work> Isend(const void* data, size_t count, DataType dtype, int peer) {
+    return Enqueue([=](Communicator& c) { return c.Send(data, count, dtype, peer); });
+  }
+  std::shared_ptr<Work> Irecv(void* data, size_t count, DataType dtype, int peer) {
+    return Enqueue([=](Communicator& c) { return c.Recv(data, count, dtype, peer); });
+  }
 
   // Sub-communicator of the ranks that pass the same `color` (ordered by `key`, then rank). Collective over
   // this communicator. color < 0: this rank joins none and gets nullptr.

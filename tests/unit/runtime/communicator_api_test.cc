@@ -173,6 +173,24 @@ TEST(CommunicatorApi, NonBlockingRunsInIssueOrder) {
       if (absl::Status s = works[i]->Wait(); !s.ok()) return s;
       EXPECT_EQ(bufs[i][999], static_cast<int32_t>(3 * i + 3));
     }
+    // The variants built on Enqueue, in issue order with the others.
+    std::vector<int32_t> mine(2, rank), all(6), block(2);
+    std::vector<size_t> counts(3, 2), displs = {0, 2, 4};
+    auto g = comm.Iallgatherv(mine.data(), all.data(), counts, displs, DataType::kInt32);
+    auto ga = comm.Igather(mine.data(), all.data(), 2, DataType::kInt32, 1);
+    auto sc = comm.Iscatter(all.data(), block.data(), 2, DataType::kInt32, 1);
+    int32_t token = rank;
+    auto s1 = rank == 0 ? comm.Isend(&token, 1, DataType::kInt32, 2) : nullptr;
+    auto r1 = rank == 2 ? comm.Irecv(&token, 1, DataType::kInt32, 0) : nullptr;
+    for (auto* w : {&g, &ga, &sc, &s1, &r1}) {
+      if (*w) {
+        if (absl::Status s = (*w)->Wait(); !s.ok()) return s;
+      }
+    }
+    EXPECT_EQ(block[0], rank);  // the root scattered the gathered blocks back
+    if (rank == 2) {
+      EXPECT_EQ(token, 0);
+    }
     auto b = comm.Ibarrier();
     return b->Wait();
   });
