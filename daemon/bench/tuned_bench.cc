@@ -14,6 +14,7 @@
 #include "daemon/proto_convert.h"
 #include "daemon/remote_store.h"
 #include "db/store_util.h"
+#include "hccltune/version.h"
 
 namespace {
 
@@ -31,6 +32,7 @@ int Fail(const std::string& what, const grpc::Status& s) {
 
 int main(int argc, char** argv) {
   CLI::App app{"hccl-tuned-bench — GetTable latency and ReportTimings throughput of a running hccl-tuned"};
+  app.set_version_flag("--version", std::string("hccl-tuned-bench ") + HCCL_TUNE_VERSION);
   std::string target;
   int entries = 1000, gets = 2000, batch = 1000;
   double seconds = 3;
