@@ -119,15 +119,9 @@ absl::Status WriteReport(const ReportArgs& a) {
   db::TuningStore* journal = opened->store.get();
   std::unique_ptr<db::TuningStore> own;
   if (a.store.db.empty()) {
-    std::string path = a.journal;
-    if (path.empty()) {
-      auto env = Environment::Load();
-      if (!env.ok()) return env.status();
-      auto d = DefaultJournal(*env);
-      if (!d.ok()) return d.status();
-      path = *d;
-    }
-    auto j = db::OpenSqliteTuningStore(path);
+    auto path = ResolveJournal(a.journal);
+    if (!path.ok()) return path.status();
+    auto j = db::OpenSqliteTuningStore(*path);
     if (!j.ok()) return j.status();
     own = *std::move(j);
     journal = own.get();

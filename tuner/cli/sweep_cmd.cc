@@ -182,19 +182,13 @@ absl::StatusOr<Storage> OpenStorage(const SweepArgs& a) {
     return absl::UnavailableError(absl::StrCat("no daemon answers at ", s.tables.where, " (", probe.status().message(),
                                                "); start hccl-tuned, pass --daemon TARGET, or use --db PATH"));
   }
-  std::string path = a.journal;
-  if (path.empty()) {
-    auto env = Environment::Load();
-    if (!env.ok()) return env.status();
-    auto d = DefaultJournal(*env);
-    if (!d.ok()) return d.status();
-    path = *d;
-  }
-  auto j = db::OpenSqliteTuningStore(path);
+  auto path = ResolveJournal(a.journal);
+  if (!path.ok()) return path.status();
+  auto j = db::OpenSqliteTuningStore(*path);
   if (!j.ok()) return j.status();
   s.journal_owned = *std::move(j);
   s.journal = s.journal_owned.get();
-  s.where = absl::StrCat(s.where, " (samples in ", path, ")");
+  s.where = absl::StrCat(s.where, " (samples in ", *path, ")");
   return s;
 }
 

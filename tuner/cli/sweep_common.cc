@@ -42,6 +42,13 @@ nlohmann::json EntryJson(const db::TunedEntry& e) {
                         {"default_margin", e.default_margin}};
 }
 
+absl::StatusOr<std::string> ResolveJournal(const std::string& journal) {
+  if (!journal.empty()) return journal;
+  auto env = Environment::Load();
+  if (!env.ok()) return env.status();
+  return DefaultJournal(*env);
+}
+
 absl::StatusOr<std::string> DefaultJournal(const Environment& env) {
   std::string dir;
   if (!env.xdg_state_home.empty())

@@ -19,5 +19,7 @@ nlohmann::json EntryJson(const db::TunedEntry& e);
 // $XDG_STATE_HOME/hccl-tune/sweeps.db, else ~/.local/state/hccl-tune/sweeps.db, else /tmp/hccl-tune-UID/sweeps.db
 // (directories created).
 absl::StatusOr<std::string> DefaultJournal(const Environment& env);
+// `journal` when given (--journal), else DefaultJournal of the process environment.
+absl::StatusOr<std::string> ResolveJournal(const std::string& journal);
 
 }  // namespace hccltune::cli
