@@ -16,13 +16,18 @@
 #
 # Usage:
 #   cluster.sh up     [--name NAME] [--nodes N] [--dir DIR] [--tuned PATH] [--fast-rate R] [--slow-rate R]
-#                     [--fast-net A.B.C] [--slow-net A.B.C]
+#                     [--fast-net A.B.C] [--slow-net A.B.C] [--default-net fast|slow]
 #   cluster.sh down   [--name NAME] [--dir DIR]
 #   cluster.sh status [--name NAME] [--dir DIR]
 #   cluster.sh exec   [--name NAME] [--dir DIR] K -- COMMAND...   (runs COMMAND in node K with its env file)
 # `up` is idempotent: it creates what is missing, replaces addresses and qdiscs, restarts daemons that are
 # not running, and removes nodes beyond N left by an earlier `up`. `down` removes the namespaces (killing
 # the processes still inside them), the daemons and DIR.
+#
+# --default-net: the network `link=auto` (and HCCL_SOCKET_IFNAME-less TCP) takes between nodes. The runtime
+# takes the first network both nodes share in interface order, so this network's interface is created first
+# (lower ifindex). `slow` emulates the seed's case: the default route between nodes is the management network,
+# and only a tuned table (link=tcp@FAST_SUBNET) puts cross-node traffic on the fast one. Default: fast.
 #
 # Needs root (CAP_NET_ADMIN). Not root, or no network namespaces: exit 77 (skip) with a message — unless
 # CI=true, where that is a failure (exit 1).
@@ -31,7 +36,7 @@ set -euo pipefail
 readonly SKIP=77
 cmd=${1:-}
 [[ -n $cmd ]] && shift
-NAME=hct NODES=2 DIR="" TUNED="" FAST_RATE=2gbit SLOW_RATE=200mbit FAST_NET=10.77.1 SLOW_NET=10.77.2
+NAME=hct NODES=2 DIR="" TUNED="" FAST_RATE=2gbit SLOW_RATE=200mbit FAST_NET=10.77.1 SLOW_NET=10.77.2 DEFAULT_NET=fast
 declare -a REST=()
 while (($#)); do
   case $1 in
@@ -43,6 +48,7 @@ while (($#)); do
     --slow-rate) SLOW_RATE=$2; shift 2 ;;
     --fast-net) FAST_NET=$2; shift 2 ;;
     --slow-net) SLOW_NET=$2; shift 2 ;;
+    --default-net) DEFAULT_NET=$2; shift 2 ;;
     --) shift; REST+=("$@"); break ;;
     *) REST+=("$1"); shift ;;
   esac
@@ -62,6 +68,7 @@ for n in "$FAST_NET" "$SLOW_NET"; do
     die "network '$n': expected the first three octets of a private /24 (e.g. 10.77.1)"
 done
 [[ $FAST_NET != "$SLOW_NET" ]] || die "--fast-net and --slow-net must differ"
+[[ $DEFAULT_NET == fast || $DEFAULT_NET == slow ]] || die "--default-net '$DEFAULT_NET': expected fast or slow"
 
 sw_ns() { echo "$NAME-sw"; }
 node_ns() { echo "$NAME-n$1"; }
@@ -135,7 +142,18 @@ node_up() {
   ns_exists "$ns" || ip netns add "$ns"
   ip -n "$ns" link set lo up
   local net dev port rate
-  for spec in "fast:$FAST_NET:$FAST_RATE:f" "slow:$SLOW_NET:$SLOW_RATE:s"; do
+  local -a specs=("fast:$FAST_NET:$FAST_RATE:f" "slow:$SLOW_NET:$SLOW_RATE:s")
+  [[ $DEFAULT_NET == slow ]] && specs=("${specs[1]}" "${specs[0]}")
+  # The default network's interface must come first (lower ifindex): recreate both when it does not.
+  if link_exists "$ns" fast0 && link_exists "$ns" slow0; then
+    local first
+    first=$(ip -n "$ns" -o link show | awk -F': ' '$2 ~ /^(fast0|slow0)@/ {sub(/0@.*/, "", $2); print $2; exit}')
+    if [[ $first != "$DEFAULT_NET" ]]; then
+      ip -n "$ns" link del fast0
+      ip -n "$ns" link del slow0
+    fi
+  fi
+  for spec in "${specs[@]}"; do
     IFS=: read -r dev net rate port <<<"$spec"
     dev=${dev}0 port=$port$k
     if ! link_exists "$ns" "$dev" || ! link_exists "$sw" "$port"; then
@@ -201,6 +219,7 @@ FAST_SUBNET=$FAST_NET.0/24
 SLOW_SUBNET=$SLOW_NET.0/24
 FAST_RATE=$FAST_RATE
 SLOW_RATE=$SLOW_RATE
+DEFAULT_NET=$DEFAULT_NET
 EOF
   # Daemons answer (their socket exists) and every node reaches every other on both networks.
   for ((k = 0; k < NODES; k++)); do
@@ -212,7 +231,7 @@ EOF
       reachable "$(node_ns 0)" "$net.$((k + 1))" || die "node 0 cannot reach node $k at $net.$((k + 1))"
     done
   done
-  echo "cluster.sh: $NODES node(s) '$NAME' up in $DIR (fast $FAST_NET.0/24 at $FAST_RATE, slow $SLOW_NET.0/24 at $SLOW_RATE)"
+  echo "cluster.sh: $NODES node(s) '$NAME' up in $DIR (fast $FAST_NET.0/24 at $FAST_RATE, slow $SLOW_NET.0/24 at $SLOW_RATE, default $DEFAULT_NET)"
 }
 
 cmd_down() {

@@ -153,7 +153,9 @@ std::vector<Configuration> Candidates(Collective c, absl::string_view algorithm,
         auto intra = Configuration::Default("ring");
         auto in = Configuration::Default(inter);
         if (!intra.ok() || !in.ok()) continue;
-        intra->link = link_values.front();
+        // Inside a node `auto` is shared memory; the sweep's links are the networks between nodes (a flat
+        // tcp@NET intra step would send node-local traffic through the TCP stack).
+        intra->link = LinkSpec{};
         in->link = link;
         cfg.intra = std::make_shared<const Configuration>(*intra);
         cfg.inter = std::make_shared<const Configuration>(*in);

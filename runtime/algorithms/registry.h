@@ -45,8 +45,8 @@ std::vector<int> ChannelCandidates();     // 1, 2, 4
 
 // Every configuration of `algorithm` the sweep should try: the cross product of the candidate values of its
 // parameters, with `links` for the link parameter (empty = {auto}). For hierarchical: intra in {ring} and
-// inter in {ring, halving_doubling, recursive_doubling}, each with default chunk/channels, intra on the first
-// link and inter on every link.
+// inter in {ring, halving_doubling, recursive_doubling}, each with default chunk/channels, intra on link=auto
+// (shared memory inside a node) and inter on every link.
 std::vector<Configuration> Candidates(Collective c, absl::string_view algorithm, absl::Span<const LinkSpec> links);
 
 // A simple rule of thumb used when nothing better is known (policies/ replaces it): latency-bound algorithms

@@ -8,6 +8,10 @@
 #                        interfaces' tx counters grow by at least the bytes that must cross nodes, the slow ones
 #                        by far less; with "both", the same again with the slow network chosen (and reversed)
 #   links                hccl-tune links across 2 x 2: shm inside a node, tcp between, fast >= 3x slow
+#   sweep                2 x 2 with the slow network as the default route: before any table, link=auto sends
+#                        the cross-node bytes over slow0; a launched sweep (ring and hierarchical over both
+#                        networks) leaves both nodes' daemons with the same table, whose winners use the fast
+#                        subnet; then the same auto call takes the table and its bytes go over fast0
 # Exit 77 (skip) when not root, unless CI=true (then the cluster must build: failure).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -109,6 +113,13 @@ case $case_ in
       ((dc >= need)) || fail "$chosen carried $dc bytes, less than the $need that must cross nodes"
       ((do_ < need / 20)) || fail "$other carried $do_ bytes: traffic leaked to the network not chosen"
     done
+    # An explicit link=shm intra step runs across nodes (it once was applied to the whole group and failed).
+    algo="hierarchical(intra=ring(link=shm),inter=ring(link=tcp@10.77.1.0/24))"
+    out=$("$root/deploy/cluster/launch.sh" --name "$NAME" --ranks-per-node "$rpn" --timeout 120 --out "$DIR/out" -- \
+      "$TUNE" bench --launched --coll allreduce --dtype fp32 --min-bytes 8 --max-bytes 1M \
+      --iters 1 --warmup 1 --check --algo "$algo") || fail "intra link=shm across $nodes x $rpn"
+    echo "$out"
+    (($(grep -c "check ok" <<<"$out") == 18)) || fail "intra link=shm: expected 18 checked rows (8 B to 1M)"
     "${CLUSTER[@]}" down --name "$NAME"
     no_leftovers
     ;;
@@ -133,6 +144,59 @@ case $case_ in
     echo "0-2: fast $fast Gbit/s on $iff, slow $slow Gbit/s"
     [[ $iff == fast0 ]] || fail "0-2 on 10.77.1.0/24 reports interface '$iff', expected fast0"
     awk -v f="$fast" -v s="$slow" 'BEGIN { exit !(s > 0 && f >= 3 * s) }' || fail "fast ($fast) < 3 x slow ($slow)"
+    "${CLUSTER[@]}" down --name "$NAME"
+    no_leftovers
+    ;;
+
+  sweep)
+    NODES_UP=2
+    up --nodes 2 --default-net slow
+    fast=10.77.1.0/24 slow=10.77.2.0/24
+    bytes=$((1 << 20)) runs=4 # --check (1) + --warmup 1 + --iters 2
+    need=$((2 * bytes * runs))
+    # One auto allreduce across the nodes; prints its row and the tx growth of fast0 and slow0.
+    auto_call() {
+      local f0 s0 out
+      f0=$(tx_sum fast0) s0=$(tx_sum slow0)
+      out=$("$root/deploy/cluster/launch.sh" --name "$NAME" --ranks-per-node 2 --timeout 120 --out "$DIR/out" -- \
+        "$TUNE" bench --launched --coll allreduce --dtype fp32 --min-bytes $bytes --max-bytes $bytes \
+        --iters 2 --warmup 1 --check) || fail "auto allreduce across 2 x 2"
+      grep -q "check ok" <<<"$out" || fail "no checked row: $out"
+      echo "$(grep '^allreduce' <<<"$out") $(($(tx_sum fast0) - f0)) $(($(tx_sum slow0) - s0))"
+    }
+    read -r _ _ _ algo _ _ _ _ _ dfast dslow <<<"$(auto_call)"
+    echo "before the sweep: auto ran $algo; fast0 tx grew $dfast, slow0 $dslow (need >= $need)"
+    ((dslow >= need && dfast < need / 20)) || fail "the default route is not the slow network (fast $dfast, slow $dslow)"
+
+    out=$("$root/deploy/cluster/launch.sh" --name "$NAME" --ranks-per-node 2 --timeout 150 --out "$DIR/out" -- \
+      "$TUNE" sweep --launched --force --plain --coll allreduce --dtype fp32 --min-bytes 256K --max-bytes 1M \
+      --step 4 --algo ring,hierarchical --cap-ms 200 --journal "$DIR/journal.db") || fail "launched sweep across 2 x 2"
+    echo "$out"
+    fp=$(sed -n 's/.*table version [0-9]*, topology \([0-9a-f]\{16\}\).*/\1/p' <<<"$out")
+    [[ -n $fp ]] || fail "the sweep did not report a stored table"
+    declare -a tables=()
+    for k in 0 1; do
+      t=$("${CLUSTER[@]}" exec --name "$NAME" "$k" -- sh -c "$TUNE show --json --daemon \$HCCL_TUNE_DAEMON") ||
+        fail "node $k: hccl-tune show"
+      tables[k]=$(jq -c --arg fp "$fp" '[.tables[] | select(.fingerprint == $fp) |
+        {content_hash, entries: [.entries[] | {collective, dtype, world_size, bytes, configuration}]}]' <<<"$t")
+      echo "node $k: $(jq -c '.[0].entries | map([.bytes, .configuration])' <<<"${tables[k]}")"
+      [[ $(jq 'length' <<<"${tables[k]}") == 1 ]] || fail "node $k: its daemon has no table for $fp"
+      [[ $(jq '.[0].entries | length' <<<"${tables[k]}") == 2 ]] || fail "node $k: expected 2 entries (256K, 1M)"
+      for b in 256K 1M; do
+        w=$("${CLUSTER[@]}" exec --name "$NAME" "$k" -- sh -c \
+          "$TUNE get --daemon \$HCCL_TUNE_DAEMON --coll allreduce --dtype fp32 --bytes $b --world 4 --topology $fp" \
+          2>/dev/null) || fail "node $k: no winner for $b"
+        echo "node $k: $b -> $w"
+        [[ $w == *"link=tcp@$fast"* && $w != *"$slow"* ]] || fail "node $k: the $b winner '$w' is not on $fast"
+      done
+    done
+    [[ ${tables[0]} == "${tables[1]}" ]] || fail "the two daemons hold different tables"
+
+    read -r _ _ _ algo _ _ _ _ _ dfast dslow <<<"$(auto_call)"
+    echo "after the sweep: auto ran $algo; fast0 tx grew $dfast, slow0 $dslow"
+    [[ $algo == *"tcp@$fast"* ]] || fail "auto did not take the tuned configuration ($algo)"
+    ((dfast >= need && dslow < need / 20)) || fail "tuned call: fast0 carried $dfast, slow0 $dslow (need >= $need)"
     "${CLUSTER[@]}" down --name "$NAME"
     no_leftovers
     ;;

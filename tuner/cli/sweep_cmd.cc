@@ -246,7 +246,9 @@ int RunLaunched(const SweepArgs& a) {
     if (absl::IsCancelled(err)) return 130;
     return absl::IsAborted(err) ? 1 : ReportError(err);
   }
-  // Every other node's first local rank hands the winners to its own node's store.
+  // Every other node's first local rank hands the winners to its own node's store; a node left without the
+  // table fails the job (exit 1) so a launcher sees it.
+  int rc = 0;
   if (c.rank() != 0 && c.local_rank() == 0 && !out->entries.empty()) {
     auto t = OpenStore(a.store);
     absl::Status s = t.status();
@@ -262,13 +264,15 @@ int RunLaunched(const SweepArgs& a) {
                 .status();
       }
     }
-    if (!s.ok())
+    if (!s.ok()) {
       std::fprintf(stderr, "hccl-tune sweep: rank %d: storing the winners on this node: %s\n", c.rank(),
                    std::string(s.message()).c_str());
+      rc = 1;
+    }
   }
   if (c.rank() == 0) PrintOutcome(*out, storage.where, c.fingerprint(), a.json);
   (void)c.Barrier();
-  return 0;
+  return rc;
 }
 
 int RunLocal(SweepArgs a) {

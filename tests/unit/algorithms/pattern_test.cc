@@ -157,6 +157,20 @@ TEST(RegistryTest, CandidatesAndDefaults) {
   EXPECT_EQ(registry::Candidates(Collective::kAllreduce, "ring", links).size(), 4u * 3 * 2);
   EXPECT_EQ(registry::Candidates(Collective::kBarrier, "dissemination", links).size(), 2u);
   EXPECT_EQ(registry::Candidates(Collective::kAllreduce, "hierarchical", links).size(), 3u * 2);
+  // Between nodes the sweep's links are the networks: every inter step tries each, the intra step stays on
+  // link=auto (shared memory inside a node), never on a network.
+  const std::vector<LinkSpec> nets = {LinkSpec{LinkKind::kTcp, "10.77.1.0/24"},
+                                      LinkSpec{LinkKind::kTcp, "10.77.2.0/24"}};
+  const std::vector<Configuration> hier = registry::Candidates(Collective::kAllreduce, "hierarchical", nets);
+  ASSERT_EQ(hier.size(), 3u * 2);
+  for (size_t i = 0; i < hier.size(); ++i) {
+    ASSERT_TRUE(hier[i].intra != nullptr && hier[i].inter != nullptr) << hier[i].ToString();
+    EXPECT_EQ(hier[i].intra->link.kind, LinkKind::kAuto) << hier[i].ToString();
+    EXPECT_EQ(hier[i].inter->link.network, nets[i % 2].network) << hier[i].ToString();
+  }
+  for (const Configuration& c : registry::Candidates(Collective::kAllreduce, "ring", nets)) {
+    EXPECT_EQ(c.link.kind, LinkKind::kTcp) << c.ToString();
+  }
   for (Collective c : AllCollectives()) {
     if (c == Collective::kSendRecv) continue;
     for (uint64_t bytes : {uint64_t{0}, uint64_t{1024}, uint64_t{1} << 20, uint64_t{64} << 20}) {
