@@ -18,7 +18,7 @@
 #
 # Usage: tests/perf/seed_case.sh [BUILD_DIR]      (default: build)
 # Environment: NODES=2 RPN=2 ROUNDS=3 STEPS=5 COMPUTE_REPS=8 BYTES=32M
-# Takes about 8 minutes on this machine (the sweep ~4.5 min: the slow-network candidates cost ~2.4 s a call).
+# Takes 9-12 minutes on this machine (the sweep 5-7 min: the slow-network candidates cost 2.4-3 s a call).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
@@ -37,7 +37,7 @@ command -v jq >/dev/null || { echo "seed_case.sh: needs jq (deploy/install-deps.
 NAME=seed$$
 DIR=/tmp/hccl-tune-cluster/$NAME
 CLUSTER=("$root/deploy/cluster/cluster.sh")
-LAUNCH=("$root/deploy/cluster/launch.sh" --name "$NAME" --ranks-per-node "$RPN" --timeout 590 --out "$DIR/out" --)
+LAUNCH=("$root/deploy/cluster/launch.sh" --name "$NAME" --ranks-per-node "$RPN" --timeout 1200 --out "$DIR/out" --)
 FAST=10.77.1.0/24 SLOW=10.77.2.0/24
 export HCCL_CONNECT_TIMEOUT=30 HCCL_EXEC_TIMEOUT=120 HCCL_TUNE_LOG_LEVEL=warn
 trap '"${CLUSTER[@]}" down --name "$NAME" >/dev/null 2>&1 || true' EXIT
