@@ -200,28 +200,14 @@ absl::Status CommImpl::Setup() {
   for (int n : topo_.node_of) facts.ranks_per_node[static_cast<size_t>(n)]++;
   if (*std::max_element(facts.ranks_per_node.begin(), facts.ranks_per_node.end()) > 1) facts.intra_links = {"shm"};
   if (nodes.size() > 1) {
-    // Networks every node has an interface in (loopback excluded).
-    std::set<std::string> common;
-    bool first = true;
-    for (size_t n = 0; n < nodes.size(); ++n) {
-      std::set<std::string> mine;
-      for (const RankInfo& i : infos_) {
-        if (topo_.node_of[static_cast<size_t>(i.rank)] != static_cast<int>(n)) continue;
-        for (const auto& itf : i.tcp.interfaces) {
-          if (itf.name != "lo") mine.insert(itf.Subnet());
-        }
-      }
-      if (first) {
-        common = mine;
-        first = false;
-      } else {
-        std::set<std::string> both;
-        std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(),
-                              std::inserter(both, both.begin()));
-        common = both;
+    std::vector<std::vector<NodeAddress>> per_node(nodes.size());
+    for (const RankInfo& i : infos_) {
+      auto& mine = per_node[static_cast<size_t>(topo_.node_of[static_cast<size_t>(i.rank)])];
+      for (const auto& itf : i.tcp.interfaces) {
+        if (itf.name != "lo") mine.push_back(NodeAddress{itf.Subnet(), itf.address});
       }
     }
-    facts.inter_networks.assign(common.begin(), common.end());
+    facts.inter_networks = InterNodeNetworks(per_node);
   }
   facts.release = HCCL_TUNE_RELEASE;
   topology_json_ = TopologyJson(facts);

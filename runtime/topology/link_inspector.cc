@@ -137,7 +137,8 @@ absl::StatusOr<LinkInspector> LinkInspector::Measure(Communicator& comm, const E
         const InterfaceAddress* def = DefaultPeerAddress(fa, fb);
         for (const auto& ia : fa.ifs) {
           for (const auto& ib : fb.ifs) {
-            if (ia.Subnet() != ib.Subnet()) continue;
+            // One address on both nodes is a host-local network (docker0): it reaches this machine, not b.
+            if (ia.Subnet() != ib.Subnet() || ia.address == ib.address) continue;
             cands.push_back({a, b, "tcp", ia.Subnet(), ia.name, ib.address, def && def->address == ib.address, 0, 0});
           }
         }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -23,6 +25,26 @@ std::string LocalNodeId(const Environment& env) {
   const ssize_t n = ::readlink("/proc/self/ns/net", buf, sizeof(buf) - 1);
   const std::string netns = n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("net:[?]");
   return absl::StrCat(absl::StripAsciiWhitespace(boot), "/", netns);
+}
+
+std::vector<std::string> InterNodeNetworks(const std::vector<std::vector<NodeAddress>>& per_node) {
+  if (per_node.size() < 2) return {};
+  // subnet -> address -> the nodes that have it
+  std::map<std::string, std::map<std::string, std::set<size_t>>> seen;
+  for (size_t n = 0; n < per_node.size(); ++n) {
+    for (const NodeAddress& a : per_node[n]) seen[a.subnet][a.address].insert(n);
+  }
+  std::vector<std::string> out;
+  for (const auto& [subnet, addresses] : seen) {
+    std::set<size_t> nodes;
+    bool shared = false;
+    for (const auto& [address, holders] : addresses) {
+      shared = shared || holders.size() > 1;
+      nodes.insert(holders.begin(), holders.end());
+    }
+    if (!shared && nodes.size() == per_node.size()) out.push_back(subnet);
+  }
+  return out;  // std::map order: sorted
 }
 
 std::string TopologyJson(const TopologyFacts& facts) {

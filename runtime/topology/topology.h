@@ -18,9 +18,22 @@ std::string LocalNodeId(const Environment& env);
 struct TopologyFacts {
   std::vector<int> ranks_per_node;          // one count per node
   std::vector<std::string> intra_links;     // link classes inside a node ("shm" when some node has >= 2 ranks)
-  std::vector<std::string> inter_networks;  // subnets every node has an interface in (multi-node only)
+  std::vector<std::string> inter_networks;  // InterNodeNetworks() (multi-node only)
   std::string release;                      // "major.minor"
 };
+
+// One interface address of a node: its subnet ("10.77.1.0/24") and address ("10.77.1.2").
+struct NodeAddress {
+  std::string subnet;
+  std::string address;
+};
+
+// The networks between nodes (`per_node[n]`: node n's non-loopback addresses), sorted: subnets in which every node
+// has an address, minus subnets in which two nodes share an address. A shared address means a host-local network
+// (docker0's 172.17.0.1/16 on every machine; several HCCL_TUNE_NODE_ID "nodes" on one host): connecting to it
+// reaches the local machine, never the peer, so link=tcp@SUBNET on it cannot work between nodes and the sweep must
+// not try it. Empty with fewer than two nodes.
+std::vector<std::string> InterNodeNetworks(const std::vector<std::vector<NodeAddress>>& per_node);
 
 // Canonical JSON (sorted keys, no spaces) as CONVENTIONS.md defines it.
 std::string TopologyJson(const TopologyFacts& facts);
