@@ -89,8 +89,20 @@ for ((r = 1; r <= ROUNDS; r++)); do
     envs=()
     [[ $v == default ]] && envs+=(HCCL_TUNE_MODE=off)
     [[ -n ${cfg[$v]} ]] && envs+=("HCCL_TUNE_ALGO=${cfg[$v]}")
-    j=$(env "${envs[@]}" "${LAUNCH[@]}" "$LOOP" --bytes "$BYTES" --dtype fp16 --steps "$STEPS" --warmup 1 \
-      --compute-reps "$COMPUTE_REPS" --json)
+    run() {
+      env "${envs[@]}" "${LAUNCH[@]}" "$LOOP" --bytes "$BYTES" --dtype fp16 --steps "$STEPS" --warmup 1 \
+        --compute-reps "$COMPUTE_REPS" --json
+    }
+    j=$(run)
+    # Rank 0 gives the daemon 200 ms at init, then runs on defaults (logged): under load that can happen; only
+    # that logged cause earns one rerun, so `tuned` always measures the table.
+    if [[ $v == tuned && $(jq -r .configuration <<<"$j") != "$winner" ]] &&
+      grep -q "running on built-in defaults" "$DIR/out/rank0.err"; then
+      echo "round $r tuned: rank 0 did not get the table in time; once more"
+      j=$(run)
+    fi
+    [[ $v != tuned || $(jq -r .configuration <<<"$j") == "$winner" ]] ||
+      { echo "seed_case.sh: the tuned run ran $(jq -r .configuration <<<"$j"), not the table's $winner" >&2; exit 1; }
     echo "round $r $v: $j"
     steps[$v]+="$(jq -r .step_ms <<<"$j") "
     ars[$v]+="$(jq -r .allreduce_ms <<<"$j") "
