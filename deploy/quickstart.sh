@@ -24,7 +24,7 @@ run_dir=${XDG_RUNTIME_DIR:-/tmp/hccl-tune-$(id -u)}/hccl-tune-quickstart
 state_dir=${XDG_STATE_HOME:-${HOME:-/root}/.local/state}/hccl-tune
 mkdir -p "$run_dir" "$state_dir"
 sock="$run_dir/tuned.sock"
-"$tuned" --socket "$sock" --db "$state_dir/tuning.db" --sweep-command "$bin" --log-level warn &
+"$tuned" --socket "$sock" --db "$state_dir/tuning.db" --sweep-command "$(realpath "$bin")" --log-level warn &
 tuned_pid=$!
 cleanup() { [[ ${QUICKSTART_KEEP_DAEMON:-0} == 1 ]] || kill "$tuned_pid" 2>/dev/null || true; }
 trap cleanup EXIT
