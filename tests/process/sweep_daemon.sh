@@ -3,7 +3,8 @@
 #  1. a sweep run by hccl-tuned streams its progress (--json) and stores its winners, sweep row and samples in the
 #     daemon's database;
 #  2. while one runs, a second StartSweep is refused naming the running sweep, and a local sweep through the
-#     daemon is refused (busy) naming it; Ctrl-C detaches the client and the sweep continues;
+#     daemon is refused (busy) naming it; Ctrl-C detaches the client and the sweep continues (with
+#     --cancel-on-interrupt it cancels the sweep instead);
 #  3. SIGTERM to the daemon mid-sweep: exit 0, the sweep is cancelled (no table entries from it, DB intact), and
 #     no sweep or rank process survives; a restarted daemon resumes it to the end (--via-daemon --resume);
 #  4. a job reporting live timings makes a sweep refuse without --force, naming the job.
@@ -63,6 +64,28 @@ grep -q "winners stored in daemon" "$d/late.txt" || fail "late watch output: $(c
 grep -q "allreduce" "$d/late.txt" || fail "late watch shows no winners: $(cat "$d/late.txt")"
 [[ -z $(ours) ]] || fail "processes left after a finished sweep: $(ours)"
 echo "via-daemon sweep ok ($id)"
+
+# Ctrl-C with --cancel-on-interrupt cancels the daemon's sweep: exit 130, row cancelled, no process left.
+"$bin" sweep --via-daemon --cancel-on-interrupt --daemon "$T" --ranks 2 --coll allreduce --min-bytes 1K \
+  --max-bytes 4M --links shm,tcp --cap-ms 80 --force --plain > "$d/coi.txt" 2>&1 &
+client=$!
+cid=""
+for _ in $(seq 300); do
+  cid=$(sqlite3 "$d/t.db" "SELECT id FROM sweeps WHERE status='running'" 2>/dev/null || true)
+  [[ -n $cid ]] && [[ $(sqlite3 "$d/t.db" "SELECT count(*) FROM sweep_samples WHERE sweep_id='$cid'") -gt 20 ]] && break
+  sleep 0.1
+done
+[[ -n $cid ]] || fail "the sweep to cancel did not start: $(cat "$d/coi.txt")"
+kill -INT $client
+rc=0
+wait $client || rc=$?
+[[ $rc == 130 ]] || fail "--cancel-on-interrupt: exit $rc: $(cat "$d/coi.txt")"
+grep -q "sweep $cid cancelled" "$d/coi.txt" || fail "--cancel-on-interrupt said: $(cat "$d/coi.txt")"
+[[ $(sqlite3 "$d/t.db" "SELECT status FROM sweeps WHERE id='$cid'") == cancelled ]] || fail "row not cancelled"
+[[ -z $(ours) ]] || fail "processes left after cancelling: $(ours)"
+if "$bin" sweep --cancel --daemon "$T" > "$d/nothing.txt" 2>&1; then fail "--cancel with nothing running"; fi
+grep -q "no sweep is running" "$d/nothing.txt" || fail "--cancel said: $(cat "$d/nothing.txt")"
+echo "cancel on interrupt ok ($cid)"
 
 # 2. One sweep at a time; a local sweep is refused as busy; Ctrl-C detaches.
 "$bin" sweep --via-daemon --daemon "$T" --ranks 2 --coll allreduce --min-bytes 1K --max-bytes 4M --links shm,tcp \
