@@ -78,13 +78,15 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
     } else if (key == "ingest_queue_samples") {
       if (absl::Status s = int_value(1024, 1 << 24, &n); !s.ok()) return s;
       c->ingest_queue_samples = static_cast<size_t>(n);
+    } else if (key == "sweep_command") {
+      c->sweep_command = std::string(value);
     } else if (key == "max_message_bytes") {
       if (absl::Status s = int_value(64 << 10, 64 << 20, &n); !s.ok()) return s;
       c->max_message_bytes = static_cast<int>(n);
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where(), "unknown key '", key,
-          "'; accepted: socket, listen, db, log_level, max_versions, ingest_queue_samples, max_message_bytes"));
+      return absl::InvalidArgumentError(absl::StrCat(where(), "unknown key '", key,
+                                                     "'; accepted: socket, listen, db, log_level, max_versions, "
+                                                     "ingest_queue_samples, max_message_bytes, sweep_command"));
     }
     if (keys_set != nullptr) keys_set->push_back(key);
   }

@@ -3,7 +3,7 @@
 //
 // Config file: `key = value` lines, `#` comments, blank lines ignored; an unknown key or a bad value is an
 // error naming the file and line. Keys: socket, listen, db, log_level, max_versions, ingest_queue_samples,
-// max_message_bytes. SIGHUP re-reads the file: log_level applies at once, the rest at the next start.
+// max_message_bytes, sweep_command. SIGHUP re-reads the file: log_level applies at once, the rest at the next start.
 #pragma once
 
 #include <string>
@@ -22,6 +22,7 @@ struct DaemonConfig {
   int max_versions = 16;
   size_t ingest_queue_samples = 262144;
   int max_message_bytes = 4 << 20;
+  std::string sweep_command;  // hccl-tune binary for daemon-run sweeps; "" = the one beside hccl-tuned
 };
 
 // Defaults for this process: root -> /run/hccl-tune/tuned.sock and /var/lib/hccl-tune/tuning.db; otherwise the

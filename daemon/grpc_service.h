@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "daemon/handlers.h"
+#include "daemon/sweep_runner.h"
 #include "hccltune/v1/tuner.grpc.pb.h"
 
 namespace hccltune::daemon {
@@ -16,7 +17,8 @@ absl::Status FromGrpc(const grpc::Status& s);
 // GetTable is served with the callback API on raw bytes (the cached serialized reply); the rest is synchronous.
 class TunerService final : public v1::Tuner::WithRawCallbackMethod_GetTable<v1::Tuner::Service> {
  public:
-  explicit TunerService(TunerHandlers* handlers) : h_(handlers) {}
+  // `sweeps` may be null: then StartSweep/WatchSweep/CancelSweep answer FAILED_PRECONDITION.
+  explicit TunerService(TunerHandlers* handlers, SweepRunner* sweeps = nullptr) : h_(handlers), sweeps_(sweeps) {}
 
   grpc::ServerUnaryReactor* GetTable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
@@ -33,8 +35,27 @@ class TunerService final : public v1::Tuner::WithRawCallbackMethod_GetTable<v1::
   grpc::Status Rollback(grpc::ServerContext*, const v1::RollbackRequest* req, v1::RollbackResponse* resp) override;
   grpc::Status Status(grpc::ServerContext*, const v1::StatusRequest* req, v1::StatusResponse* resp) override;
 
+  // Sweep journal, daemon-run sweeps and activity (daemon/grpc_sweep_service.cc).
+  grpc::Status PutSweep(grpc::ServerContext*, const v1::PutSweepRequest* req, v1::PutSweepResponse* resp) override;
+  grpc::Status GetSweep(grpc::ServerContext*, const v1::GetSweepRequest* req, v1::SweepRecord* resp) override;
+  grpc::Status ListSweeps(grpc::ServerContext*, const v1::ListSweepsRequest* req,
+                          v1::ListSweepsResponse* resp) override;
+  grpc::Status AddSweepSamples(grpc::ServerContext*, const v1::AddSweepSamplesRequest* req,
+                               v1::AddSweepSamplesResponse* resp) override;
+  grpc::Status GetSweepSamples(grpc::ServerContext*, const v1::GetSweepSamplesRequest* req,
+                               grpc::ServerWriter<v1::SweepSampleChunk>* writer) override;
+  grpc::Status StartSweep(grpc::ServerContext*, const v1::StartSweepRequest* req,
+                          v1::StartSweepResponse* resp) override;
+  grpc::Status WatchSweep(grpc::ServerContext* ctx, const v1::WatchSweepRequest* req,
+                          grpc::ServerWriter<v1::SweepProgress>* writer) override;
+  grpc::Status CancelSweep(grpc::ServerContext*, const v1::CancelSweepRequest* req,
+                           v1::CancelSweepResponse* resp) override;
+  grpc::Status GetActivity(grpc::ServerContext*, const v1::GetActivityRequest* req,
+                           v1::GetActivityResponse* resp) override;
+
  private:
   TunerHandlers* const h_;
+  SweepRunner* const sweeps_;
 };
 
 }  // namespace hccltune::daemon

@@ -224,6 +224,7 @@ absl::Status TunerHandlers::ReportBatch(const v1::TimingBatch& batch, v1::Report
     samples.push_back(std::move(s));
   }
   const size_t n = samples.size();
+  activity_.Note(batch.client_id(), batch.topology().fingerprint(), n);
   const size_t accepted = ingest_->Offer(batch.topology().fingerprint(), std::move(samples));
   resp->set_accepted(resp->accepted() + accepted);
   resp->set_dropped(resp->dropped() + (n - accepted));

@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "daemon/activity.h"
 #include "daemon/live_ingest.h"
 #include "db/tuning_store.h"
 #include "hccltune/v1/tuner.pb.h"
@@ -50,6 +51,17 @@ class TunerHandlers {
   absl::Status Status(const v1::StatusRequest& req, v1::StatusResponse* resp);
   // One batch of a ReportTimings stream; adds to the totals in `resp`.
   absl::Status ReportBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp);
+
+  // Sweep journal (daemon/sweep_handlers.cc): hccl-tune sweep's rows and raw samples in the daemon's database.
+  absl::Status PutSweep(const v1::PutSweepRequest& req, v1::PutSweepResponse* resp);
+  absl::Status GetSweep(const v1::GetSweepRequest& req, v1::SweepRecord* resp);
+  absl::Status ListSweeps(const v1::ListSweepsRequest& req, v1::ListSweepsResponse* resp);
+  absl::Status AddSweepSamples(const v1::AddSweepSamplesRequest& req, v1::AddSweepSamplesResponse* resp);
+  // The sweep's samples in chunks of at most `chunk` samples (each chunk well under the message limit).
+  absl::Status GetSweepSamples(const v1::GetSweepSamplesRequest& req, std::vector<v1::SweepSampleChunk>* chunks,
+                               int chunk = 16384);
+  // Tuning clients that reported live timings within the request's window.
+  absl::Status GetActivity(const v1::GetActivityRequest& req, v1::GetActivityResponse* resp);
 
   // Validates a WatchTable request.
   absl::Status CheckWatch(const v1::WatchTableRequest& req);
@@ -85,6 +97,8 @@ class TunerHandlers {
   std::map<std::pair<std::string, int>, std::pair<int64_t, std::shared_ptr<const std::string>>> reply_cache_
       ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by every change; watchers wait on it
+
+  ActivityTracker activity_;
 
   absl::Mutex config_mu_;
   absl::flat_hash_map<std::string, std::string> canonical_ ABSL_GUARDED_BY(config_mu_);  // bounded

@@ -38,7 +38,7 @@ void OnSignal(int sig) {
 using hccltune::daemon::DaemonConfig;
 
 struct Flags {
-  std::string socket, listen, db, config, log_level;
+  std::string socket, listen, db, config, log_level, sweep_command;
   bool no_socket = false;
 };
 
@@ -54,6 +54,7 @@ absl::StatusOr<DaemonConfig> BuildConfig(const hccltune::Environment& env, const
   if (f.no_socket) c.socket.clear();
   if (!f.listen.empty()) c.listen = f.listen;
   if (!f.db.empty()) c.db = f.db;
+  if (!f.sweep_command.empty()) c.sweep_command = f.sweep_command;
   if (!f.log_level.empty()) {
     auto lv = hccltune::daemon::ParseLogLevel(f.log_level);
     if (!lv.ok()) return lv.status();
@@ -78,6 +79,8 @@ int main(int argc, char** argv) {
   app.add_option("--db", f.db, "Tuning database (default: /var/lib/hccl-tune/tuning.db as root)");
   auto* config_opt = app.add_option("--config", f.config, "Config file (key = value)")->capture_default_str();
   app.add_option("--log-level", f.log_level, "error, warn, info, debug or trace (default info)");
+  app.add_option("--sweep-command", f.sweep_command,
+                 "hccl-tune binary that daemon-run sweeps execute (default: the one installed beside hccl-tuned)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

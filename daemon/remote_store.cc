@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/proto_convert.h"
+#include "daemon/sweep_convert.h"
 
 namespace hccltune::rpc {
 namespace {
@@ -144,14 +145,69 @@ absl::Status RemoteTuningStore::RecordLiveSamples(absl::string_view, absl::Span<
 absl::StatusOr<std::vector<db::LiveStats>> RemoteTuningStore::GetLiveStats(absl::string_view) {
   return NotRemote("live statistics");
 }
-absl::Status RemoteTuningStore::PutSweep(const db::Sweep&) { return NotRemote("sweeps"); }
-absl::StatusOr<db::Sweep> RemoteTuningStore::GetSweep(absl::string_view) { return NotRemote("sweeps"); }
-absl::StatusOr<std::vector<db::Sweep>> RemoteTuningStore::ListSweeps() { return NotRemote("sweeps"); }
-absl::Status RemoteTuningStore::AddSweepSamples(absl::string_view, absl::Span<const db::SweepSample>) {
-  return NotRemote("sweeps");
+absl::Status RemoteTuningStore::PutSweep(const db::Sweep& sweep) {
+  v1::PutSweepRequest req;
+  SweepToProto(sweep, req.mutable_sweep());
+  v1::PutSweepResponse resp;
+  return FromGrpc(stub_->PutSweep(Context().get(), req, &resp), target_);
 }
-absl::StatusOr<std::vector<db::SweepSample>> RemoteTuningStore::GetSweepSamples(absl::string_view) {
-  return NotRemote("sweeps");
+
+absl::StatusOr<db::Sweep> RemoteTuningStore::GetSweep(absl::string_view id) {
+  v1::GetSweepRequest req;
+  req.set_id(std::string(id));
+  v1::SweepRecord resp;
+  if (absl::Status s = FromGrpc(stub_->GetSweep(Context().get(), req, &resp), target_); !s.ok()) return s;
+  return SweepFromProto(resp);
+}
+
+absl::StatusOr<std::vector<db::Sweep>> RemoteTuningStore::ListSweeps() {
+  v1::ListSweepsResponse resp;
+  if (absl::Status s = FromGrpc(stub_->ListSweeps(Context().get(), v1::ListSweepsRequest(), &resp), target_); !s.ok()) {
+    return s;
+  }
+  std::vector<db::Sweep> out;
+  for (const v1::SweepRecord& r : resp.sweeps()) {
+    auto s = SweepFromProto(r);
+    if (!s.ok()) return s.status();
+    out.push_back(*std::move(s));
+  }
+  return out;
+}
+
+absl::Status RemoteTuningStore::AddSweepSamples(absl::string_view sweep_id, absl::Span<const db::SweepSample> samples) {
+  // One request per call keeps "one call = one transaction"; the daemon limits a request to 65536 samples.
+  if (samples.size() > 65536) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AddSweepSamples: ", samples.size(), " samples in one call exceed the daemon's limit of 65536"));
+  }
+  v1::AddSweepSamplesRequest req;
+  req.set_sweep_id(std::string(sweep_id));
+  for (const db::SweepSample& s : samples) SweepSampleToProto(s, req.add_samples());
+  v1::AddSweepSamplesResponse resp;
+  return FromGrpc(stub_->AddSweepSamples(Context().get(), req, &resp), target_);
+}
+
+absl::StatusOr<std::vector<db::SweepSample>> RemoteTuningStore::GetSweepSamples(absl::string_view sweep_id) {
+  v1::GetSweepSamplesRequest req;
+  req.set_sweep_id(std::string(sweep_id));
+  auto ctx = Context();
+  auto reader = stub_->GetSweepSamples(ctx.get(), req);
+  std::vector<db::SweepSample> out;
+  v1::SweepSampleChunk chunk;
+  absl::Status bad;
+  while (reader->Read(&chunk)) {
+    for (const v1::SweepSample& p : chunk.samples()) {
+      auto s = SweepSampleFromProto(p);
+      if (!s.ok()) {
+        bad = s.status();
+        continue;
+      }
+      out.push_back(*std::move(s));
+    }
+  }
+  if (absl::Status s = FromGrpc(reader->Finish(), target_); !s.ok()) return s;
+  if (!bad.ok()) return bad;
+  return out;
 }
 
 }  // namespace hccltune::rpc

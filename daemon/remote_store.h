@@ -1,6 +1,7 @@
 // RemoteTuningStore: the table part of the TuningStore contract, served by hccl-tuned over gRPC. Tools take a
-// TuningStore& and work the same on a daemon (`--daemon TARGET`) and on a file (`--db PATH`). Live statistics and
-// sweeps are not offered remotely (Unimplemented); the daemon's own Status is DaemonStatus().
+// TuningStore& and work the same on a daemon (`--daemon TARGET`) and on a file (`--db PATH`). Sweeps (rows and raw
+// samples) go to the daemon's database; live statistics are not offered remotely (Unimplemented: the runtime
+// streams them with ReportTimings); the daemon's own Status is DaemonStatus().
 //
 // Thread-safety: safe from any thread (a gRPC channel and stub).
 #pragma once

@@ -96,7 +96,11 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
   ingest.max_queued = config.ingest_queue_samples;
   s->ingest_ = std::make_unique<LiveIngest>(s->store_.get(), ingest);
   s->handlers_ = std::make_unique<TunerHandlers>(s->store_.get(), s->ingest_.get());
-  s->service_ = std::make_unique<TunerService>(s->handlers_.get());
+  SweepRunnerOptions sweep_options;
+  sweep_options.command = config.sweep_command;
+  sweep_options.daemon_target = config.socket.empty() ? "" : "unix:" + config.socket;
+  s->sweeps_ = std::make_unique<SweepRunner>(sweep_options);
+  s->service_ = std::make_unique<TunerService>(s->handlers_.get(), s->sweeps_.get());
 
   grpc::ServerBuilder builder;
   if (!config.socket.empty()) builder.AddListeningPort("unix:" + config.socket, grpc::InsecureServerCredentials());
@@ -114,6 +118,11 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
                                                config.socket.empty() || config.listen.empty() ? "" : " and ",
                                                config.listen, " (see the gRPC messages above)"));
   }
+  if (config.socket.empty()) {
+    const std::string host = config.listen.substr(0, config.listen.rfind(':'));
+    s->sweeps_->set_daemon_target(
+        absl::StrCat(host == "0.0.0.0" || host == "[::]" ? "localhost" : host, ":", s->tcp_port_));
+  }
   if (!config.socket.empty()) {
     s->socket_created_ = true;
     ::chmod(config.socket.c_str(), 0660);
@@ -126,6 +135,8 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
 void TunerServer::Stop(absl::Duration drain) {
   if (stopped_) return;
   stopped_ = true;
+  // A running sweep stops first: it reports its cancelled state through this server.
+  if (sweeps_) sweeps_->Shutdown();
   if (handlers_) handlers_->Shutdown();  // watch streams end, new ones are refused
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(drain));
@@ -139,6 +150,7 @@ void TunerServer::Stop(absl::Duration drain) {
   server_.reset();
   service_.reset();
   handlers_.reset();
+  sweeps_.reset();
   ingest_.reset();
   store_.reset();  // closes the database (WAL checkpoint on the last connection)
   if (socket_created_) ::unlink(config_.socket.c_str());

@@ -17,6 +17,7 @@
 #include "daemon/grpc_service.h"
 #include "daemon/handlers.h"
 #include "daemon/live_ingest.h"
+#include "daemon/sweep_runner.h"
 #include "db/tuning_store.h"
 
 namespace hccltune::daemon {
@@ -27,11 +28,13 @@ class TunerServer {
   static absl::StatusOr<std::unique_ptr<TunerServer>> Start(const DaemonConfig& config);
   ~TunerServer();
 
-  // Stops accepting, ends watch streams, waits up to `drain` for calls in progress, persists queued samples,
+  // Stops a running sweep (SIGINT, then SIGKILL after the grace; reaped) while still serving, then stops accepting,
+  // ends watch streams, waits up to `drain` for calls in progress, persists queued samples,
   // closes the database and removes the socket. Idempotent.
   void Stop(absl::Duration drain = absl::Seconds(5));
 
   TunerHandlers& handlers() { return *handlers_; }
+  SweepRunner& sweeps() { return *sweeps_; }
   const DaemonConfig& config() const { return config_; }
   // The TCP port actually bound (when listen ends in ":0"), else 0.
   int tcp_port() const { return tcp_port_; }
@@ -48,6 +51,7 @@ class TunerServer {
   std::unique_ptr<db::TuningStore> store_;
   std::unique_ptr<LiveIngest> ingest_;
   std::unique_ptr<TunerHandlers> handlers_;
+  std::unique_ptr<SweepRunner> sweeps_;
   std::unique_ptr<TunerService> service_;
   std::unique_ptr<grpc::Server> server_;
 };

@@ -24,7 +24,7 @@ run_dir=${XDG_RUNTIME_DIR:-/tmp/hccl-tune-$(id -u)}/hccl-tune-quickstart
 state_dir=${XDG_STATE_HOME:-${HOME:-/root}/.local/state}/hccl-tune
 mkdir -p "$run_dir" "$state_dir"
 sock="$run_dir/tuned.sock"
-"$tuned" --socket "$sock" --db "$state_dir/tuning.db" --log-level warn &
+"$tuned" --socket "$sock" --db "$state_dir/tuning.db" --sweep-command "$(realpath "$bin")" --log-level warn &
 tuned_pid=$!
 cleanup() { [[ ${QUICKSTART_KEEP_DAEMON:-0} == 1 ]] || kill "$tuned_pid" 2>/dev/null || true; }
 trap cleanup EXIT
@@ -32,14 +32,15 @@ for _ in $(seq 100); do [[ -S $sock ]] && break; sleep 0.1; done
 [[ -S $sock ]] || { echo "quickstart: hccl-tuned did not start" >&2; exit 1; }
 echo "== hccl-tuned listening on unix:$sock (database $state_dir/tuning.db) =="
 
-echo "== sweeping this node: allreduce fp32, 2 ranks, 4K..4M =="
+echo "== hccl-tuned sweeps this node: allreduce fp32, 2 ranks, 4K..4M =="
 # The build just ran, so the load average is high for a minute: the quiet check warns, --force goes on.
+# --via-daemon: the daemon runs the sweep and streams its progress here (Ctrl-C detaches; the sweep goes on).
 out=$(mktemp)
-"$bin" sweep --daemon "unix:$sock" --journal "$state_dir/sweeps.db" --ranks 2 --coll allreduce --dtype fp32 \
+"$bin" sweep --via-daemon --daemon "unix:$sock" --ranks 2 --coll allreduce --dtype fp32 \
   --min-bytes 4K --max-bytes 4M --step 4 --links shm --cap-ms 100 --force --plain | tee "$out"
 topology=$(sed -n 's/.*topology \([0-9a-f]\{16\}\).*/\1/p' "$out" | head -1)
 rm -f "$out"
 
 echo "== hccl-tune get: the tuned choice for a 1M allreduce on 2 ranks =="
 "$bin" get --daemon "unix:$sock" --coll allreduce --dtype fp32 --bytes 1M --world 2 --topology "$topology"
-echo "== done: report with: $bin report --daemon unix:$sock --journal $state_dir/sweeps.db --out sweep.html =="
+echo "== done: report with: $bin report --daemon unix:$sock --out sweep.html =="

@@ -59,7 +59,8 @@ grep -Eq "winner within 5% of the best re-measured candidate in [0-9]+ of [1-9][
 grep -q "winner: " "$d/r.html" || fail "report marks no winner"
 ! grep -Eq "<script|src=\"http" "$d/r.html" || fail "report is not self-contained"
 
-# Storage through the daemon (the default): the table goes to hccl-tuned, samples to the user's journal file.
+# Storage through the daemon (the default): the table, the sweep row and its raw samples go to hccl-tuned's
+# database (no local journal file); a sweep SIGKILLed mid-way is resumed from the samples the daemon kept.
 tuned=${2:-$(dirname "$bin")/../daemon/hccl-tuned}
 if [[ -x $tuned ]]; then
   "$tuned" --socket "$d/tuned.sock" --db "$d/daemon.db" --log-level warn &
@@ -73,11 +74,38 @@ if [[ -x $tuned ]]; then
     > "$d/get.txt" || { kill $tpid; fail "get after a daemon sweep"; }
   XDG_STATE_HOME="$d/state" "$bin" report --daemon "unix:$d/tuned.sock" --out "$d/rd.html" > /dev/null \
     || { kill $tpid; fail "report through the daemon"; }
+  [[ ! -e $d/state/hccl-tune/sweeps.db ]] || { kill $tpid; fail "a local journal was written"; }
+  [[ $(sqlite3 "$d/daemon.db" "SELECT count(*) FROM sweeps WHERE status='done'") == 1 ]] \
+    || { kill $tpid; fail "the daemon holds no finished sweep row"; }
+  [[ $(sqlite3 "$d/daemon.db" "SELECT count(*) FROM sweep_samples") -gt 0 ]] \
+    || { kill $tpid; fail "the daemon holds no sweep samples"; }
+  grep -q "winner: " "$d/rd.html" || { kill $tpid; fail "daemon report marks no winner"; }
+  # SIGKILL mid-sweep, then --resume through the daemon.
+  setsid "$bin" sweep --daemon "unix:$d/tuned.sock" --ranks 2 --coll allreduce --min-bytes 1K --max-bytes 256K \
+    --links shm,tcp --cap-ms 60 --force --plain > "$d/dk.txt" 2>&1 &
+  pid=$!
+  n=0
+  for _ in $(seq 600); do
+    n=$(sqlite3 "$d/daemon.db" "SELECT count(*) FROM sweep_samples s JOIN sweeps w ON w.id = s.sweep_id \
+      WHERE w.status = 'running'" 2>/dev/null || echo 0)
+    [[ $n -gt 100 ]] && break
+    sleep 0.05
+  done
+  [[ $n -gt 100 ]] || { kill $tpid; fail "the daemon got no samples from the sweep: $(cat "$d/dk.txt")"; }
+  kill -9 -- -$pid
+  wait $pid 2>/dev/null || true
+  pid=""
+  kid=$(sqlite3 "$d/daemon.db" "SELECT id FROM sweeps WHERE status='running'")
+  [[ -n $kid ]] || { kill $tpid; fail "the killed sweep's row is not running"; }
+  "$bin" sweep --daemon "unix:$d/tuned.sock" --resume "$kid" --force --plain > "$d/dr.txt" 2>&1 \
+    || { kill $tpid; fail "resume through the daemon: $(cat "$d/dr.txt")"; }
+  grep -q "replayed from the journal" "$d/dr.txt" || { kill $tpid; fail "resume replayed nothing: $(cat "$d/dr.txt")"; }
+  [[ $(sqlite3 "$d/daemon.db" "SELECT status FROM sweeps WHERE id='$kid'") == done ]] \
+    || { kill $tpid; fail "resumed sweep not done"; }
   kill $tpid
   wait $tpid 2>/dev/null || true
-  [[ -f $d/state/hccl-tune/sweeps.db ]] || fail "no journal in the user state dir"
-  grep -q "winner: " "$d/rd.html" || fail "daemon report marks no winner"
-  echo "daemon storage ok"
+  [[ $(sqlite3 "$d/daemon.db" "PRAGMA integrity_check") == ok ]] || fail "daemon DB integrity_check"
+  echo "daemon storage + kill + resume ok"
 fi
 
 # 2. SIGKILL mid-sweep: the DB stays intact, no table is written, and --resume completes the sweep.

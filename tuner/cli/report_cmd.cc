@@ -118,7 +118,7 @@ absl::Status WriteReport(const ReportArgs& a) {
   if (!opened.ok()) return opened.status();
   db::TuningStore* journal = opened->store.get();
   std::unique_ptr<db::TuningStore> own;
-  if (a.store.db.empty()) {
+  if (a.store.db.empty() && !a.journal.empty()) {  // samples kept in a local file (sweep --journal)
     auto path = ResolveJournal(a.journal);
     if (!path.ok()) return path.status();
     auto j = db::OpenSqliteTuningStore(*path);
@@ -221,7 +221,8 @@ void RegisterReport(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("report", "Write a self-contained HTML report of a sweep (busbw curves, winners)");
   cmd->add_option("--out", a->out, "HTML file to write")->required();
   cmd->add_option("--sweep", a->sweep_id, "Sweep id (default: the newest finished one)");
-  cmd->add_option("--journal", a->journal, "With the daemon: the sweep's samples file (default: as hccl-tune sweep)");
+  cmd->add_option("--journal", a->journal,
+                  "With the daemon: read the samples from this file (sweep --journal) instead of the daemon");
   AddStoreFlags(cmd, &a->store);
   cmd->callback([a, exit_code] {
     absl::Status s = WriteReport(*a);

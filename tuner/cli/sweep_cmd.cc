@@ -22,6 +22,7 @@
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
 #include "tuner/cli/sweep_common.h"
+#include "tuner/cli/sweep_daemon.h"
 #include "tuner/sweep/sweep.h"
 #include "tuner/sweep/winners.h"
 
@@ -38,6 +39,7 @@ struct SweepArgs {
   double ci = 0.03, cap_ms = 300;
   bool exhaustive = false, launched = false, force = false, json = false, plain = false, checked = false;
   StoreFlags store;
+  DaemonSweepFlags via;
 };
 
 absl::StatusOr<sweep::SweepSpec> SpecFromArgs(const SweepArgs& a) {
@@ -80,47 +82,6 @@ absl::StatusOr<sweep::SweepSpec> SpecFromArgs(const SweepArgs& a) {
   if (absl::Status st = s.Validate(); !st.ok()) return st;
   return s;
 }
-
-// Progress: a bar on a terminal, a line per size otherwise, JSON lines with --json.
-class ProgressPrinter {
- public:
-  explicit ProgressPrinter(bool json, bool plain) : json_(json), tty_(!plain && ::isatty(2)) {}
-  void operator()(const sweep::Progress& p) {
-    const double elapsed = absl::ToDoubleSeconds(absl::Now() - start_);
-    const double eta = p.done ? elapsed * static_cast<double>(p.total - p.done) / static_cast<double>(p.done) : 0;
-    const std::string where = absl::StrCat(CollectiveName(p.point->collective), " ", DataTypeName(p.point->dtype), " ",
-                                           FormatBytes(p.point->bytes));
-    if (json_) {
-      std::cout << nlohmann::json{{"event", "progress"}, {"done", p.done},      {"total", p.total},
-                                  {"point", where},      {"config", *p.config}, {"eta_s", eta}}
-                       .dump()
-                << std::endl;
-      return;
-    }
-    if (tty_) {
-      const int width = 30;
-      const int fill = p.total ? static_cast<int>(width * p.done / p.total) : 0;
-      std::fprintf(stderr, "\r\033[K[%s%s] %llu/%llu  %s  %.50s  ETA %s", std::string(fill, '#').c_str(),
-                   std::string(width - fill, '.').c_str(), static_cast<unsigned long long>(p.done),
-                   static_cast<unsigned long long>(p.total), where.c_str(), p.config->c_str(), Eta(eta).c_str());
-      if (p.done == p.total) std::fprintf(stderr, "\n");
-      return;
-    }
-    if (where != last_where_) {
-      std::fprintf(stderr, "sweep: [%llu/%llu] %s  ETA %s\n", static_cast<unsigned long long>(p.done),
-                   static_cast<unsigned long long>(p.total), where.c_str(), Eta(eta).c_str());
-      last_where_ = where;
-    }
-  }
-
- private:
-  static std::string Eta(double s) {
-    return absl::StrFormat("%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
-  }
-  bool json_, tty_;
-  absl::Time start_ = absl::Now();
-  std::string last_where_;
-};
 
 void PrintOutcome(const sweep::SweepOutcome& o, const std::string& where, const std::string& fingerprint,
                   bool as_json) {
@@ -182,6 +143,11 @@ absl::StatusOr<Storage> OpenStorage(const SweepArgs& a) {
     return absl::UnavailableError(absl::StrCat("no daemon answers at ", s.tables.where, " (", probe.status().message(),
                                                "); start hccl-tuned, pass --daemon TARGET, or use --db PATH"));
   }
+  if (a.journal.empty()) {
+    // The default: samples and progress through the daemon, committed as the sweep goes.
+    s.journal = s.tables.store.get();
+    return s;
+  }
   auto path = ResolveJournal(a.journal);
   if (!path.ok()) return path.status();
   auto j = db::OpenSqliteTuningStore(*path);
@@ -221,10 +187,11 @@ int RunLaunched(const SweepArgs& a) {
       io.resume = !a.resume.empty();
       io.sweep_id = !a.resume.empty() ? a.resume : !a.sweep_id.empty() ? a.sweep_id : sweep::NewSweepId();
       if (!a.checked) {
-        auto q = sweep::CheckNodeQuiet(io.journal, io.sweep_id);
+        auto q = CheckQuiet(io.journal, storage.tables.remote, io.sweep_id);
         if (!q.warning.empty()) std::fprintf(stderr, "hccl-tune sweep: warning: %s\n", q.warning.c_str());
         if (q.refuse && !a.force)
-          open_error = absl::FailedPreconditionError("refusing to sweep a busy node; pass --force to sweep anyway");
+          open_error = absl::FailedPreconditionError(
+              absl::StrCat("refusing to sweep a busy node (", q.warning, "); pass --force to sweep anyway"));
       }
     }
     if (!open_error.ok()) io.journal = io.tables = nullptr;
@@ -291,11 +258,13 @@ int RunLocal(SweepArgs a) {
       auto params = nlohmann::json::parse(row->params_json, nullptr, false);
       if (!params.is_discarded()) a.ranks = params.value("world", a.ranks);
     }
-    a.sweep_id = a.resume.empty() ? sweep::NewSweepId() : a.resume;
-    auto q = sweep::CheckNodeQuiet(s->journal, a.sweep_id);
+    // The id comes from --resume, else from the caller (hccl-tuned names the sweeps it runs), else a new one.
+    a.sweep_id = !a.resume.empty() ? a.resume : !a.sweep_id.empty() ? a.sweep_id : sweep::NewSweepId();
+    auto q = CheckQuiet(s->journal, s->tables.remote, a.sweep_id);
     if (!q.warning.empty()) std::fprintf(stderr, "hccl-tune sweep: warning: %s\n", q.warning.c_str());
     if (q.refuse && !a.force) {
-      return ReportError(absl::FailedPreconditionError("refusing to sweep a busy node; pass --force to sweep anyway"));
+      return ReportError(absl::FailedPreconditionError(
+          absl::StrCat("refusing to sweep a busy node (", q.warning, "); pass --force to sweep anyway")));
     }
   }
   bench::SpawnOptions so;
@@ -342,6 +311,26 @@ int RunLocal(SweepArgs a) {
   return 0;
 }
 
+// The StartSweep request for these options; names are checked by the daemon's sweep process as for a local one.
+v1::StartSweepRequest DaemonSweepRequest(const SweepArgs& a) {
+  v1::StartSweepRequest r;
+  r.set_ranks(a.ranks);
+  for (absl::string_view x : absl::StrSplit(a.coll, ',', absl::SkipEmpty())) r.add_collectives(std::string(x));
+  for (absl::string_view x : absl::StrSplit(a.dtype, ',', absl::SkipEmpty())) r.add_dtypes(std::string(x));
+  for (absl::string_view x : absl::StrSplit(a.algo, ',', absl::SkipEmpty())) r.add_algorithms(std::string(x));
+  for (absl::string_view x : absl::StrSplit(a.links, ',', absl::SkipEmpty())) r.add_links(std::string(x));
+  if (auto lo = ParseBytes(a.min_bytes); lo.ok()) r.set_min_bytes(*lo);
+  if (auto hi = ParseBytes(a.max_bytes); hi.ok()) r.set_max_bytes(*hi);
+  r.set_step(a.step);
+  r.set_exhaustive(a.exhaustive);
+  r.set_ci(a.ci);
+  r.set_cap_ms(a.cap_ms);
+  r.set_max_iters(a.max_iters);
+  r.set_resume(a.resume);
+  r.set_force(a.force);
+  return r;
+}
+
 }  // namespace
 
 void RegisterSweep(CLI::App& app, int* exit_code) {
@@ -360,15 +349,34 @@ void RegisterSweep(CLI::App& app, int* exit_code) {
   cmd->add_option("--cap-ms", a->cap_ms, "Measuring time cap per candidate and size (ms)")->capture_default_str();
   cmd->add_option("--max-iters", a->max_iters, "Iteration cap per candidate and size")->capture_default_str();
   cmd->add_option("--resume", a->resume, "Continue this sweep id from its kept samples");
-  cmd->add_option("--journal", a->journal, "With the daemon: file for samples/progress (default: user state dir)");
-  cmd->add_option("--sweep-id", a->sweep_id, "Sweep id (set by the spawner)")->group("");
+  cmd->add_option("--journal", a->journal,
+                  "With the daemon: keep samples/progress in this file instead (default: in the daemon's database)");
+  cmd->add_option("--sweep-id", a->sweep_id, "Sweep id (set by the spawner or hccl-tuned)")->group("");
   cmd->add_flag("--checked", a->checked, "Quiet check already done (set by the spawner)")->group("");
   cmd->add_flag("--force", a->force, "Sweep even when the node is busy");
   cmd->add_flag("--json", a->json, "Progress and result as JSON lines on stdout");
   cmd->add_flag("--plain", a->plain, "Plain progress lines even on a terminal");
   cmd->add_flag("--launched", a->launched, "Join a job started by torchrun/srun/mpirun instead of spawning ranks");
   AddStoreFlags(cmd, &a->store);
-  cmd->callback([a, exit_code] { *exit_code = a->launched ? RunLaunched(*a) : RunLocal(*a); });
+  AddDaemonSweepFlags(cmd, &a->via);
+  cmd->callback([a, exit_code] {
+    if (a->via.active()) {
+      if (a->via.via && a->resume.empty()) {
+        if (auto spec = SpecFromArgs(*a); !spec.ok()) {  // the same errors as a local sweep, before asking the daemon
+          *exit_code = ReportError(spec.status());
+          return;
+        }
+      }
+      if (a->launched || !a->store.db.empty() || !a->journal.empty()) {
+        *exit_code = ReportError(absl::InvalidArgumentError(
+            "--via-daemon, --watch and --cancel work through the daemon: not with --launched, --db or --journal"));
+        return;
+      }
+      *exit_code = RunViaDaemon(a->via, DaemonSweepRequest(*a), a->store, a->json, a->plain);
+      return;
+    }
+    *exit_code = a->launched ? RunLaunched(*a) : RunLocal(*a);
+  });
 }
 
 }  // namespace hccltune::cli

@@ -267,8 +267,37 @@ std::string EntriesToJson(const Communicator& comm, const std::vector<db::TunedE
 
 }  // namespace
 
+namespace {
+
+// Rank 0 only: PairedCheck of `a` against `b` at point `pi` of `space`, through `live` (the followers run the
+// same commands). Blocks of 3 iterations after 1 warm-up; at most 41 pairs or `cap_us` of measured time.
+absl::StatusOr<PairedCheck> HeadToHead(CommMeasurer& live, const Point& point, const std::string& a,
+                                       const std::string& b, double cap_us) {
+  PairedCheck out{a, b, {}, 0};
+  std::vector<double> ratios;
+  double spent = 0;
+  for (int k = 0; k < 41 && (k < 7 || spent < cap_us); ++k) {
+    double med[2] = {0, 0};
+    for (int j = 0; j < 2; ++j) {
+      const int which = (k % 2 == 0) ? j : 1 - j;  // A B, then B A
+      auto batch = live.Measure(point, which == 0 ? a : b, 3, 1);
+      if (!batch.ok()) return batch.status();
+      for (double t : batch->time_us) spent += t;
+      med[which] = MedianWithCI(batch->time_us).median;
+    }
+    if (med[0] > 0) ratios.push_back(med[1] / med[0]);
+  }
+  out.pairs = static_cast<int>(ratios.size());
+  out.ratio = MedianWithCI(ratios);
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<PointResult>> MeasurePoints(Communicator& comm, const SweepSpec& spec,
-                                                       const std::vector<Point>& points) {
+                                                       const std::vector<Point>& points,
+                                                       const std::vector<std::string>* stored,
+                                                       std::vector<PairedCheck>* paired) {
   // Rank 0's points and spec, as text: {"spec": ..., "points": [[coll, dtype, bytes], ...]}.
   std::string wire;
   if (comm.rank() == 0) {
@@ -302,6 +331,30 @@ absl::StatusOr<std::vector<PointResult>> MeasurePoints(Communicator& comm, const
   }
   Search search(sp->search, &live);
   auto results = search.Run(space->points, space->candidates, space->defaults);
+  if (results.ok() && stored != nullptr && paired != nullptr) {
+    paired->assign(results->size(), PairedCheck{});
+    for (size_t i = 0; i < results->size() && i < stored->size(); ++i) {
+      const PointResult& r = (*results)[i];
+      const std::string& mine_cfg = (*stored)[i];
+      if (r.winner < 0) continue;
+      const CandidateResult& best = r.candidates[static_cast<size_t>(r.winner)];
+      auto it = std::find_if(r.candidates.begin(), r.candidates.end(),
+                             [&](const CandidateResult& c) { return c.config == mine_cfg; });
+      if (it == r.candidates.end() || it->config == best.config || it->stat.median <= best.stat.median * 1.05) continue;
+      // Only configurations the measurer can name: listed candidates of the point, or its default.
+      const auto& cands = space->candidates[i];
+      auto known = [&](const std::string& c) {
+        return c == space->defaults[i] || std::find(cands.begin(), cands.end(), c) != cands.end();
+      };
+      if (!known(mine_cfg) || !known(best.config)) continue;
+      auto check = HeadToHead(live, r.point, best.config, mine_cfg, sp->search.cap_us);
+      if (!check.ok()) {
+        results = check.status();
+        break;
+      }
+      (*paired)[i] = *check;
+    }
+  }
   int64_t stop_cmd[5] = {results.ok() ? kStop : kAbort, 0, 0, 0, 0};
   if (absl::Status s = live.Send(stop_cmd); !s.ok() && results.ok()) return s;
   return results;

@@ -69,10 +69,25 @@ struct SweepOutcome {
 // row is then marked cancelled, resumable).
 absl::StatusOr<SweepOutcome> RunSweep(Communicator& comm, const SweepSpec& spec, const RankZeroIo& io);
 
+// A head-to-head re-measurement of two configurations of one point: blocks of a few iterations alternate
+// between them (A B, then B A, ...), each pair of blocks gives one ratio median(B) / median(A), and the result is
+// the median of those ratios with its distribution-free 95% CI. Load and drift then cancel within each pair
+// instead of landing between candidates measured seconds apart.
+struct PairedCheck {
+  std::string a, b;  // a = the best re-measured candidate, b = the stored winner
+  MedianCI ratio;    // of b's time to a's
+  int pairs = 0;
+};
+
 // Measures every candidate of each point (rank 0's list) with `spec`'s search and no storage: `hccl-tune verify`.
-// Every rank calls it; the results are complete on rank 0 (empty elsewhere).
+// Every rank calls it; the results are complete on rank 0 (empty elsewhere). When `stored` (rank 0: the stored
+// winner per point) and `paired` are given, every point whose stored winner is more than 5% behind the best by
+// the medians is re-measured head to head against it (`paired` gets one PairedCheck per point, pairs = 0 where
+// none was needed or the stored winner is not a candidate here).
 absl::StatusOr<std::vector<PointResult>> MeasurePoints(Communicator& comm, const SweepSpec& spec,
-                                                       const std::vector<Point>& points);
+                                                       const std::vector<Point>& points,
+                                                       const std::vector<std::string>* stored = nullptr,
+                                                       std::vector<PairedCheck>* paired = nullptr);
 
 // A new sweep id: sw-YYYYMMDD-HHMMSS-XXXX.
 std::string NewSweepId();

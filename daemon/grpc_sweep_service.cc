@@ -1,0 +1,93 @@
+// TunerService's sweep methods: thin adapters onto TunerHandlers (journal, activity) and SweepRunner.
+#include "daemon/grpc_service.h"
+
+namespace hccltune::daemon {
+namespace {
+
+grpc::Status NoRunner() {
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this hccl-tuned does not run sweeps");
+}
+
+bool IsFinal(v1::SweepProgress::State s) {
+  return s == v1::SweepProgress::DONE || s == v1::SweepProgress::FAILED || s == v1::SweepProgress::CANCELLED;
+}
+
+}  // namespace
+
+grpc::Status TunerService::PutSweep(grpc::ServerContext*, const v1::PutSweepRequest* req, v1::PutSweepResponse* resp) {
+  return ToGrpc(h_->PutSweep(*req, resp));
+}
+
+grpc::Status TunerService::GetSweep(grpc::ServerContext*, const v1::GetSweepRequest* req, v1::SweepRecord* resp) {
+  return ToGrpc(h_->GetSweep(*req, resp));
+}
+
+grpc::Status TunerService::ListSweeps(grpc::ServerContext*, const v1::ListSweepsRequest* req,
+                                      v1::ListSweepsResponse* resp) {
+  return ToGrpc(h_->ListSweeps(*req, resp));
+}
+
+grpc::Status TunerService::AddSweepSamples(grpc::ServerContext*, const v1::AddSweepSamplesRequest* req,
+                                           v1::AddSweepSamplesResponse* resp) {
+  return ToGrpc(h_->AddSweepSamples(*req, resp));
+}
+
+grpc::Status TunerService::GetSweepSamples(grpc::ServerContext*, const v1::GetSweepSamplesRequest* req,
+                                           grpc::ServerWriter<v1::SweepSampleChunk>* writer) {
+  std::vector<v1::SweepSampleChunk> chunks;
+  if (absl::Status s = h_->GetSweepSamples(*req, &chunks); !s.ok()) return ToGrpc(s);
+  for (const v1::SweepSampleChunk& c : chunks) {
+    if (!writer->Write(c)) return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::StartSweep(grpc::ServerContext*, const v1::StartSweepRequest* req,
+                                      v1::StartSweepResponse* resp) {
+  if (sweeps_ == nullptr) return NoRunner();
+  auto id = sweeps_->Start(*req);
+  if (!id.ok()) return ToGrpc(id.status());
+  resp->set_sweep_id(*id);
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::WatchSweep(grpc::ServerContext* ctx, const v1::WatchSweepRequest* req,
+                                      grpc::ServerWriter<v1::SweepProgress>* writer) {
+  if (sweeps_ == nullptr) return NoRunner();
+  auto id = sweeps_->Resolve(req->sweep_id());
+  if (!id.ok()) return ToGrpc(id.status());
+  h_->StreamStarted();
+  uint64_t seq = 0;
+  grpc::Status result = grpc::Status::OK;
+  while (!ctx->IsCancelled()) {
+    v1::SweepProgress p;
+    if (!sweeps_->Wait(*id, &seq, absl::Milliseconds(250), &p)) {
+      if (h_->shutting_down()) {
+        result = grpc::Status(grpc::StatusCode::UNAVAILABLE, "hccl-tuned is shutting down");
+        break;
+      }
+      continue;
+    }
+    if (!writer->Write(p) || IsFinal(p.state())) break;
+  }
+  h_->StreamEnded();
+  return result;
+}
+
+grpc::Status TunerService::CancelSweep(grpc::ServerContext*, const v1::CancelSweepRequest* req,
+                                       v1::CancelSweepResponse* resp) {
+  if (sweeps_ == nullptr) return NoRunner();
+  auto id = sweeps_->Cancel(req->sweep_id());
+  if (!id.ok()) return ToGrpc(id.status());
+  resp->set_sweep_id(*id);
+  return grpc::Status::OK;
+}
+
+grpc::Status TunerService::GetActivity(grpc::ServerContext*, const v1::GetActivityRequest* req,
+                                       v1::GetActivityResponse* resp) {
+  absl::Status s = h_->GetActivity(*req, resp);
+  if (s.ok() && sweeps_ != nullptr) resp->set_running_sweep_id(sweeps_->running_id());
+  return ToGrpc(s);
+}
+
+}  // namespace hccltune::daemon
