@@ -10,11 +10,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/common/logging.h"
 #include "runtime/transport/tcp/socket_io.h"
 
 namespace hccltune {
@@ -181,19 +183,29 @@ absl::StatusOr<std::string> TcpDomain::AddressFor(int peer, const std::string& n
   auto it = peers_.find(peer);
   if (it == peers_.end()) return absl::InternalError(absl::StrCat("tcp: no address of rank ", peer));
   const TcpPeerInfo& info = it->second;
+  // Precedence (CONVENTIONS.md, Networks): the user's HCCL_SOCKET_IFNAME, then the configuration's network (the
+  // tuned table or an override), then the route to the peer.
+  if (!ifname_.empty()) {
+    for (const auto& i : info.interfaces) {
+      if (i.name != ifname_) continue;
+      if (!network.empty() && !InSubnet(i.address, network)) {
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true)) {
+          Log(LogLevel::kWarn, "HCCL_SOCKET_IFNAME=", ifname_, " overrides link=tcp@", network,
+              " of the chosen configuration (the user's interface comes first)");
+        }
+      }
+      return i.address;
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("HCCL_SOCKET_IFNAME=", ifname_, ": rank ", peer, " has no interface of that name"));
+  }
   if (!network.empty()) {
     for (const auto& i : info.interfaces) {
       if (InSubnet(i.address, network)) return i.address;
     }
     return absl::FailedPreconditionError(
         absl::StrCat("link=tcp@", network, ": rank ", peer, " has no interface in that network"));
-  }
-  if (!ifname_.empty()) {
-    for (const auto& i : info.interfaces) {
-      if (i.name == ifname_) return i.address;
-    }
-    return absl::FailedPreconditionError(
-        absl::StrCat("HCCL_SOCKET_IFNAME=", ifname_, ": rank ", peer, " has no interface of that name"));
   }
   if (info.same_node) return std::string("127.0.0.1");
   for (const auto& i : info.interfaces) {
