@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -51,6 +52,11 @@ class TunerHandlers {
   // One batch of a ReportTimings stream; adds to the totals in `resp`.
   absl::Status ReportBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp);
 
+  // Receives every accepted batch of live samples (canonical configurations) besides the ingest queue — the
+  // online policy (daemon/online_policy.h). Set before serving; must be cheap and thread-safe.
+  using LiveObserver = std::function<void(const std::string& fingerprint, absl::Span<const db::LiveSample>)>;
+  void SetLiveObserver(LiveObserver observer) { observer_ = std::move(observer); }
+
   // Validates a WatchTable request.
   absl::Status CheckWatch(const v1::WatchTableRequest& req);
   // Waits up to `timeout` for a version of the table newer than `after_version`; fills `out` and returns true when
@@ -75,6 +81,7 @@ class TunerHandlers {
   db::TuningStore* const store_;
   LiveIngest* const ingest_;
   const HandlerLimits limits_;
+  LiveObserver observer_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<bool> shutting_down_{false};
   std::atomic<int> streams_{0};

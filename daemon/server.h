@@ -17,6 +17,7 @@
 #include "daemon/grpc_service.h"
 #include "daemon/handlers.h"
 #include "daemon/live_ingest.h"
+#include "daemon/online_policy.h"
 #include "db/tuning_store.h"
 
 namespace hccltune::daemon {
@@ -32,6 +33,7 @@ class TunerServer {
   void Stop(absl::Duration drain = absl::Seconds(5));
 
   TunerHandlers& handlers() { return *handlers_; }
+  OnlinePolicy& online_policy() { return *policy_; }
   const DaemonConfig& config() const { return config_; }
   // The TCP port actually bound (when listen ends in ":0"), else 0.
   int tcp_port() const { return tcp_port_; }
@@ -48,6 +50,7 @@ class TunerServer {
   std::unique_ptr<db::TuningStore> store_;
   std::unique_ptr<LiveIngest> ingest_;
   std::unique_ptr<TunerHandlers> handlers_;
+  std::unique_ptr<OnlinePolicy> policy_;
   std::unique_ptr<TunerService> service_;
   std::unique_ptr<grpc::Server> server_;
 };

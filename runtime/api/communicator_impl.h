@@ -108,7 +108,12 @@ class CommImpl final : public Communicator {
   absl::Status SetupTuning();
   absl::Status Execute(CollectiveArgs args, const CallOptions& opt);
   absl::Status ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt);
-  absl::StatusOr<Configuration> Choose(const CollectiveArgs& args, const CallOptions& opt) const;
+  // `explored` non-null: the choice for the operation about to run (applies exploration plans; *explored says
+  // whether this call explores); null: pure.
+  absl::StatusOr<Configuration> Choose(const CollectiveArgs& args, const CallOptions& opt,
+                                       bool* explored = nullptr) const;
+  // HCCL_TUNE_TEST_DELAY: the delay for `config` of `c` in microseconds (0 = none).
+  double TestDelayUs(Collective c, const Configuration& config) const;
   absl::Status Validate(const CollectiveArgs& args) const;
   // Rank 0 broadcasts `table` (its newest, or null) to every rank; every rank installs what it receives when
   // its version differs from the installed one. REQUIRES: exec_mu_ held; every rank calls it at the same op.

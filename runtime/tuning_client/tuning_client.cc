@@ -56,6 +56,17 @@ absl::StatusOr<std::shared_ptr<const TunedTable>> TableFromProto(const v1::Table
     out.bytes.min = e.key().min_bytes();
     out.bytes.max = e.key().max_bytes() == 0 ? kUnbounded : e.key().max_bytes();
     out.config = *std::move(cfg);
+    if (!e.explore().empty()) {
+      auto plan = Configuration::Parse(e.explore());
+      if (plan.ok() && e.explore_every() >= 2 && e.explore_calls() > 0) {
+        out.explore = *std::move(plan);
+        out.explore_every = e.explore_every();
+        out.explore_calls = e.explore_calls();
+      } else {
+        Log(LogLevel::kWarn, "tuned table v", t.version(), ": ignoring unreadable exploration plan '", e.explore(),
+            "'");
+      }
+    }
     table->entries.push_back(std::move(out));
   }
   return std::shared_ptr<const TunedTable>(std::move(table));
