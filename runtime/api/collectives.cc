@@ -189,6 +189,15 @@ absl::StatusOr<std::string> CommImpl::ResolveConfig(Collective c, DataType dtype
   return chosen->ToString();
 }
 
+namespace {
+// Equal fields and the same intra/inter objects: certainly the same configuration (a false "different" only
+// costs one more interning).
+bool SameConfiguration(const Configuration& a, const Configuration& b) {
+  return a.algorithm == b.algorithm && a.chunk == b.chunk && a.channels == b.channels && a.link == b.link &&
+         a.intra == b.intra && a.inter == b.inter;
+}
+}  // namespace
+
 double CommImpl::TestDelayUs(Collective c, const Configuration& config) const {
   double us = 0;
   std::string canonical;
@@ -264,16 +273,23 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     return s;
   }
   if (internal_call_) return s;
-  const bool sampled = tuning_sink_ && sample_every_ > 0 && --sample_countdown_ == 0;
+  const bool sampled = tuning_ && sample_every_ > 0 && --sample_countdown_ == 0;
   // Exploring calls are always reported (bounded by the plan's budget): the daemon decides on their timings, and
   // a periodic sample rate could alias with a periodic plan and never see one.
-  const bool report = sampled || (explored && tuning_sink_);
-  if (report || user_sink_) {
-    const TimingSample sample{args.collective, args.dtype, CallBytes(args, size_), size_, config->ToString(),
-                              call_.sequence,  us};
-    if (user_sink_) user_sink_->Record(sample);
+  if (sampled || (explored && tuning_)) {
     if (sampled) sample_countdown_ = sample_every_;
-    if (report) tuning_sink_->Record(sample);
+    // A fixed-size sample with an interned configuration id: the string is formatted only when the configuration
+    // differs from the last one reported (field compare; intra/inter steps by identity, shared with the table).
+    if (reported_id_ == 0 || !SameConfiguration(*config, reported_config_)) {
+      reported_id_ = InternConfiguration(config->ToString());
+      reported_config_ = *config;
+    }
+    tuning_->Report(
+        RawTimingSample{CallBytes(args, size_), call_.sequence, us, reported_id_, size_, args.collective, args.dtype});
+  }
+  if (user_sink_) {
+    user_sink_->Record(TimingSample{args.collective, args.dtype, CallBytes(args, size_), size_, config->ToString(),
+                                    call_.sequence, us});
   }
   return s;
 }

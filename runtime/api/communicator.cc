@@ -304,7 +304,6 @@ absl::Status CommImpl::SetupTuning() {
     if (absl::Status s = SyncTable(table); !s.ok()) return s;
   }
   sync_interval_ = static_cast<uint32_t>(env_.sync_interval);
-  if (tuning_) tuning_sink_ = tuning_->sink();
   return absl::OkStatus();
 }
 

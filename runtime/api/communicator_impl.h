@@ -155,9 +155,11 @@ class CommImpl final : public Communicator {
   Configuration last_config_;
   absl::Status broken_;
   int split_count_ = 0;
-  std::shared_ptr<TimingSink> user_sink_;    // SetTimingSink: every call
-  std::shared_ptr<TimingSink> tuning_sink_;  // the tuning client: sampled calls
-  bool tuning_enabled_ = false;              // same on every rank (part of the decisive settings)
+  std::shared_ptr<TimingSink> user_sink_;  // SetTimingSink: every call
+  // The last configuration reported to the tuning client and its interned id (formatted once per change).
+  Configuration reported_config_;
+  uint32_t reported_id_ = 0;
+  bool tuning_enabled_ = false;  // same on every rank (part of the decisive settings)
 
   // Progress thread (started on first non-blocking call).
   std::mutex q_mu_;
