@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -61,7 +62,14 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
       }
       return absl::OkStatus();
     };
+    auto double_value = [&](double* out) -> absl::Status {
+      if (!absl::SimpleAtod(value, out) || !std::isfinite(*out)) {
+        return absl::InvalidArgumentError(absl::StrCat(where(), key, " = '", value, "': expected a number"));
+      }
+      return absl::OkStatus();
+    };
     int64_t n = 0;
+    OnlinePolicyOptions& o = c->online;
     if (key == "socket") {
       c->socket = value;
     } else if (key == "listen") {
@@ -83,12 +91,40 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
     } else if (key == "max_message_bytes") {
       if (absl::Status s = int_value(64 << 10, 64 << 20, &n); !s.ok()) return s;
       c->max_message_bytes = static_cast<int>(n);
+    } else if (key == "online_policy") {
+      if (value != "on" && value != "off") {
+        return absl::InvalidArgumentError(absl::StrCat(where(), key, " = '", value, "': expected on or off"));
+      }
+      o.enabled = value == "on";
+    } else if (key == "online_regression_ratio") {
+      if (absl::Status s = double_value(&o.regression_ratio); !s.ok()) return s;
+    } else if (key == "online_explore_max_ratio") {
+      if (absl::Status s = double_value(&o.explore_max_ratio); !s.ok()) return s;
+    } else if (key == "online_min_samples" || key == "online_window" || key == "online_explore_every" ||
+               key == "online_explore_calls" || key == "online_explore_min_samples" || key == "online_interval_ms" ||
+               key == "online_explore_timeout_s") {
+      if (absl::Status s = int_value(1, 1 << 24, &n); !s.ok()) return s;
+      int* field = key == "online_min_samples"           ? &o.min_samples
+                   : key == "online_window"              ? &o.window
+                   : key == "online_explore_every"       ? &o.explore_every
+                   : key == "online_explore_calls"       ? &o.explore_calls
+                   : key == "online_explore_min_samples" ? &o.explore_min_samples
+                   : key == "online_interval_ms"         ? &o.interval_ms
+                                                         : &o.explore_timeout_s;
+      *field = static_cast<int>(n);
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(where(), "unknown key '", key,
-                                                     "'; accepted: socket, listen, db, log_level, max_versions, "
-                                                     "ingest_queue_samples, max_message_bytes, sweep_command"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          where(), "unknown key '", key,
+          "'; accepted: socket, listen, db, log_level, max_versions, ingest_queue_samples, max_message_bytes, "
+          "sweep_command, "
+          "online_policy, online_regression_ratio, online_min_samples, online_window, online_explore_every, "
+          "online_explore_calls, online_explore_max_ratio, online_explore_min_samples, online_interval_ms, "
+          "online_explore_timeout_s"));
     }
     if (keys_set != nullptr) keys_set->push_back(key);
+  }
+  if (absl::Status s = ValidateOnlinePolicyOptions(c->online); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", s.message()));
   }
   return absl::OkStatus();
 }

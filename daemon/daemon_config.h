@@ -3,13 +3,18 @@
 //
 // Config file: `key = value` lines, `#` comments, blank lines ignored; an unknown key or a bad value is an
 // error naming the file and line. Keys: socket, listen, db, log_level, max_versions, ingest_queue_samples,
-// max_message_bytes, sweep_command. SIGHUP re-reads the file: log_level applies at once, the rest at the next start.
+// max_message_bytes, sweep_command, and the online policy's (daemon/online_policy.h; docs/ENVIRONMENT.md lists
+// defaults): online_policy (on|off), online_regression_ratio, online_min_samples, online_window,
+// online_explore_every, online_explore_calls, online_explore_max_ratio, online_explore_min_samples,
+// online_interval_ms, online_explore_timeout_s. SIGHUP re-reads the file: log_level applies at once, the rest at
+// the next start.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "daemon/online_policy.h"
 #include "runtime/common/config.h"
 
 namespace hccltune::daemon {
@@ -23,6 +28,7 @@ struct DaemonConfig {
   size_t ingest_queue_samples = 262144;
   int max_message_bytes = 4 << 20;
   std::string sweep_command;  // hccl-tune binary for daemon-run sweeps; "" = the one beside hccl-tuned
+  OnlinePolicyOptions online;
 };
 
 // Defaults for this process: root -> /run/hccl-tune/tuned.sock and /var/lib/hccl-tune/tuning.db; otherwise the

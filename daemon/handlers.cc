@@ -223,6 +223,7 @@ absl::Status TunerHandlers::ReportBatch(const v1::TimingBatch& batch, v1::Report
     if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat("samples[", i, "]: ", st.message()));
     samples.push_back(std::move(s));
   }
+  if (observer_) observer_(batch.topology().fingerprint(), samples);
   const size_t n = samples.size();
   activity_.Note(batch.client_id(), batch.topology().fingerprint(), n);
   const size_t accepted = ingest_->Offer(batch.topology().fingerprint(), std::move(samples));

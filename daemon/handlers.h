@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -62,6 +63,10 @@ class TunerHandlers {
                                int chunk = 16384);
   // Tuning clients that reported live timings within the request's window.
   absl::Status GetActivity(const v1::GetActivityRequest& req, v1::GetActivityResponse* resp);
+  // Receives every accepted batch of live samples (canonical configurations) besides the ingest queue — the
+  // online policy (daemon/online_policy.h). Set before serving; must be cheap and thread-safe.
+  using LiveObserver = std::function<void(const std::string& fingerprint, absl::Span<const db::LiveSample>)>;
+  void SetLiveObserver(LiveObserver observer) { observer_ = std::move(observer); }
 
   // Validates a WatchTable request.
   absl::Status CheckWatch(const v1::WatchTableRequest& req);
@@ -87,6 +92,7 @@ class TunerHandlers {
   db::TuningStore* const store_;
   LiveIngest* const ingest_;
   const HandlerLimits limits_;
+  LiveObserver observer_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<bool> shutting_down_{false};
   std::atomic<int> streams_{0};

@@ -49,6 +49,11 @@ void EntryToProto(const db::TunedEntry& e, v1::TableEntry* out) {
   out->set_sweep_id(e.sweep_id);
   out->set_library_version(e.library_version);
   out->set_measured_unix_ms(e.measured_unix_ms);
+  out->set_rank_time_us(e.rank_time_us);
+  out->set_stale(e.stale);
+  out->set_explore(e.explore);
+  out->set_explore_every(e.explore_every);
+  out->set_explore_calls(e.explore_calls);
 }
 
 absl::StatusOr<db::TunedEntry> EntryFromProto(const v1::TableEntry& p) {
@@ -73,6 +78,11 @@ absl::StatusOr<db::TunedEntry> EntryFromProto(const v1::TableEntry& p) {
   e.sweep_id = p.sweep_id();
   e.library_version = p.library_version();
   e.measured_unix_ms = p.measured_unix_ms();
+  e.rank_time_us = p.rank_time_us();
+  e.stale = p.stale();
+  e.explore = p.explore();
+  e.explore_every = p.explore_every();
+  e.explore_calls = p.explore_calls();
   return e;
 }
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/proto_convert.h"
 #include "db/sqlite_store.h"
 #include "runtime/common/daemon_discovery.h"
 #include "runtime/common/logging.h"
@@ -100,6 +101,24 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
   sweep_options.command = config.sweep_command;
   sweep_options.daemon_target = config.socket.empty() ? "" : "unix:" + config.socket;
   s->sweeps_ = std::make_unique<SweepRunner>(sweep_options);
+  // The online policy publishes through the handlers, so their caches and WatchTable streams see its versions.
+  TunerHandlers* handlers = s->handlers_.get();
+  s->policy_ = std::make_unique<OnlinePolicy>(
+      s->store_.get(),
+      [handlers](const db::Topology& topo, const std::vector<db::TunedEntry>& entries) -> absl::StatusOr<int64_t> {
+        v1::PutTableRequest req;
+        req.mutable_topology()->set_fingerprint(topo.fingerprint);
+        for (const db::TunedEntry& e : entries) rpc::EntryToProto(e, req.add_entries());
+        v1::PutTableResponse resp;
+        if (absl::Status st = handlers->PutTable(req, &resp); !st.ok()) return st;
+        return resp.version();
+      },
+      config.online);
+  if (config.online.enabled) {
+    OnlinePolicy* policy = s->policy_.get();
+    s->handlers_->SetLiveObserver(
+        [policy](const std::string& fp, absl::Span<const db::LiveSample> samples) { policy->Observe(fp, samples); });
+  }
   s->service_ = std::make_unique<TunerService>(s->handlers_.get(), s->sweeps_.get());
 
   grpc::ServerBuilder builder;
@@ -127,6 +146,7 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
     s->socket_created_ = true;
     ::chmod(config.socket.c_str(), 0660);
   }
+  s->policy_->Start();
   Log(LogLevel::kInfo, "serving on ", config.socket.empty() ? "" : absl::StrCat("unix:", config.socket),
       config.listen.empty() ? "" : absl::StrCat(" tcp:", config.listen), "; database ", config.db);
   return s;
@@ -142,6 +162,7 @@ void TunerServer::Stop(absl::Duration drain) {
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(drain));
     server_->Wait();
   }
+  if (policy_) policy_->Stop();
   if (ingest_) ingest_->Stop();  // persist what was accepted
   if (ingest_) {
     Log(LogLevel::kInfo, "stopped: ", ingest_->persisted(), " live samples persisted, ", ingest_->dropped(),
@@ -149,6 +170,7 @@ void TunerServer::Stop(absl::Duration drain) {
   }
   server_.reset();
   service_.reset();
+  policy_.reset();
   handlers_.reset();
   sweeps_.reset();
   ingest_.reset();

@@ -94,6 +94,14 @@ CREATE TABLE sweep_samples(
 );
 CREATE INDEX sweep_samples_by_sweep ON sweep_samples(sweep_id, seq);
 )sql",
+    // 1 -> 2: online tuning (baseline per rank, stale mark, exploration plan).
+    R"sql(
+ALTER TABLE entries ADD COLUMN rank_time_us REAL NOT NULL DEFAULT 0;
+ALTER TABLE entries ADD COLUMN stale INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE entries ADD COLUMN explore TEXT NOT NULL DEFAULT '';
+ALTER TABLE entries ADD COLUMN explore_every INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE entries ADD COLUMN explore_calls INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 constexpr int kNumMigrations = sizeof(kMigrations) / sizeof(kMigrations[0]);
 static_assert(kNumMigrations == kSchemaVersion);
@@ -119,6 +127,15 @@ absl::StatusOr<DataType> ColumnDtype(Stmt& st, int c) {
   auto v = ParseDataType(st.Text(c));
   if (!v.ok()) return absl::DataLossError(absl::StrCat("database holds ", v.status().message()));
   return v;
+}
+
+// rank_time_us, stale, explore, explore_every, explore_calls from column `first` on (schema 2).
+void ReadOnlineColumns(Stmt& st, int first, TunedEntry* e) {
+  e->rank_time_us = st.Real(first);
+  e->stale = st.Int(first + 1) != 0;
+  e->explore = st.Text(first + 2);
+  e->explore_every = static_cast<uint32_t>(st.Int(first + 3));
+  e->explore_calls = static_cast<uint32_t>(st.Int(first + 4));
 }
 
 class SqliteTuningStore final : public TuningStore {
@@ -344,8 +361,8 @@ absl::StatusOr<int64_t> SqliteTuningStore::ResolveVersionLocked(absl::string_vie
 absl::StatusOr<std::vector<TunedEntry>> SqliteTuningStore::EntriesLocked(absl::string_view fp, int64_t version) {
   PREP(st,
        "SELECT collective, dtype, world_size, min_bytes, max_bytes, configuration, time_us, busbw_gbps, samples, "
-       "runner_up, margin, default_margin, sweep_id, library_version, measured_ms FROM entries "
-       "WHERE fingerprint = ? AND version = ?");
+       "runner_up, margin, default_margin, sweep_id, library_version, measured_ms, rank_time_us, stale, explore, "
+       "explore_every, explore_calls FROM entries WHERE fingerprint = ? AND version = ?");
   st.Bind(1, fp).Bind(2, version);
   std::vector<TunedEntry> out;
   while (true) {
@@ -369,6 +386,7 @@ absl::StatusOr<std::vector<TunedEntry>> SqliteTuningStore::EntriesLocked(absl::s
     e.sweep_id = st.Text(12);
     e.library_version = st.Text(13);
     e.measured_unix_ms = st.Int(14);
+    ReadOnlineColumns(st, 15, &e);
     out.push_back(std::move(e));
   }
   // The key columns are stored as names; restore the enum order.
@@ -403,7 +421,8 @@ absl::StatusOr<int64_t> SqliteTuningStore::PutLocked(absl::string_view fp, const
     PREP(ins,
          "INSERT INTO entries(fingerprint, version, collective, dtype, world_size, min_bytes, max_bytes, "
          "configuration, time_us, busbw_gbps, samples, runner_up, margin, default_margin, sweep_id, "
-         "library_version, measured_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+         "library_version, measured_ms, rank_time_us, stale, explore, explore_every, explore_calls) "
+         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     ins.Bind(1, fp).Bind(2, version).Bind(3, CollectiveName(e.key.collective)).Bind(4, DataTypeName(e.key.dtype));
     ins.Bind(5, static_cast<int64_t>(e.key.world_size)).Bind(6, static_cast<int64_t>(e.key.range.min));
     if (e.key.range.max == kUnbounded) {
@@ -413,7 +432,9 @@ absl::StatusOr<int64_t> SqliteTuningStore::PutLocked(absl::string_view fp, const
     }
     ins.Bind(8, e.configuration).Bind(9, e.time_us).Bind(10, e.busbw_gbps).Bind(11, static_cast<int64_t>(e.samples));
     ins.Bind(12, e.runner_up).Bind(13, e.margin).Bind(14, e.default_margin).Bind(15, e.sweep_id);
-    ins.Bind(16, e.library_version).Bind(17, e.measured_unix_ms);
+    ins.Bind(16, e.library_version).Bind(17, e.measured_unix_ms).Bind(18, e.rank_time_us);
+    ins.Bind(19, static_cast<int64_t>(e.stale)).Bind(20, e.explore).Bind(21, static_cast<int64_t>(e.explore_every));
+    ins.Bind(22, static_cast<int64_t>(e.explore_calls));
     HT_RETURN_IF_ERROR(ins.Run());
   }
   // Keep the newest max_versions.
@@ -472,10 +493,12 @@ absl::StatusOr<std::optional<TunedEntry>> SqliteTuningStore::Lookup(absl::string
   if (bytes > kMaxBytes) return absl::InvalidArgumentError(absl::StrCat("bytes ", bytes, " is absurd"));
   absl::MutexLock lock(&mu_);
   HT_ASSIGN_OR_RETURN(v, ResolveVersionLocked(fp, version));
-  PREP(st,
-       "SELECT min_bytes, max_bytes, configuration, time_us, busbw_gbps, samples, runner_up, margin, default_margin, "
-       "sweep_id, library_version, measured_ms FROM entries WHERE fingerprint = ? AND version = ? AND collective = ? "
-       "AND dtype = ? AND world_size = ? AND min_bytes <= ? ORDER BY min_bytes DESC LIMIT 1");
+  PREP(
+      st,
+      "SELECT min_bytes, max_bytes, configuration, time_us, busbw_gbps, samples, runner_up, margin, default_margin, "
+      "sweep_id, library_version, measured_ms, rank_time_us, stale, explore, explore_every, explore_calls FROM entries "
+      "WHERE fingerprint = ? AND version = ? AND collective = ? "
+      "AND dtype = ? AND world_size = ? AND min_bytes <= ? ORDER BY min_bytes DESC LIMIT 1");
   st.Bind(1, fp).Bind(2, v).Bind(3, CollectiveName(collective)).Bind(4, DataTypeName(dtype));
   st.Bind(5, static_cast<int64_t>(world_size)).Bind(6, static_cast<int64_t>(bytes));
   HT_ASSIGN_OR_RETURN(row, st.Step());
@@ -495,6 +518,7 @@ absl::StatusOr<std::optional<TunedEntry>> SqliteTuningStore::Lookup(absl::string
   e.sweep_id = st.Text(9);
   e.library_version = st.Text(10);
   e.measured_unix_ms = st.Int(11);
+  ReadOnlineColumns(st, 12, &e);
   return std::optional<TunedEntry>(std::move(e));
 }
 

@@ -113,8 +113,25 @@ absl::StatusOr<std::vector<TunedEntry>> NormalizeEntries(absl::Span<const TunedE
       if (!ru.ok()) return ru.status();
       e.runner_up = *ru;
     }
-    for (double v : {e.time_us, e.busbw_gbps, e.margin, e.default_margin}) {
+    for (double v : {e.time_us, e.busbw_gbps, e.margin, e.default_margin, e.rank_time_us}) {
       if (!std::isfinite(v)) return absl::InvalidArgumentError("entry holds a non-finite measurement");
+    }
+    if (e.rank_time_us < 0) return absl::InvalidArgumentError("entry rank_time_us must not be negative");
+    if (!e.explore.empty()) {
+      auto ex = Canonical(e.explore, "exploration");
+      if (!ex.ok()) return ex.status();
+      e.explore = *ex;
+      if (e.explore == e.configuration) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("exploration plan for ", e.configuration, " explores the winner itself"));
+      }
+      if (e.explore_every < 2 || e.explore_calls < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("exploration plan of ", e.explore, ": explore_every ",
+                                                       e.explore_every, " must be >= 2 and explore_calls ",
+                                                       e.explore_calls, " >= 1"));
+      }
+    } else if (e.explore_every != 0 || e.explore_calls != 0) {
+      return absl::InvalidArgumentError("explore_every/explore_calls set without an exploration configuration");
     }
   }
   std::sort(out.begin(), out.end(),
@@ -139,7 +156,13 @@ std::string ContentHash(absl::Span<const TunedEntry> entries) {
                     "\t", e.key.range.min, "\t", e.key.range.max, "\t", e.configuration, "\t",
                     absl::StrFormat("%.17g\t%.17g\t", e.time_us, e.busbw_gbps), e.samples, "\t", e.runner_up, "\t",
                     absl::StrFormat("%.17g\t%.17g\t", e.margin, e.default_margin), e.sweep_id, "\t", e.library_version,
-                    "\t", e.measured_unix_ms, "\n");
+                    "\t", e.measured_unix_ms);
+    // Online fields only when set, so tables without them keep the hash they always had.
+    if (e.rank_time_us != 0 || e.stale || !e.explore.empty()) {
+      absl::StrAppend(&text, absl::StrFormat("\t%.17g\t", e.rank_time_us), e.stale ? 1 : 0, "\t", e.explore, "\t",
+                      e.explore_every, "\t", e.explore_calls);
+    }
+    text += "\n";
   }
   return Sha256Hex(text);
 }

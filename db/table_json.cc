@@ -9,20 +9,29 @@ namespace {
 using nlohmann::json;
 
 json EntryToJson(const TunedEntry& e) {
-  return json{{"collective", std::string(CollectiveName(e.key.collective))},
-              {"dtype", std::string(DataTypeName(e.key.dtype))},
-              {"world_size", e.key.world_size},
-              {"bytes", FormatByteRange(e.key.range)},
-              {"configuration", e.configuration},
-              {"time_us", e.time_us},
-              {"busbw_gbps", e.busbw_gbps},
-              {"samples", e.samples},
-              {"runner_up", e.runner_up},
-              {"margin", e.margin},
-              {"default_margin", e.default_margin},
-              {"sweep_id", e.sweep_id},
-              {"library_version", e.library_version},
-              {"measured_unix_ms", e.measured_unix_ms}};
+  json j{{"collective", std::string(CollectiveName(e.key.collective))},
+         {"dtype", std::string(DataTypeName(e.key.dtype))},
+         {"world_size", e.key.world_size},
+         {"bytes", FormatByteRange(e.key.range)},
+         {"configuration", e.configuration},
+         {"time_us", e.time_us},
+         {"busbw_gbps", e.busbw_gbps},
+         {"samples", e.samples},
+         {"runner_up", e.runner_up},
+         {"margin", e.margin},
+         {"default_margin", e.default_margin},
+         {"sweep_id", e.sweep_id},
+         {"library_version", e.library_version},
+         {"measured_unix_ms", e.measured_unix_ms}};
+  // Online tuning fields only when set: exports of tables without them stay as they were.
+  if (e.rank_time_us != 0) j["rank_time_us"] = e.rank_time_us;
+  if (e.stale) j["stale"] = true;
+  if (!e.explore.empty()) {
+    j["explore"] = e.explore;
+    j["explore_every"] = e.explore_every;
+    j["explore_calls"] = e.explore_calls;
+  }
+  return j;
 }
 
 template <typename T>
@@ -74,6 +83,17 @@ absl::StatusOr<TunedEntry> EntryFromJson(const json& j, const std::string& where
   HT_FIELD(e.sweep_id, std::string, j, "sweep_id", where);
   HT_FIELD(e.library_version, std::string, j, "library_version", where);
   HT_FIELD(e.measured_unix_ms, int64_t, j, "measured_unix_ms", where);
+  if (j.contains("rank_time_us")) {
+    HT_FIELD(e.rank_time_us, double, j, "rank_time_us", where);
+  }
+  if (j.contains("stale")) {
+    HT_FIELD(e.stale, bool, j, "stale", where);
+  }
+  if (j.contains("explore")) {
+    HT_FIELD(e.explore, std::string, j, "explore", where);
+    HT_FIELD(e.explore_every, uint32_t, j, "explore_every", where);
+    HT_FIELD(e.explore_calls, uint32_t, j, "explore_calls", where);
+  }
   return e;
 }
 

@@ -61,6 +61,15 @@ struct TunedEntry {
   std::string sweep_id;
   std::string library_version;
   int64_t measured_unix_ms = 0;
+  // Online tuning (daemon/online_policy.h). `rank_time_us`: the sweep's per-rank median, the baseline live
+  // samples are compared with (0 = not recorded: time_us stands in). `stale`: live timings regressed against
+  // the baseline. An exploration plan, when `explore` is set: of the calls this entry covers, one in
+  // `explore_every` runs `explore` instead of the winner, at most `explore_calls` times per table version.
+  double rank_time_us = 0;
+  bool stale = false;
+  std::string explore;  // canonical string, empty = no plan
+  uint32_t explore_every = 0;
+  uint32_t explore_calls = 0;
 
   friend bool operator==(const TunedEntry&, const TunedEntry&) = default;
 };

@@ -191,24 +191,27 @@ absl::StatusOr<HcclAlgo> ParseHcclAlgo(absl::string_view text) {
   HcclAlgo out;
   text = absl::StripAsciiWhitespace(text);
   if (text.empty()) return out;
-  auto wrap = [&](const absl::Status& s) {
-    return absl::InvalidArgumentError(absl::StrCat("HCCL_ALGO='", text, "': ", s.message()));
+  // Errors name the position of the part that failed (its offset in the trimmed text).
+  auto wrap = [&](const absl::Status& s, absl::string_view part) {
+    const size_t pos = part.empty() ? 0 : static_cast<size_t>(part.data() - text.data());
+    return absl::InvalidArgumentError(absl::StrCat("HCCL_ALGO='", text, "' at ", pos, ": ", s.message()));
   };
   if (text.find('=') == absl::string_view::npos) {
     auto levels = ParseLevels(text);
-    if (!levels.ok()) return wrap(levels.status());
+    if (!levels.ok()) return wrap(levels.status(), text);
     out.all = *levels;
     return out;
   }
   for (absl::string_view part : absl::StrSplit(text, '/', absl::SkipWhitespace())) {
     const size_t eq = part.find('=');
     if (eq == absl::string_view::npos) {
-      return wrap(absl::InvalidArgumentError(absl::StrCat("'", part, "': expected COLLECTIVE=level0:...;level1:...")));
+      return wrap(absl::InvalidArgumentError(absl::StrCat("'", part, "': expected COLLECTIVE=level0:...;level1:...")),
+                  part);
     }
     auto coll = ParseCollective(absl::StripAsciiWhitespace(part.substr(0, eq)));
-    if (!coll.ok()) return wrap(coll.status());
+    if (!coll.ok()) return wrap(coll.status(), part);
     auto levels = ParseLevels(part.substr(eq + 1));
-    if (!levels.ok()) return wrap(levels.status());
+    if (!levels.ok()) return wrap(levels.status(), part.substr(eq + 1));
     out.per[static_cast<size_t>(*coll)] = *levels;
   }
   return out;

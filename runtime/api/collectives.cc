@@ -148,9 +148,14 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Configuration> CommImpl::Choose(const CollectiveArgs& args, const CallOptions& opt) const {
+absl::StatusOr<Configuration> CommImpl::Choose(const CollectiveArgs& args, const CallOptions& opt,
+                                               bool* explored) const {
   if (opt.config.empty() || opt.config == "auto") {
-    return *selector_->Choose(args.collective, args.dtype, CallBytes(args, size_)).config;
+    const uint64_t bytes = CallBytes(args, size_);
+    if (explored == nullptr) return *selector_->Choose(args.collective, args.dtype, bytes).config;
+    const Selector::Choice choice = selector_->ChooseForCall(args.collective, args.dtype, bytes);
+    *explored = choice.source == ChoiceSource::kExplore;
+    return *choice.config;
   }
   const std::string key = absl::StrCat(CollectiveName(args.collective), "|", opt.config);
   auto cached = parsed_configs_.find(key);
@@ -184,6 +189,30 @@ absl::StatusOr<std::string> CommImpl::ResolveConfig(Collective c, DataType dtype
   return chosen->ToString();
 }
 
+namespace {
+// Equal fields and the same intra/inter objects: certainly the same configuration (a false "different" only
+// costs one more interning).
+bool SameConfiguration(const Configuration& a, const Configuration& b) {
+  return a.algorithm == b.algorithm && a.chunk == b.chunk && a.channels == b.channels && a.link == b.link &&
+         a.intra == b.intra && a.inter == b.inter;
+}
+}  // namespace
+
+double CommImpl::TestDelayUs(Collective c, const Configuration& config) const {
+  double us = 0;
+  std::string canonical;
+  for (const TestDelay& d : env_.test_delays) {
+    if (d.collective != c) continue;
+    if (d.match.find('(') == std::string::npos) {
+      if (d.match == config.algorithm) us += d.delay_us;
+      continue;
+    }
+    if (canonical.empty()) canonical = config.ToString();
+    if (d.match == canonical) us += d.delay_us;
+  }
+  return us;
+}
+
 std::vector<std::string> CommImpl::ValidAlgorithms(Collective c) const { return registry::ListValid(c, size_, topo_); }
 
 std::string CommImpl::last_config() const {
@@ -203,7 +232,8 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     if (absl::Status s = SyncTable(rank_ == 0 && tuning_ ? tuning_->LatestTable() : nullptr); !s.ok()) return s;
   }
   if (absl::Status s = Validate(args); !s.ok()) return s;
-  auto config = Choose(args, opt);
+  bool explored = false;
+  auto config = Choose(args, opt, internal_call_ ? nullptr : &explored);
   if (!config.ok()) return config.status();
   call_.sequence = ++sequence_;
   call_.collective = args.collective;
@@ -218,6 +248,11 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   const auto t0 = std::chrono::steady_clock::now();
   CallContext ctx(*this, 0, config->channels, Iota(size_));
   absl::Status s = registry::Run(args, *config, ctx);
+  if (!env_.test_delays.empty() && !internal_call_ && s.ok()) {
+    // Test hook (HCCL_TUNE_TEST_DELAY): this configuration is slow on purpose.
+    const double delay = TestDelayUs(args.collective, *config);
+    if (delay > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(delay));
+  }
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   if (!internal_call_) last_config_ = *config;
   if (LogEnabled(LogLevel::kDebug)) {
@@ -238,15 +273,23 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     return s;
   }
   if (internal_call_) return s;
-  const bool sampled = tuning_sink_ && sample_every_ > 0 && --sample_countdown_ == 0;
-  if (sampled || user_sink_) {
-    const TimingSample sample{args.collective, args.dtype, CallBytes(args, size_), size_, config->ToString(),
-                              call_.sequence,  us};
-    if (user_sink_) user_sink_->Record(sample);
-    if (sampled) {
-      sample_countdown_ = sample_every_;
-      tuning_sink_->Record(sample);
+  const bool sampled = tuning_ && sample_every_ > 0 && --sample_countdown_ == 0;
+  // Exploring calls are always reported (bounded by the plan's budget): the daemon decides on their timings, and
+  // a periodic sample rate could alias with a periodic plan and never see one.
+  if (sampled || (explored && tuning_)) {
+    if (sampled) sample_countdown_ = sample_every_;
+    // A fixed-size sample with an interned configuration id: the string is formatted only when the configuration
+    // differs from the last one reported (field compare; intra/inter steps by identity, shared with the table).
+    if (reported_id_ == 0 || !SameConfiguration(*config, reported_config_)) {
+      reported_id_ = InternConfiguration(config->ToString());
+      reported_config_ = *config;
     }
+    tuning_->Report(
+        RawTimingSample{CallBytes(args, size_), call_.sequence, us, reported_id_, size_, args.collective, args.dtype});
+  }
+  if (user_sink_) {
+    user_sink_->Record(TimingSample{args.collective, args.dtype, CallBytes(args, size_), size_, config->ToString(),
+                                    call_.sequence, us});
   }
   return s;
 }

@@ -284,13 +284,12 @@ absl::Status CommImpl::SetupTuning() {
           "tuning daemon: ", fetched.status().message(), "; running on built-in defaults");
     }
   }
+  online_ = env_.mode == TuneMode::kOnline && !env_.table_version;
   {
     std::lock_guard<std::mutex> lock(exec_mu_);
     if (absl::Status s = SyncTable(table); !s.ok()) return s;
   }
-  online_ = env_.mode == TuneMode::kOnline && !env_.table_version;
   sync_interval_ = static_cast<uint32_t>(env_.sync_interval);
-  if (tuning_) tuning_sink_ = tuning_->sink();
   return absl::OkStatus();
 }
 
@@ -330,7 +329,8 @@ absl::Status CommImpl::SyncTable(std::shared_ptr<const TunedTable> table) {
       if (s.ok()) {
         Log(LogLevel::kInfo, "rank ", rank_, ": tuned table v", table->version, " (", table->entries.size(),
             " entries) in effect from operation ", sequence_ + 1);
-        selector_->SetTable(std::move(table));
+        // Exploration plans only in online mode (static and a pinned version never explore).
+        selector_->SetTable(std::move(table), online_);
       }
     }
   }

@@ -108,7 +108,12 @@ class CommImpl final : public Communicator {
   absl::Status SetupTuning();
   absl::Status Execute(CollectiveArgs args, const CallOptions& opt);
   absl::Status ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt);
-  absl::StatusOr<Configuration> Choose(const CollectiveArgs& args, const CallOptions& opt) const;
+  // `explored` non-null: the choice for the operation about to run (applies exploration plans; *explored says
+  // whether this call explores); null: pure.
+  absl::StatusOr<Configuration> Choose(const CollectiveArgs& args, const CallOptions& opt,
+                                       bool* explored = nullptr) const;
+  // HCCL_TUNE_TEST_DELAY: the delay for `config` of `c` in microseconds (0 = none).
+  double TestDelayUs(Collective c, const Configuration& config) const;
   absl::Status Validate(const CollectiveArgs& args) const;
   // Rank 0 broadcasts `table` (its newest, or null) to every rank; every rank installs what it receives when
   // its version differs from the installed one. REQUIRES: exec_mu_ held; every rank calls it at the same op.
@@ -150,9 +155,11 @@ class CommImpl final : public Communicator {
   Configuration last_config_;
   absl::Status broken_;
   int split_count_ = 0;
-  std::shared_ptr<TimingSink> user_sink_;    // SetTimingSink: every call
-  std::shared_ptr<TimingSink> tuning_sink_;  // the tuning client: sampled calls
-  bool tuning_enabled_ = false;              // same on every rank (part of the decisive settings)
+  std::shared_ptr<TimingSink> user_sink_;  // SetTimingSink: every call
+  // The last configuration reported to the tuning client and its interned id (formatted once per change).
+  Configuration reported_config_;
+  uint32_t reported_id_ = 0;
+  bool tuning_enabled_ = false;  // same on every rank (part of the decisive settings)
 
   // Progress thread (started on first non-blocking call).
   std::mutex q_mu_;

@@ -5,6 +5,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "runtime/common/configuration.h"
 
 namespace hccltune {
 namespace {
@@ -52,6 +55,58 @@ constexpr int kMaxRanks = 1 << 20;
 constexpr int kDay = 24 * 3600;
 
 }  // namespace
+
+absl::StatusOr<std::vector<TestDelay>> ParseTestDelay(absl::string_view text) {
+  std::vector<TestDelay> out;
+  constexpr absl::string_view kForm = "COLLECTIVE:ALGORITHM=DELAY[,...][/...] with DELAY like 200us, 2ms or 1s";
+  auto bad = [&](absl::string_view part, absl::string_view why) {
+    return Bad("HCCL_TUNE_TEST_DELAY", std::string(text), absl::StrCat(kForm, " ('", part, "': ", why, ")"));
+  };
+  for (absl::string_view group : absl::StrSplit(text, '/', absl::SkipWhitespace())) {
+    group = absl::StripAsciiWhitespace(group);
+    const size_t colon = group.find(':');
+    if (colon == absl::string_view::npos) return bad(group, "no ':' after the collective");
+    auto coll = ParseCollective(absl::StripAsciiWhitespace(group.substr(0, colon)));
+    if (!coll.ok()) return bad(group, coll.status().message());
+    // Split on ',' outside parentheses: configurations hold commas.
+    absl::string_view rest = group.substr(colon + 1);
+    size_t start = 0;
+    int depth = 0;
+    for (size_t i = 0; i <= rest.size(); ++i) {
+      if (i < rest.size() && rest[i] == '(') ++depth;
+      if (i < rest.size() && rest[i] == ')') --depth;
+      if (i < rest.size() && (rest[i] != ',' || depth > 0)) continue;
+      absl::string_view item = absl::StripAsciiWhitespace(rest.substr(start, i - start));
+      start = i + 1;
+      const size_t eq = item.rfind('=');
+      if (eq == absl::string_view::npos) return bad(item, "no '=DELAY'");
+      absl::string_view what = absl::StripAsciiWhitespace(item.substr(0, eq));
+      absl::string_view delay = absl::StripAsciiWhitespace(item.substr(eq + 1));
+      double scale = 0;
+      if (absl::ConsumeSuffix(&delay, "us")) {
+        scale = 1;
+      } else if (absl::ConsumeSuffix(&delay, "ms")) {
+        scale = 1e3;
+      } else if (absl::ConsumeSuffix(&delay, "s")) {
+        scale = 1e6;
+      } else {
+        return bad(item, "the delay needs a unit: us, ms or s");
+      }
+      double v = 0;
+      if (!absl::SimpleAtod(delay, &v) || !(v >= 0) || v * scale > 10e6) {
+        return bad(item, "the delay must be a number from 0 to 10 s");
+      }
+      auto cfg = Configuration::Parse(what);
+      if (!cfg.ok()) return bad(item, cfg.status().message());
+      TestDelay d;
+      d.collective = *coll;
+      d.match = what.find('(') == absl::string_view::npos ? std::string(what) : cfg->ToString();
+      d.delay_us = v * scale;
+      out.push_back(std::move(d));
+    }
+  }
+  return out;
+}
 
 absl::string_view TuneModeName(TuneMode m) {
   switch (m) {
@@ -163,6 +218,11 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
   }
 
   HT_TRY(ReadIntInto(src, "HCCL_TUNE_SYNC_INTERVAL", 1, 1 << 20, e.sync_interval));
+  if (auto v = src("HCCL_TUNE_TEST_DELAY")) {
+    auto delays = ParseTestDelay(*v);
+    if (!delays.ok()) return delays.status();
+    e.test_delays = *std::move(delays);
+  }
 
   // Launchers, in order of precedence: torchrun (RANK/WORLD_SIZE), Open MPI, Slurm.
   if (src("RANK") || src("WORLD_SIZE")) {

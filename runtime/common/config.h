@@ -11,10 +11,22 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/common/types.h"
 
 namespace hccltune {
+
+// HCCL_TUNE_TEST_DELAY (a test hook, docs/ENVIRONMENT.md): every call of `collective` that runs a matching
+// configuration takes `delay_us` longer (slept after the algorithm, inside the measured call time).
+struct TestDelay {
+  Collective collective = Collective::kAllreduce;
+  std::string match;  // an algorithm name, or a canonical configuration string
+  double delay_us = 0;
+};
+// Parses "allreduce:ring=200us,one_shot=1ms/allgather:ring(chunk=64K)=50us" (units us, ms, s).
+absl::StatusOr<std::vector<TestDelay>> ParseTestDelay(absl::string_view text);
 
 enum class TuneMode : uint8_t { kOff, kStatic, kOnline };
 absl::string_view TuneModeName(TuneMode m);
@@ -46,15 +58,16 @@ struct Environment {
   std::optional<int64_t> table_version;  // HCCL_TUNE_TABLE_VERSION
   bool torch_alias = true;               // HCCL_TUNE_TORCH_ALIAS
   int sync_interval = 256;               // HCCL_TUNE_SYNC_INTERVAL: operations between table checkpoints
+  std::vector<TestDelay> test_delays;    // HCCL_TUNE_TEST_DELAY (test hook)
 
   // --- launchers (torchrun, Open MPI, Slurm) ---
   std::optional<int> rank, world_size, local_rank, local_world_size;  // after precedence torchrun > OMPI > Slurm
-  std::string launcher;                                                // "torchrun", "openmpi", "slurm" or ""
-  std::string launcher_master_addr;                                    // MASTER_ADDR
-  std::optional<int> launcher_master_port;                             // MASTER_PORT
-  std::string xdg_runtime_dir;                                         // XDG_RUNTIME_DIR
-  std::string xdg_state_home;                                          // XDG_STATE_HOME (hccl-tuned, user mode)
-  std::string home;                                                    // HOME (hccl-tuned, user mode)
+  std::string launcher;                                               // "torchrun", "openmpi", "slurm" or ""
+  std::string launcher_master_addr;                                   // MASTER_ADDR
+  std::optional<int> launcher_master_port;                            // MASTER_PORT
+  std::string xdg_runtime_dir;                                        // XDG_RUNTIME_DIR
+  std::string xdg_state_home;                                         // XDG_STATE_HOME (hccl-tuned, user mode)
+  std::string home;                                                   // HOME (hccl-tuned, user mode)
 
   using Source = std::function<std::optional<std::string>(const std::string&)>;
 

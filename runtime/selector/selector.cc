@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,6 +19,7 @@ absl::string_view ChoiceSourceName(ChoiceSource s) {
     case ChoiceSource::kHcclAlgo: return "HCCL_ALGO";
     case ChoiceSource::kTable: return "table";
     case ChoiceSource::kDefault: return "default";
+    case ChoiceSource::kExplore: return "explore";
   }
   return "default";
 }
@@ -27,6 +29,9 @@ std::string TunedTable::Serialize() const {
   for (const TunedEntry& e : entries) {
     absl::StrAppend(&out, CollectiveName(e.collective), " ", DataTypeName(e.dtype), " ", e.world_size, " ", e.bytes.min,
                     " ", e.bytes.max, " ", e.config.ToString(), "\n");
+    if (e.explore) {
+      absl::StrAppend(&out, "explore ", e.explore_every, " ", e.explore_calls, " ", e.explore->ToString(), "\n");
+    }
   }
   return out;
 }
@@ -42,6 +47,17 @@ absl::StatusOr<TunedTable> TunedTable::Deserialize(absl::string_view text) {
     first = 3;
   }
   for (size_t i = first; i < lines.size(); ++i) {
+    if (absl::StartsWith(lines[i], "explore ")) {
+      std::vector<absl::string_view> f = absl::StrSplit(lines[i], absl::MaxSplits(' ', 3));
+      auto cfg = f.size() == 4 ? Configuration::Parse(f[3]) : absl::InvalidArgumentError("fields");
+      if (t.entries.empty() || t.entries.back().explore || !cfg.ok() ||
+          !absl::SimpleAtoi(f[1], &t.entries.back().explore_every) ||
+          !absl::SimpleAtoi(f[2], &t.entries.back().explore_calls)) {
+        return absl::DataLossError(absl::StrCat("tuned table: bad plan '", lines[i], "'"));
+      }
+      t.entries.back().explore = *std::move(cfg);
+      continue;
+    }
     std::vector<absl::string_view> f = absl::StrSplit(lines[i], absl::MaxSplits(' ', 5));
     TunedEntry e;
     auto c = f.size() == 6 ? ParseCollective(f[0]) : absl::InvalidArgumentError("fields");
@@ -110,7 +126,7 @@ absl::StatusOr<Selector> Selector::Create(const Environment& env, int world_size
   return s;
 }
 
-void Selector::SetTable(std::shared_ptr<const TunedTable> table) {
+void Selector::SetTable(std::shared_ptr<const TunedTable> table, bool explore) {
   for (auto& row : slots_) {
     for (auto& v : row) v.clear();
   }
@@ -123,8 +139,17 @@ void Selector::SetTable(std::shared_ptr<const TunedTable> table) {
           e.config.algorithm, "'; entry ignored");
       continue;
     }
+    const Configuration* plan = nullptr;
+    if (explore && e.explore && e.explore_every >= 2 && e.explore_calls > 0) {
+      if (registry::Find(e.collective, e.explore->algorithm) != nullptr) {
+        plan = &*e.explore;
+      } else {
+        Log(LogLevel::kWarn, "tuned table v", table_->version, ": ", CollectiveName(e.collective),
+            " has no algorithm '", e.explore->algorithm, "'; exploration plan ignored");
+      }
+    }
     slots_[static_cast<size_t>(e.collective)][static_cast<size_t>(e.dtype)].push_back(
-        Slot{e.bytes.min, e.bytes.max, &e.config});
+        Slot{e.bytes.min, e.bytes.max, &e.config, plan, e.explore_every, e.explore_calls});
   }
   for (auto& row : slots_) {
     for (auto& v : row) std::sort(v.begin(), v.end(), [](const Slot& a, const Slot& b) { return a.min < b.min; });
@@ -136,21 +161,36 @@ const std::string& Selector::table_hash() const {
   return table_ ? table_->content_hash : kNone;
 }
 
+const Selector::Slot* Selector::FindSlot(Collective c, DataType dtype, uint64_t bytes) const {
+  const std::vector<Slot>& slots = slots_[static_cast<size_t>(c)][static_cast<size_t>(dtype)];
+  if (slots.empty()) return nullptr;
+  // Last slot whose min <= bytes.
+  auto it = std::upper_bound(slots.begin(), slots.end(), bytes, [](uint64_t b, const Slot& s) { return b < s.min; });
+  if (it == slots.begin()) return nullptr;
+  --it;
+  return bytes < it->max ? &*it : nullptr;
+}
+
+Selector::Choice Selector::ChooseForCall(Collective c, DataType dtype, uint64_t bytes) const {
+  Choice choice = Choose(c, dtype, bytes);
+  if (choice.source != ChoiceSource::kTable) return choice;
+  const Slot* slot = FindSlot(c, dtype, bytes);
+  if (slot == nullptr || slot->explore == nullptr) return choice;
+  const uint64_t k = ++slot->calls;
+  if (k % slot->every == 0 && slot->explored < slot->budget) {
+    ++slot->explored;
+    return {slot->explore, ChoiceSource::kExplore};
+  }
+  return choice;
+}
+
 Selector::Choice Selector::Choose(Collective c, DataType dtype, uint64_t bytes) const {
   const size_t ci = static_cast<size_t>(c);
   if (overrides_.Covers(c)) {
     if (const Configuration* cfg = overrides_.Find(c, world_, bytes)) return {cfg, ChoiceSource::kTuneAlgo};
   }
   if (hccl_algo_[ci]) return {&*hccl_algo_[ci], ChoiceSource::kHcclAlgo};
-  const std::vector<Slot>& slots = slots_[ci][static_cast<size_t>(dtype)];
-  if (!slots.empty()) {
-    // Last slot whose min <= bytes.
-    auto it = std::upper_bound(slots.begin(), slots.end(), bytes, [](uint64_t b, const Slot& s) { return b < s.min; });
-    if (it != slots.begin()) {
-      --it;
-      if (bytes < it->max) return {it->config, ChoiceSource::kTable};
-    }
-  }
+  if (const Slot* slot = FindSlot(c, dtype, bytes)) return {slot->config, ChoiceSource::kTable};
   if (const Configuration* cfg = policies::BuiltinDefaults().Find(c, world_, bytes)) {
     return {cfg, ChoiceSource::kDefault};
   }

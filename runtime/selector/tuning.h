@@ -14,6 +14,7 @@
 // called from the communicator's calling thread while its own background threads run.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,6 +26,25 @@
 #include "runtime/selector/selector.h"
 
 namespace hccltune {
+
+// A sampled call as the tuning client queues it: fixed size, no allocation. The configuration is an id from
+// InternConfiguration (formatted once per distinct configuration, not per call).
+struct RawTimingSample {
+  uint64_t bytes = 0;
+  uint64_t sequence = 0;
+  double duration_us = 0;
+  uint32_t config_id = 0;
+  int32_t world_size = 0;
+  Collective collective = Collective::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+};
+
+// Process-wide configuration ids: a canonical string always gets the same id (ids start at 1; at most 65536
+// distinct strings, beyond which 0 = "unknown" is returned). Thread-safe; takes a mutex: call it when the
+// configuration changes, not per call.
+uint32_t InternConfiguration(const std::string& canonical);
+// The canonical string of an id; empty for 0 or an unknown id. Thread-safe.
+std::string InternedConfiguration(uint32_t id);
 
 struct TuningContext {
   Environment env;
@@ -43,8 +63,9 @@ class TuningClient {
   virtual absl::StatusOr<std::shared_ptr<const TunedTable>> FetchTable(absl::Duration timeout) = 0;
   // Authority only, online mode: the newest table known from background polling (null when none).
   virtual std::shared_ptr<const TunedTable> LatestTable() = 0;
-  // Receives the sampled timings of this rank (cheap, non-blocking: drops rather than waits).
-  virtual std::shared_ptr<TimingSink> sink() = 0;
+  // Receives a sampled timing of this rank. Cheap and non-blocking (drops and counts rather than waits).
+  // REQUIRES: one producer at a time — the communicator's calling thread, under its call lock.
+  virtual void Report(const RawTimingSample& sample) = 0;
 };
 
 using TuningClientFactory = std::function<std::unique_ptr<TuningClient>(const TuningContext&)>;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -56,6 +57,17 @@ absl::StatusOr<std::shared_ptr<const TunedTable>> TableFromProto(const v1::Table
     out.bytes.min = e.key().min_bytes();
     out.bytes.max = e.key().max_bytes() == 0 ? kUnbounded : e.key().max_bytes();
     out.config = *std::move(cfg);
+    if (!e.explore().empty()) {
+      auto plan = Configuration::Parse(e.explore());
+      if (plan.ok() && e.explore_every() >= 2 && e.explore_calls() > 0) {
+        out.explore = *std::move(plan);
+        out.explore_every = e.explore_every();
+        out.explore_calls = e.explore_calls();
+      } else {
+        Log(LogLevel::kWarn, "tuned table v", t.version(), ": ignoring unreadable exploration plan '", e.explore(),
+            "'");
+      }
+    }
     table->entries.push_back(std::move(out));
   }
   return std::shared_ptr<const TunedTable>(std::move(table));
@@ -76,7 +88,6 @@ class DaemonClient final : public TuningClient {
         channel_(grpc::CreateChannel(target_.grpc_target, grpc::InsecureChannelCredentials())),
         stub_(v1::Tuner::NewStub(channel_)),
         pid_(::getpid()) {
-    sink_ = std::make_shared<SinkImpl>(this);
     reporter_ = std::thread([this] { ReportLoop(); });
     if (ctx_.authority && ctx_.env.mode == TuneMode::kOnline && !ctx_.env.table_version) {
       poller_ = std::thread([this] { PollLoop(); });
@@ -118,17 +129,30 @@ class DaemonClient final : public TuningClient {
     return latest_;
   }
 
-  std::shared_ptr<TimingSink> sink() override { return sink_; }
+  // Single producer (the communicator's calling thread, under its call lock), single consumer (ReportLoop):
+  // the producer owns tail_, the consumer head_; a slot is published by the release store of tail_.
+  void Report(const RawTimingSample& s) override {
+    if (g_forked_child.load(std::memory_order_relaxed)) return;
+    const uint64_t t = tail_.load(std::memory_order_relaxed);
+    if (t - head_.load(std::memory_order_acquire) >= kQueueCap) {
+      g_dropped.fetch_add(1, std::memory_order_relaxed);
+      dropped_since_batch_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    ring_[t % kQueueCap] = s;
+    tail_.store(t + 1, std::memory_order_release);
+  }
 
  private:
-  class SinkImpl final : public TimingSink {
-   public:
-    explicit SinkImpl(DaemonClient* c) : c_(c) {}
-    void Record(const TimingSample& s) override { c_->Enqueue(s); }
-
-   private:
-    DaemonClient* c_;
-  };
+  // Takes up to kBatchMax samples out of the ring (consumer side).
+  std::vector<RawTimingSample> Drain() {
+    const uint64_t h = head_.load(std::memory_order_relaxed);
+    const uint64_t n = std::min<uint64_t>(tail_.load(std::memory_order_acquire) - h, kBatchMax);
+    std::vector<RawTimingSample> out(static_cast<size_t>(n));
+    for (uint64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = ring_[(h + i) % kQueueCap];
+    head_.store(h + n, std::memory_order_release);
+    return out;
+  }
 
   // GetTable; null table when the daemon says "unchanged".
   absl::StatusOr<std::shared_ptr<const TunedTable>> Get(int64_t if_newer_than, absl::Duration timeout) {
@@ -148,29 +172,16 @@ class DaemonClient final : public TuningClient {
     return TableFromProto(resp.table());
   }
 
-  void Enqueue(const TimingSample& s) {
-    if (g_forked_child.load(std::memory_order_relaxed)) return;
-    std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-    if (!lock.owns_lock() || queue_.size() >= kQueueCap) {
-      g_dropped.fetch_add(1, std::memory_order_relaxed);
-      ++dropped_since_batch_;
-      return;
-    }
-    queue_.push_back(s);
-  }
-
   void ReportLoop() {
     absl::Duration backoff = absl::Milliseconds(200);
     bool warned = false;
     while (true) {
-      std::vector<TimingSample> batch;
+      std::vector<RawTimingSample> batch;
       uint64_t dropped = 0;
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait_for(lock, absl::ToChronoMilliseconds(backoff), [&] { return stopping_; });
-        const size_t n = std::min(queue_.size(), kBatchMax);
-        batch.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
-        queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+        batch = Drain();
         dropped = dropped_since_batch_.exchange(0);
         if (batch.empty() && stopping_) return;
       }
@@ -198,19 +209,24 @@ class DaemonClient final : public TuningClient {
     }
   }
 
-  absl::Status Send(const std::vector<TimingSample>& batch, uint64_t dropped) {
+  absl::Status Send(const std::vector<RawTimingSample>& batch, uint64_t dropped) {
     v1::TimingBatch msg;
     msg.mutable_topology()->set_fingerprint(ctx_.fingerprint);
     msg.mutable_topology()->set_json(ctx_.topology_json);
     msg.set_dropped_by_client(dropped);
     msg.set_client_id(absl::StrCat(ctx_.fingerprint, "/", pid_, "/", ctx_.rank));
-    for (const TimingSample& t : batch) {
+    // Configuration ids are formatted here, off the calling thread, once per distinct id in the batch.
+    std::map<uint32_t, std::string> names;
+    for (const RawTimingSample& t : batch) {
+      if (t.config_id == 0) continue;  // the interner was full: no name to report
       v1::TimingSample* p = msg.add_samples();
       p->set_collective(std::string(CollectiveName(t.collective)));
       p->set_dtype(std::string(DataTypeName(t.dtype)));
       p->set_world_size(t.world_size);
       p->set_bytes(t.bytes);
-      p->set_configuration(t.configuration);
+      auto name = names.find(t.config_id);
+      if (name == names.end()) name = names.emplace(t.config_id, InternedConfiguration(t.config_id)).first;
+      p->set_configuration(name->second);
       p->set_duration_us(t.duration_us);
       p->set_sequence(t.sequence);
       p->set_rank(ctx_.rank);
@@ -257,11 +273,11 @@ class DaemonClient final : public TuningClient {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Tuner::Stub> stub_;
   pid_t pid_;
-  std::shared_ptr<TimingSink> sink_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
-  std::vector<TimingSample> queue_;
+  std::unique_ptr<RawTimingSample[]> ring_{new RawTimingSample[kQueueCap]};
+  std::atomic<uint64_t> head_{0}, tail_{0};
   std::atomic<uint64_t> dropped_since_batch_{0};
   std::shared_ptr<const TunedTable> latest_;
   std::thread reporter_, poller_;

@@ -2,8 +2,9 @@
 // over the node's hccl-tuned (../shared/CONVENTIONS.md, Daemon discovery):
 //   - FetchTable: GetTable for this topology and world size (the pinned HCCL_TUNE_TABLE_VERSION if set);
 //   - LatestTable: rank 0 polls GetTable(if_newer_than) in the background in online mode;
-//   - sink(): sampled timings go into a bounded queue (full = dropped and counted, never blocking the
-//     caller); a background thread sends them in batches with ReportTimings to this rank's own daemon.
+//   - Report(): sampled timings (fixed-size, configuration as an interned id) go into a lock-free
+//     single-producer ring (full = dropped and counted, never blocking the caller); a background thread
+//     formats them and sends them in batches with ReportTimings to this rank's own daemon.
 // No daemon, or a daemon that dies: one warning, the last table stays in effect, reconnection with backoff;
 // an absent unix socket fails at once, so communicator init does not stall. After fork() the child's copy
 // reports nothing and starts no threads (pthread_atfork), so DataLoader-style workers are safe.

@@ -101,5 +101,25 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
   EXPECT_NE(e.status().message().find("not below the world size 4"), std::string::npos);
 }
 
+TEST(Environment, TestDelayHook) {
+  auto e = Environment::LoadFrom(std::map<std::string, std::string>{
+      {"HCCL_TUNE_TEST_DELAY", "allreduce:ring=200us,ring(chunk=64K)=2ms/allgather:one_shot=1s"}});
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ(e->test_delays.size(), 3u);
+  EXPECT_EQ(e->test_delays[0].collective, Collective::kAllreduce);
+  EXPECT_EQ(e->test_delays[0].match, "ring");
+  EXPECT_DOUBLE_EQ(e->test_delays[0].delay_us, 200);
+  EXPECT_EQ(e->test_delays[1].match, "ring(chunk=64K,channels=1,link=auto)");  // canonical
+  EXPECT_DOUBLE_EQ(e->test_delays[1].delay_us, 2000);
+  EXPECT_EQ(e->test_delays[2].collective, Collective::kAllgather);
+  EXPECT_DOUBLE_EQ(e->test_delays[2].delay_us, 1e6);
+  for (const char* bad : {"allreduce=ring=1ms", "allreduce:ring=1", "warp:ring=1ms", "allreduce:ring=-1ms",
+                          "allreduce:ring", "allreduce:ring=20s", "allreduce:rng(=1ms"}) {
+    auto b = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_TEST_DELAY", bad}});
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.status().message().find("HCCL_TUNE_TEST_DELAY"), std::string::npos) << b.status();
+  }
+}
+
 }  // namespace
 }  // namespace hccltune

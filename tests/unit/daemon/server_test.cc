@@ -60,7 +60,7 @@ TEST(TunerServer, ServesTablesOverAUnixSocket) {
   ASSERT_TRUE(info.ok());
   EXPECT_EQ(info->tables(), 1u);
   EXPECT_EQ(info->db_path(), dir.File("state/tuning.db"));
-  EXPECT_EQ(info->schema_version(), 1);
+  EXPECT_EQ(info->schema_version(), db::kSchemaVersion);
   EXPECT_EQ(remote.GetTable(MakeTopology(5).fingerprint, 0).status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(remote.GetTable("zz", 0).status().code(), absl::StatusCode::kInvalidArgument);
   (*server)->Stop();

@@ -1,5 +1,7 @@
 // A new table version takes effect at the same operation on every rank, whatever sequence number each rank is
 // at when rank 0 learns of it (one rank is delayed); static mode never switches; the init table is used.
+// Exploration plans carried by a table are executed on the same operations by every rank, within their budget,
+// and never in static mode.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -23,17 +25,27 @@ std::shared_ptr<const TunedTable> Table(int64_t version, const char* allreduce_c
 }
 
 std::atomic<bool> g_publish{false};
+std::atomic<bool> g_plan{false};  // tables carry a plan: every 4th call explores one_shot, at most 5 times
+
+std::shared_ptr<const TunedTable> MaybePlan(std::shared_ptr<const TunedTable> t) {
+  if (!g_plan.load()) return t;
+  auto copy = std::make_shared<TunedTable>(*t);
+  copy->entries[0].explore = *Configuration::Parse("one_shot");
+  copy->entries[0].explore_every = 4;
+  copy->entries[0].explore_calls = 5;
+  return copy;
+}
 
 class FakeClient final : public TuningClient {
  public:
   explicit FakeClient(int world) : world_(world) {}
   absl::StatusOr<std::shared_ptr<const TunedTable>> FetchTable(absl::Duration) override {
-    return Table(1, "ring(chunk=64K)", world_);
+    return MaybePlan(Table(1, "ring(chunk=64K)", world_));
   }
   std::shared_ptr<const TunedTable> LatestTable() override {
-    return g_publish.load() ? Table(2, "recursive_doubling", world_) : Table(1, "ring(chunk=64K)", world_);
+    return MaybePlan(g_publish.load() ? Table(2, "recursive_doubling", world_) : Table(1, "ring(chunk=64K)", world_));
   }
-  std::shared_ptr<TimingSink> sink() override { return nullptr; }
+  void Report(const RawTimingSample&) override {}
 
  private:
   int world_;
@@ -49,8 +61,9 @@ class Recorder : public TimingSink {
   std::vector<std::string> configs;
 };
 
-std::vector<std::vector<std::string>> RunJob(TuneMode mode, int n, int calls) {
+std::vector<std::vector<std::string>> RunJob(TuneMode mode, int n, int calls, bool plan = false) {
   g_publish = false;
+  g_plan = plan;
   InstallTuningClientFactory([](const TuningContext& ctx) { return std::make_unique<FakeClient>(ctx.world_size); });
   std::vector<std::shared_ptr<Recorder>> rec(static_cast<size_t>(n));
   for (auto& r : rec) r = std::make_shared<Recorder>();
@@ -78,6 +91,7 @@ std::vector<std::vector<std::string>> RunJob(TuneMode mode, int n, int calls) {
         return e;
       });
   InstallTuningClientFactory(nullptr);
+  g_plan = false;
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
   std::vector<std::vector<std::string>> out;
   for (auto& r : rec) {
@@ -106,6 +120,46 @@ TEST(TableSwitch, StaticModeNeverSwitches) {
     ASSERT_EQ(calls.size(), 60u);
     for (const auto& c : calls) EXPECT_EQ(c, "ring(chunk=64K,channels=1,link=auto)");
   }
+}
+
+TEST(TableSwitch, ExplorationPlanRunsOnTheSameOperationsOnEveryRank) {
+  const int calls = 80;
+  auto per_rank = RunJob(TuneMode::kOnline, 3, calls, /*plan=*/true);
+  ASSERT_EQ(per_rank[0].size(), static_cast<size_t>(calls));
+  for (size_t r = 1; r < per_rank.size(); ++r) EXPECT_EQ(per_rank[r], per_rank[0]) << "rank " << r;
+  // v1 (from init) and v2 (from the switch) each explore at most 5 times, on every 4th call they decide.
+  std::vector<size_t> explored;
+  for (size_t i = 0; i < per_rank[0].size(); ++i) {
+    if (per_rank[0][i] == "one_shot(channels=1,link=auto)") explored.push_back(i);
+  }
+  ASSERT_GE(explored.size(), 6u);
+  EXPECT_LE(explored.size(), 10u);
+  EXPECT_EQ(explored[0], 3u);  // the 4th call of the job
+  EXPECT_EQ(explored[1], 7u);
+  EXPECT_EQ(per_rank[0].back(), "recursive_doubling(channels=1,link=auto)");
+}
+
+TEST(TableSwitch, StaticModeNeverExplores) {
+  auto per_rank = RunJob(TuneMode::kStatic, 2, 40, /*plan=*/true);
+  for (const auto& calls : per_rank) {
+    ASSERT_EQ(calls.size(), 40u);
+    for (const auto& c : calls) EXPECT_EQ(c, "ring(chunk=64K,channels=1,link=auto)");
+  }
+}
+
+TEST(TableSwitch, PlanSurvivesTheBroadcastForm) {
+  TunedTable t = *Table(3, "ring", 2);
+  t.entries[0].explore = *Configuration::Parse("one_shot");
+  t.entries[0].explore_every = 8;
+  t.entries[0].explore_calls = 64;
+  auto back = TunedTable::Deserialize(t.Serialize());
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->entries.size(), 1u);
+  ASSERT_TRUE(back->entries[0].explore.has_value());
+  EXPECT_EQ(back->entries[0].explore->ToString(), "one_shot(channels=1,link=auto)");
+  EXPECT_EQ(back->entries[0].explore_every, 8u);
+  EXPECT_EQ(back->entries[0].explore_calls, 64u);
+  EXPECT_FALSE(TunedTable::Deserialize("hccltune-table 1\n3\nh\nexplore 8 64 one_shot\n").ok());  // no entry
 }
 
 }  // namespace

@@ -1,0 +1,190 @@
+// The daemon's online policy on an in-memory store: a sustained regression of a table winner publishes a
+// version with an exploration plan; the candidate's live timings then decide the winner; short or mild
+// slowdowns, far-slower candidates and samples of other configurations change nothing.
+#include "daemon/online_policy.h"
+
+#include <gtest/gtest.h>
+
+#include "daemon/daemon_config.h"
+#include "db/memory_store.h"
+#include "db/store_util.h"
+
+namespace hccltune::daemon {
+namespace {
+
+constexpr char kFp[] = "0123456789abcdef";
+constexpr char kRing[] = "ring(chunk=1M,channels=1,link=auto)";
+constexpr char kOneShot[] = "one_shot(channels=1,link=auto)";
+
+class OnlinePolicyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.min_samples = 20;
+    options_.window = 40;
+    options_.explore_min_samples = 10;
+    options_.explore_every = 8;
+    options_.explore_calls = 64;
+    policy_ = std::make_unique<OnlinePolicy>(
+        &store_,
+        [this](const db::Topology& t, const std::vector<db::TunedEntry>& e) {
+          return store_.PutTable(t, e, db::PutOptions{});
+        },
+        options_);
+    db::TunedEntry e;
+    e.key = db::EntryKey{Collective::kAllreduce, DataType::kFloat32, 2, ByteRange{0, 4096}};
+    e.configuration = kRing;
+    e.time_us = 12;
+    e.rank_time_us = 10;
+    e.runner_up = kOneShot;
+    e.margin = 0.3;  // runner-up measured 1.3x the winner: within explore_max_ratio
+    db::TunedEntry other = e;
+    other.key.range = ByteRange{4096, kUnbounded};
+    other.runner_up.clear();
+    const std::string json = R"({"format":1})";
+    topo_ = db::Topology{db::Sha256Hex(json).substr(0, 16), json};
+    ASSERT_TRUE(store_.PutTable(topo_, {e, other}, db::PutOptions{}).ok());
+  }
+
+  void Feed(const std::string& config, double us, int n, uint64_t bytes = 8) {
+    std::vector<db::LiveSample> v;
+    for (int i = 0; i < n; ++i) v.push_back({Collective::kAllreduce, DataType::kFloat32, 2, bytes, config, us, 0});
+    policy_->Observe(topo_.fingerprint, v);
+  }
+  db::TunedEntry Latest(int64_t* version = nullptr) {
+    auto t = store_.GetTable(topo_.fingerprint, 0);
+    EXPECT_TRUE(t.ok()) << t.status();
+    if (version) *version = t->version;
+    return t->entries[0];
+  }
+  std::vector<PolicyAction> Eval(absl::Time now = absl::Now()) {
+    auto r = policy_->Evaluate(now);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? *r : std::vector<PolicyAction>{};
+  }
+
+  db::InMemoryTuningStore store_;
+  db::Topology topo_;
+  OnlinePolicyOptions options_;
+  std::unique_ptr<OnlinePolicy> policy_;
+};
+
+TEST_F(OnlinePolicyTest, HealthyAndTooFewSamplesChangeNothing) {
+  Feed(kRing, 11.5, 100);  // 1.15x the baseline: below the 1.2 threshold
+  EXPECT_TRUE(Eval().empty());
+  Feed(kRing, 30, 15);  // slow, but fewer than min_samples in the window beyond the healthy ones
+  EXPECT_TRUE(Eval().empty());
+  int64_t v = 0;
+  Latest(&v);
+  EXPECT_EQ(v, 1);
+  EXPECT_EQ(policy_->versions_published(), 0u);
+}
+
+TEST_F(OnlinePolicyTest, RegressionPublishesPlanThenFasterCandidateWins) {
+  Feed(kRing, 25, 40);  // 2.5x the per-rank baseline, sustained
+  auto actions = Eval();
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, PolicyAction::Kind::kExplore);
+  int64_t v = 0;
+  db::TunedEntry e = Latest(&v);
+  EXPECT_EQ(v, 2);
+  EXPECT_TRUE(e.stale);
+  EXPECT_EQ(e.configuration, kRing);
+  EXPECT_EQ(e.explore, kOneShot);
+  EXPECT_EQ(e.explore_every, 8u);
+  EXPECT_EQ(e.explore_calls, 64u);
+  // Not decided until the candidate has samples; samples of other configurations are ignored.
+  Feed("recursive_doubling(channels=1,link=auto)", 1, 50);
+  Feed(kOneShot, 14, 5);
+  Feed(kRing, 25, 10);
+  EXPECT_TRUE(Eval().empty());
+  Feed(kOneShot, 14, 10);
+  actions = Eval();
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, PolicyAction::Kind::kSwitch);
+  EXPECT_DOUBLE_EQ(actions[0].candidate_live_us, 14);
+  e = Latest(&v);
+  EXPECT_EQ(v, 3);
+  EXPECT_EQ(e.configuration, kOneShot);
+  EXPECT_EQ(e.runner_up, kRing);
+  EXPECT_FALSE(e.stale);
+  EXPECT_TRUE(e.explore.empty());
+  EXPECT_DOUBLE_EQ(e.rank_time_us, 14);
+  // The new winner at its own baseline is healthy.
+  Feed(kOneShot, 14.5, 40);
+  EXPECT_TRUE(Eval().empty());
+}
+
+TEST_F(OnlinePolicyTest, SlowerCandidateKeepsWinnerWithNewBaseline) {
+  Feed(kRing, 25, 40);
+  ASSERT_EQ(Eval().size(), 1u);
+  Feed(kOneShot, 40, 12);
+  Feed(kRing, 25, 12);
+  auto actions = Eval();
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, PolicyAction::Kind::kKeep);
+  db::TunedEntry e = Latest();
+  EXPECT_EQ(e.configuration, kRing);
+  EXPECT_FALSE(e.stale);
+  EXPECT_TRUE(e.explore.empty());
+  EXPECT_DOUBLE_EQ(e.rank_time_us, 25);
+  Feed(kRing, 25, 40);  // the new normal is not a regression
+  EXPECT_TRUE(Eval().empty());
+}
+
+TEST_F(OnlinePolicyTest, NoCandidateWithinBudgetOnlyMarksStale) {
+  Feed(kRing, 30, 40, /*bytes=*/64 << 10);  // the entry without a runner-up
+  auto actions = Eval();
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, PolicyAction::Kind::kStaleNoCandidate);
+  auto t = store_.GetTable(topo_.fingerprint, 0);
+  ASSERT_TRUE(t.ok());
+  EXPECT_TRUE(t->entries[1].stale);
+  EXPECT_TRUE(t->entries[1].explore.empty());
+  Feed(kRing, 30, 40, 64 << 10);
+  EXPECT_TRUE(Eval().empty());  // already stale: no new version
+}
+
+TEST_F(OnlinePolicyTest, FarSlowerRunnerUpIsNeverExplored) {
+  db::TunedEntry e = Latest();
+  e.margin = 3.0;  // runner-up swept at 4x the winner: beyond explore_max_ratio 2
+  ASSERT_TRUE(store_.PutTable(topo_, {e}, db::PutOptions{}).ok());
+  Feed(kRing, 25, 40);
+  auto actions = Eval();
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, PolicyAction::Kind::kStaleNoCandidate);
+  EXPECT_TRUE(Latest().explore.empty());
+}
+
+TEST_F(OnlinePolicyTest, PlanWithoutSamplesIsWithdrawnAfterTimeout) {
+  Feed(kRing, 25, 40);
+  const absl::Time t0 = absl::Now();
+  ASSERT_EQ(Eval(t0).size(), 1u);
+  EXPECT_TRUE(Eval(t0 + absl::Seconds(1)).empty());
+  auto actions = Eval(t0 + absl::Seconds(options_.explore_timeout_s + 2));
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, PolicyAction::Kind::kWithdraw);
+  db::TunedEntry e = Latest();
+  EXPECT_TRUE(e.explore.empty());
+  EXPECT_TRUE(e.stale);
+}
+
+TEST(OnlinePolicyConfig, ConfigFileKeysAndErrors) {
+  DaemonConfig c;
+  ASSERT_TRUE(ApplyConfigText("online_regression_ratio = 1.5\nonline_explore_every = 16\nonline_policy = off\n",
+                              "test.conf", &c)
+                  .ok());
+  EXPECT_DOUBLE_EQ(c.online.regression_ratio, 1.5);
+  EXPECT_EQ(c.online.explore_every, 16);
+  EXPECT_FALSE(c.online.enabled);
+  DaemonConfig c1, c2, c3;
+  absl::Status s = ApplyConfigText("online_regression_ratio = 0.9\n", "test.conf", &c1);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("online_regression_ratio"), std::string::npos) << s;
+  s = ApplyConfigText("online_explore_every = 1\n", "test.conf", &c2);
+  EXPECT_NE(s.message().find("online_explore_every"), std::string::npos) << s;
+  s = ApplyConfigText("online_policy = maybe\n", "test.conf", &c3);
+  EXPECT_NE(s.message().find("test.conf:1"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace hccltune::daemon
