@@ -194,8 +194,11 @@ c10::intrusive_ptr<ProcessGroupHcclTune> ProcessGroupHcclTune::Create(const c10:
                                                                       std::chrono::milliseconds timeout) {
   auto env = Environment::Load();
   TORCH_CHECK(env.ok(), "hccltune: ", std::string(env.status().message()));
-  // HCCL_EXEC_TIMEOUT wins when set; otherwise the timeout given to init_process_group / new_group applies.
-  if (env->exec_timeout_s == Environment{}.exec_timeout_s && timeout.count() > 0) {
+  // A timeout the script chose (anything but torch's 30-minute default) is the execution timeout; with torch's
+  // default, HCCL_EXEC_TIMEOUT wins when set, else the 30 minutes apply.
+  const bool chosen = timeout.count() > 0 && timeout != std::chrono::milliseconds(std::chrono::minutes(30));
+  const bool env_set = env->exec_timeout_s != Environment{}.exec_timeout_s;
+  if (chosen || (!env_set && timeout.count() > 0)) {
     env->exec_timeout_s = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
   }
   // Tuning is automatic: the daemon's table and live timings, with no change to the training script.
