@@ -103,12 +103,15 @@ def interleaved(args, rank, n):
     runs = {"ours": make_ddp(None, args), "gloo": make_ddp(gloo, args)}
     groups = {"ours": None, "gloo": gloo}
     times = {"ours": [], "gloo": []}
+    cpu = {"ours": [], "gloo": []}  # CPU time of this whole process (every thread) per step
     for step in range(args.steps):
         x, y = batch(rank, step, args.batch)
         order = ["ours", "gloo"] if step % 2 == 0 else ["gloo", "ours"]
         for k in order:
             model, opt, _ = runs[k]
+            c0 = time.process_time()
             ms, _ = step_once(model, opt, groups[k], x, y)
+            cpu[k].append((time.process_time() - c0) * 1e3)
             times[k].append(ms)
     flat = {k: torch.cat([p.detach().reshape(-1) for p in runs[k][0].parameters()]) for k in runs}
     all_flat = [torch.zeros_like(flat["ours"]) for _ in range(n)]
@@ -120,7 +123,8 @@ def interleaved(args, rank, n):
         med = {k: statistics.median(v[skip:]) for k, v in times.items()}
         print(f"RESULT interleaved world={n} params={flat['ours'].numel()} {args.backend}_ms={med['ours']:.3f} "
               f"gloo_ms={med['gloo']:.3f} ratio={med['ours'] / med['gloo']:.3f} bit_identical={same} "
-              f"max_diff={diff:.3g}", flush=True)
+              f"max_diff={diff:.3g} cpu_ms_per_step {args.backend}={statistics.median(cpu['ours'][skip:]):.1f} "
+              f"gloo={statistics.median(cpu['gloo'][skip:]):.1f}", flush=True)
         for k in ("ours", "gloo"):
             timer = runs[k][2]
             if timer is None:
