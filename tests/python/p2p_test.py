@@ -124,7 +124,20 @@ def main():
         except (RuntimeError, ValueError) as e:
             check(f"send to {bad} names it", str(bad) in str(e), str(e))
 
-    # 7. Tags in a sub-group (group ranks translate to global ranks).
+    # 7. batch_isend_irecv with tags (torch's suite runs it for gloo and nccl only): every rank exchanges two
+    #    tagged messages with every peer in one batch, receives listed in the opposite tag order.
+    ops, outs = [], {}
+    for p in peers:
+        ops += [dist.P2POp(dist.isend, payload(rank, p, 30 + k, 33), p, tag=30 + k) for k in (0, 1)]
+        outs[p] = {k: torch.zeros(33) for k in (1, 0)}
+        ops += [dist.P2POp(dist.irecv, outs[p][k], p, tag=30 + k) for k in (1, 0)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    for p in peers:
+        for k in (0, 1):
+            check(f"batch tag {30 + k} from {p}", torch.equal(outs[p][k], payload(p, rank, 30 + k, 33)))
+
+    # 8. Tags in a sub-group (group ranks translate to global ranks).
     members = [0, n - 1]
     g = dist.new_group(members)
     if rank in members:
