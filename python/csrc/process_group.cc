@@ -209,6 +209,9 @@ c10::intrusive_ptr<ProcessGroupHcclTune> ProcessGroupHcclTune::Create(const c10:
   // Per-pair point-to-point communicators need no tuning table: they only carry send/recv.
   Environment p2p_env = *env;
   p2p_env.mode = TuneMode::kOff;
+  // A pair connects when both ranks first reach a send/recv with each other; the later one may be busy for as
+  // long as any operation may wait, so connecting waits up to the execution timeout too (as a recv would).
+  p2p_env.connect_timeout_s = std::max(p2p_env.connect_timeout_s, p2p_env.exec_timeout_s);
   auto p2p = std::make_unique<P2pEngine>(rank, size, store, std::move(p2p_env));
   return c10::make_intrusive<ProcessGroupHcclTune>(rank, size, std::move(*comm), std::move(p2p));
 }
