@@ -14,8 +14,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "python/csrc/store_adapter.h"
-#include "runtime/tuning_client/tuning_client.h"
 #include "runtime/common/config.h"
+#include "runtime/tuning_client/tuning_client.h"
 
 namespace hccltune::torch_backend {
 namespace {
@@ -194,8 +194,11 @@ c10::intrusive_ptr<ProcessGroupHcclTune> ProcessGroupHcclTune::Create(const c10:
                                                                       std::chrono::milliseconds timeout) {
   auto env = Environment::Load();
   TORCH_CHECK(env.ok(), "hccltune: ", std::string(env.status().message()));
-  // HCCL_EXEC_TIMEOUT wins when set; otherwise the timeout given to init_process_group / new_group applies.
-  if (env->exec_timeout_s == Environment{}.exec_timeout_s && timeout.count() > 0) {
+  // A timeout the script chose (anything but torch's 30-minute default) is the execution timeout; with torch's
+  // default, HCCL_EXEC_TIMEOUT wins when set, else the 30 minutes apply.
+  const bool chosen = timeout.count() > 0 && timeout != std::chrono::milliseconds(std::chrono::minutes(30));
+  const bool env_set = env->exec_timeout_s != Environment{}.exec_timeout_s;
+  if (chosen || (!env_set && timeout.count() > 0)) {
     env->exec_timeout_s = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
   }
   // Tuning is automatic: the daemon's table and live timings, with no change to the training script.
@@ -203,15 +206,39 @@ c10::intrusive_ptr<ProcessGroupHcclTune> ProcessGroupHcclTune::Create(const c10:
   auto comm = Communicator::Create(rank, size, AdaptC10dStore(store), *env);
   TORCH_CHECK(comm.ok(), "hccltune: creating the communicator for rank ", rank, " of ", size,
               " failed: ", std::string(comm.status().message()));
-  return c10::make_intrusive<ProcessGroupHcclTune>(rank, size, std::move(*comm));
+  // Per-pair point-to-point communicators need no tuning table: they only carry send/recv.
+  Environment p2p_env = *env;
+  p2p_env.mode = TuneMode::kOff;
+  // A pair connects when both ranks first reach a send/recv with each other; the later one may be busy for as
+  // long as any operation may wait, so connecting waits up to the execution timeout too (as a recv would).
+  p2p_env.connect_timeout_s = std::max(p2p_env.connect_timeout_s, p2p_env.exec_timeout_s);
+  auto p2p = std::make_unique<P2pEngine>(rank, size, store, std::move(p2p_env));
+  return c10::make_intrusive<ProcessGroupHcclTune>(rank, size, std::move(*comm), std::move(p2p));
 }
 
-ProcessGroupHcclTune::ProcessGroupHcclTune(int rank, int size, std::unique_ptr<Communicator> comm)
-    : c10d::ProcessGroup(rank, size), comm_(std::move(comm)) {
+ProcessGroupHcclTune::ProcessGroupHcclTune(int rank, int size, std::unique_ptr<Communicator> comm,
+                                           std::unique_ptr<P2pEngine> p2p)
+    : c10d::ProcessGroup(rank, size), comm_(std::move(comm)), p2p_(std::move(p2p)) {
   init();
 }
 
-ProcessGroupHcclTune::~ProcessGroupHcclTune() = default;
+ProcessGroupHcclTune::~ProcessGroupHcclTune() { p2p_.reset(); }
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::RunP2p(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                                            std::function<void(P2pEngine::Done)> post,
+                                                            int source_rank) {
+  TORCH_CHECK(p2p_ != nullptr, "hccltune: ", c10d::opTypeToString(type), ": this process group has no point-to-point");
+  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  post([future, outputs = std::move(outputs), type](absl::Status s) {
+    if (s.ok()) {
+      future->markCompleted(c10::IValue(outputs));
+    } else {
+      future->setError(std::make_exception_ptr(
+          std::runtime_error(absl::StrCat("hccltune: ", c10d::opTypeToString(type), " failed: ", s.message()))));
+    }
+  });
+  return c10::make_intrusive<HcclTuneWork>(rank_, type, future, source_rank);
+}
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::Run(c10d::OpType type, std::vector<at::Tensor> outputs,
                                                          std::function<absl::Status(Communicator&)> body,
@@ -562,26 +589,34 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::alltoall(std::vector<at::Te
   });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::send(std::vector<at::Tensor>& tensors, int dst, int /*tag*/) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   CheckSingle(tensors, "send");
-  TORCH_CHECK(dst >= 0 && dst < size_ && dst != rank_, "hccltune: send: invalid destination rank ", dst);
+  TORCH_CHECK(dst >= 0 && dst < size_ && dst != rank_, "hccltune: send: invalid destination rank ", dst,
+              " (the group has ranks 0..", size_ - 1, ", this is rank ", rank_, ")");
   const at::Tensor in = tensors[0].contiguous();
-  const Wire w = WireOf(in);
-  return Run(OpType::SEND, tensors,
-             [in, w, dst](Communicator& c) { return c.Send(in.data_ptr(), Count(in, w), w.dtype, dst); });
+  const auto bytes = static_cast<size_t>(in.numel() * in.element_size());
+  return RunP2p(
+      OpType::SEND, tensors,
+      [this, in, bytes, dst, tag](P2pEngine::Done done) {
+        // The closure keeps the staged tensor alive until the engine is done with it.
+        p2p_->PostSend(dst, tag, in.data_ptr(), bytes, [in, done = std::move(done)](absl::Status s) { done(s); });
+      },
+      -1);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::recv(std::vector<at::Tensor>& tensors, int src, int /*tag*/) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   CheckSingle(tensors, "recv");
-  TORCH_CHECK(src >= 0 && src < size_ && src != rank_, "hccltune: recv: invalid source rank ", src);
+  TORCH_CHECK(src >= 0 && src < size_ && src != rank_, "hccltune: recv: invalid source rank ", src,
+              " (the group has ranks 0..", size_ - 1, ", this is rank ", rank_, ")");
   Staged out = Stage(tensors[0]);
-  const Wire w = WireOf(out.buf);
-  return Run(
+  const auto bytes = static_cast<size_t>(out.buf.numel() * out.buf.element_size());
+  return RunP2p(
       OpType::RECV, tensors,
-      [out, w, src](Communicator& c) {
-        absl::Status s = c.Recv(out.buf.data_ptr(), Count(out.buf, w), w.dtype, src);
-        if (s.ok()) out.Finish();
-        return s;
+      [this, out, bytes, src, tag](P2pEngine::Done done) {
+        p2p_->PostRecv(src, tag, out.buf.data_ptr(), bytes, [out, done = std::move(done)](absl::Status s) {
+          if (s.ok()) out.Finish();
+          done(s);
+        });
       },
       src);
 }

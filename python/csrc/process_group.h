@@ -4,8 +4,8 @@
 // runs on the communicator's progress thread in issue order (Communicator::Enqueue) and completes a
 // c10::ivalue::Future with the op's output tensors; DDP's reducer chains on that future. Non-contiguous
 // tensors are staged through contiguous copies; dtypes the runtime has no type for (bool, int16, complex, …)
-// travel as bytes where no reduction is involved (bool reductions map onto uint8 min/max). Send/recv ignore
-// tags: messages between a pair of ranks match in issue order.
+// travel as bytes where no reduction is involved (bool reductions map onto uint8 min/max). Send/recv match by
+// (peer, tag) like gloo's and run off the collective progress thread, over per-pair communicators (p2p.h).
 //
 // Thread-safety: operations may be issued from any thread; they run in issue order.
 #pragma once
@@ -19,6 +19,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
+#include "python/csrc/p2p.h"
 #include "runtime/api/communicator.h"
 
 namespace hccltune::torch_backend {
@@ -32,7 +33,8 @@ class ProcessGroupHcclTune final : public c10d::ProcessGroup {
   static c10::intrusive_ptr<ProcessGroupHcclTune> Create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                          int size, std::chrono::milliseconds timeout);
 
-  ProcessGroupHcclTune(int rank, int size, std::unique_ptr<Communicator> comm);
+  // `p2p` carries send/recv (may be null: send/recv then fail with an error saying so).
+  ProcessGroupHcclTune(int rank, int size, std::unique_ptr<Communicator> comm, std::unique_ptr<P2pEngine> p2p);
   ~ProcessGroupHcclTune() override;
 
   const std::string getBackendName() const override { return kBackendName; }
@@ -82,7 +84,12 @@ class ProcessGroupHcclTune final : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> Run(c10d::OpType type, std::vector<at::Tensor> outputs,
                                      std::function<absl::Status(Communicator&)> body, int source_rank = -1);
 
+  // Point-to-point work: its future completes from the engine's threads.
+  c10::intrusive_ptr<c10d::Work> RunP2p(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                        std::function<void(P2pEngine::Done)> post, int source_rank);
+
   std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<P2pEngine> p2p_;  // destroyed before comm_
   std::atomic<uint64_t> seq_{0};
 };
 

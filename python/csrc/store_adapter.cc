@@ -7,14 +7,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace hccltune::torch_backend {
 namespace {
-
-std::chrono::milliseconds ToMillis(absl::Duration d) {
-  if (d == absl::InfiniteDuration()) return std::chrono::hours(24 * 365);
-  return std::chrono::milliseconds(std::max<int64_t>(1, absl::ToInt64Milliseconds(d)));
-}
 
 class C10dStore final : public Store {
  public:
@@ -56,16 +52,27 @@ class C10dStore final : public Store {
     }
   }
 
+  // Polls check() instead of calling the store's blocking wait(): torch's TCPStore client holds its one lock for
+  // the whole of a wait, so a blocking wait on one thread would stall every other thread's store calls in this
+  // process — and point-to-point connects pairs of ranks from several threads at once (p2p.h), where that
+  // stall closes a cycle across processes. Backoff: 50 us doubling to 5 ms.
   absl::Status Wait(const std::vector<std::string>& keys, absl::Duration timeout) override {
-    try {
-      store_->wait(keys, ToMillis(timeout));
-      return absl::OkStatus();
-    } catch (const std::exception& e) {
-      // c10d stores throw on timeout; anything else (a closed connection) surfaces the same way, with torch's
-      // message kept.
-      return absl::DeadlineExceededError(absl::StrCat("torch store: waiting for '", keys.empty() ? "" : keys[0], "'",
-                                                      keys.size() > 1 ? " and others" : "", " failed after ",
-                                                      absl::FormatDuration(timeout), ": ", e.what()));
+    const absl::Time deadline = absl::Now() + timeout;
+    absl::Duration pause = absl::Microseconds(50);
+    while (true) {
+      try {
+        if (store_->check(keys)) return absl::OkStatus();
+      } catch (const std::exception& e) {
+        return absl::UnavailableError(absl::StrCat("torch store: waiting for '", keys.empty() ? "" : keys[0], "'",
+                                                   keys.size() > 1 ? " and others" : "", " failed: ", e.what()));
+      }
+      if (absl::Now() >= deadline) {
+        return absl::DeadlineExceededError(absl::StrCat("torch store: waiting for '", keys.empty() ? "" : keys[0], "'",
+                                                        keys.size() > 1 ? " and others" : "", " timed out after ",
+                                                        absl::FormatDuration(timeout)));
+      }
+      absl::SleepFor(std::min(pause, deadline - absl::Now()));
+      pause = std::min(pause * 2, absl::Milliseconds(5));
     }
   }
 

@@ -8,6 +8,7 @@ The backend is registered by the .pth hook: this script never imports hccl_tune_
 import datetime
 import os
 import sys
+import time
 
 import warnings
 
@@ -204,6 +205,23 @@ def main():
     lst = [("hello", rank)] if rank == 0 else [None]
     dist.broadcast_object_list(lst, src=0)
     assert lst == [("hello", 0)], lst
+    # The rest of torch's name-gated operations (its own suite runs them for gloo and nccl only).
+    dst = n - 1
+    gathered = [None] * n if rank == dst else None
+    dist.gather_object({"from": rank, "v": [rank] * (rank + 1)}, gathered, dst=dst)
+    if rank == dst:
+        assert gathered == [{"from": r, "v": [r] * (r + 1)} for r in range(n)], gathered
+    got = [None]
+    dist.scatter_object_list(got, [("to", r, "y" * r) for r in range(n)] if rank == 0 else None, src=0)
+    assert got == [("to", rank, "y" * rank)], got
+    checks_before = checks
+    try:
+        dist.monitored_barrier()
+        check("monitored_barrier", torch.tensor(0), torch.tensor(1))  # torch 1.13 allows it on gloo only
+    except RuntimeError as e:
+        check("monitored_barrier is refused by torch (gloo only)", torch.tensor(int("GLOO" in str(e))),
+              torch.tensor(1))
+    assert checks == checks_before + 1
 
     # new_group: a sub-communicator of the first and last rank; the others are not members.
     members = sorted({0, n - 1})
@@ -213,6 +231,19 @@ def main():
         dist.all_reduce(t, group=g)
         check("new_group all_reduce", t, torch.tensor([float(sum(m + 1 for m in members))]))
         assert isinstance(g, hccl_tune_torch.ProcessGroupHcclTune)
+    dist.barrier()
+
+    # Timeouts (torch's suite tests them on gloo only): a group made with a 2 s timeout whose rank 0 never
+    # joins the barrier fails on the others within the timeout instead of hanging.
+    tg = dist.new_group(list(range(n)), timeout=datetime.timedelta(seconds=2))
+    if rank != 0:
+        t0 = time.monotonic()
+        try:
+            dist.barrier(group=tg)
+            check("barrier timeout raises", torch.tensor(0), torch.tensor(1))
+        except RuntimeError as e:
+            took = time.monotonic() - t0
+            check(f"barrier timeout after {took:.1f} s ({e})", torch.tensor(int(1.5 < took < 30)), torch.tensor(1))
     dist.barrier()
     dist.destroy_process_group()
 
