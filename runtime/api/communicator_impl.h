@@ -108,7 +108,8 @@ class CommImpl final : public Communicator {
   absl::Status SetupTuning();
   absl::Status Execute(CollectiveArgs args, const CallOptions& opt);
   absl::Status ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt);
-  absl::StatusOr<Configuration> Choose(const CollectiveArgs& args, const CallOptions& opt) const;
+  // The configuration for a call (owned by the selector or the parse cache; valid until the next table switch).
+  absl::StatusOr<const Configuration*> Choose(const CollectiveArgs& args, const CallOptions& opt) const;
   absl::Status Validate(const CollectiveArgs& args) const;
   // Rank 0 broadcasts `table` (its newest, or null) to every rank; every rank installs what it receives when
   // its version differs from the installed one. REQUIRES: exec_mu_ held; every rank calls it at the same op.

@@ -46,15 +46,16 @@ struct Environment {
   std::optional<int64_t> table_version;  // HCCL_TUNE_TABLE_VERSION
   bool torch_alias = true;               // HCCL_TUNE_TORCH_ALIAS
   int sync_interval = 256;               // HCCL_TUNE_SYNC_INTERVAL: operations between table checkpoints
+  bool single_copy = true;               // HCCL_TUNE_SINGLE_COPY: auto (default) | off — shm single copy (CMA)
 
   // --- launchers (torchrun, Open MPI, Slurm) ---
   std::optional<int> rank, world_size, local_rank, local_world_size;  // after precedence torchrun > OMPI > Slurm
-  std::string launcher;                                                // "torchrun", "openmpi", "slurm" or ""
-  std::string launcher_master_addr;                                    // MASTER_ADDR
-  std::optional<int> launcher_master_port;                             // MASTER_PORT
-  std::string xdg_runtime_dir;                                         // XDG_RUNTIME_DIR
-  std::string xdg_state_home;                                          // XDG_STATE_HOME (hccl-tuned, user mode)
-  std::string home;                                                    // HOME (hccl-tuned, user mode)
+  std::string launcher;                                               // "torchrun", "openmpi", "slurm" or ""
+  std::string launcher_master_addr;                                   // MASTER_ADDR
+  std::optional<int> launcher_master_port;                            // MASTER_PORT
+  std::string xdg_runtime_dir;                                        // XDG_RUNTIME_DIR
+  std::string xdg_state_home;                                         // XDG_STATE_HOME (hccl-tuned, user mode)
+  std::string home;                                                   // HOME (hccl-tuned, user mode)
 
   using Source = std::function<std::optional<std::string>(const std::string&)>;
 
