@@ -47,6 +47,13 @@ int HostCpus() {
   const long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n < 1 ? 1 : static_cast<int>(std::min<long>(n, INT_MAX));
 }
+
+// Whether a launcher bound this process to a single CPU (mpirun --bind-to core, hccl-tune bench).
+bool BoundToOneCpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return ::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
+}
 }  // namespace
 
 namespace {
@@ -107,7 +114,9 @@ StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doo
 
 void StreamEndpoint::NotePair(const Pair* pair) {
   static const int cpus = HostCpus();
+  static const bool bound = BoundToOneCpu();
   if (pair->HostRanks() > cpus) oversubscribed_ = true;
+  own_cpu_ = bound && !oversubscribed_;
 }
 
 StreamEndpoint::~StreamEndpoint() = default;
@@ -562,9 +571,13 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
   // scheduler spreads the ranks): halve the spin. A wait that completed while spinning keeps it. Every 64th
   // wait probes with the full spin, so a rank that got its own CPU back returns to spinning.
   const int64_t max_spin = oversubscribed_ ? kOverSpinNs : kSpinNs;
+  // A rank bound to a CPU of its own never yields: the only tasks a yield could run are other programs' (a
+  // compiler on a loaded machine keeps the CPU for a whole time slice, milliseconds); it spins, then sleeps
+  // on the doorbell, from which a wake-up preempts them at once. Nor does it shorten its spin: a wait that
+  // outlasts the spin means another program ran, not that a peer rank needed this CPU.
   const bool probe = (++waits_ & 63) == 0;
-  const int64_t spin_ns = probe ? max_spin : std::min(max_spin, spin_ns_);
-  const int64_t yield_ns = oversubscribed_ ? kOverYieldNs : kYieldNs;
+  const int64_t spin_ns = probe || own_cpu_ ? max_spin : std::min(max_spin, spin_ns_);
+  const int64_t yield_ns = own_cpu_ ? spin_ns : oversubscribed_ ? kOverYieldNs : kYieldNs;
   int idle = 0;
   int64_t idle_since = 0;
   int64_t idle_ns = 0;
