@@ -173,10 +173,26 @@ OpHandle StreamEndpoint::Isend(int peer, const void* data, size_t bytes) {
     op.ticket = pair.TakeSingleCopyTicket();
   }
   ops_.push_back(op);
-  QueueFor(peer, true, op.lane).ops.push_back(id);
+  Queue& queue = QueueFor(peer, true, op.lane);
+  queue.ops.push_back(id);
   ++pending_;
   ++stats_.sends;
   stats_.bytes_sent += bytes;
+  if (queue.ops.size() == 1 && broken_.ok()) {
+    // First in its queue: start it now (one non-blocking attempt: a small frame, the single-copy descriptor,
+    // or the first ring piece), so the peer can start while this rank does local work before its Wait.
+    Op& posted = ops_.back();
+    bool moved = false;
+    if (absl::Status st = ProgressSend(posted, &moved); !st.ok()) {
+      broken_ = st;
+      return id;
+    }
+    if (moved) pair.Notify();
+    if (posted.done) {
+      queue.ops.pop_back();
+      --pending_;
+    }
+  }
   return id;
 }
 
