@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hccl-tune bench --check with shm single copy (CMA) at RANKS processes: every algorithm of the collectives whose
-# large messages it carries, sizes 64K..4M (messages at and above the 1 MiB threshold, and below it), then the
+# large messages it carries, sizes 64K..4M (messages at and above the 64 KiB threshold, and below it), then the
 # same with HCCL_TUNE_SINGLE_COPY=off (the ring fallback). Asserts that every rank probed single copy as allowed
 # in the first pass (no "no single copy" line at log level info) and reported the fallback in the second.
 # Usage: single_copy_check.sh HCCL_TUNE_BINARY RANKS

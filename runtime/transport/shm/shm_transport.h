@@ -34,7 +34,7 @@ namespace hccltune {
 
 struct ShmOptions {
   bool single_copy = true;                  // HCCL_TUNE_SINGLE_COPY=off turns it off
-  size_t single_copy_min_bytes = 1u << 20;  // smaller messages stream through the ring (docs/PERFORMANCE.md)
+  size_t single_copy_min_bytes = 64u << 10;  // smaller messages stream through the ring (docs/PERFORMANCE.md)
 };
 
 class ShmDomain {
