@@ -38,9 +38,11 @@ class Pair {
   // ping-pong on the ring.
   //
   // True when the peer has verified (at setup) that it can read this process's memory, so a send of at
-  // least SingleCopyMinBytes() may use single copy. The reader handles both kinds of message either way.
+  // least SingleCopyMinBytes() and at most SingleCopyMaxBytes() may use single copy. The reader handles both kinds of
+  // message either way.
   virtual bool PeerCanReadMemory() const { return false; }
   virtual size_t SingleCopyMinBytes() const { return SIZE_MAX; }
+  virtual size_t SingleCopyMaxBytes() const { return 0; }
   // Reader: copies `bytes` from address `remote` in the peer's address space into `dst`. Errors name the
   // peer (it died: Unavailable; the kernel refused: PermissionDenied).
   virtual absl::Status ReadPeerMemory(uint64_t remote, void* dst, size_t bytes) {

@@ -167,7 +167,8 @@ OpHandle StreamEndpoint::Isend(int peer, const void* data, size_t bytes) {
   op.lane = static_cast<int>(send_seq_[static_cast<size_t>(peer)]++ % static_cast<uint64_t>(pair.lanes()));
   // Single copy for large collective messages when the peer can read our memory. Not for point-to-point
   // sends: a user's blocking Send must keep completing into the ring (eager) before the peer posts its Recv.
-  if (bytes >= pair.SingleCopyMinBytes() && call_.collective != Collective::kSendRecv && pair.PeerCanReadMemory()) {
+  if (bytes >= pair.SingleCopyMinBytes() && bytes <= pair.SingleCopyMaxBytes() &&
+      call_.collective != Collective::kSendRecv && pair.PeerCanReadMemory()) {
     op.header.flags = kFlagSingleCopy;
     op.desc = SingleCopyDescriptor{reinterpret_cast<uintptr_t>(data), bytes};
     op.ticket = pair.TakeSingleCopyTicket();

@@ -228,6 +228,7 @@ TEST(ShmTransport, SingleCopyRingExchange) {
     RingExchange(eps, 1023);
     RingExchange(eps, 0);
     RingExchange(eps, 100003);
+    RingExchange(eps, (1 << 20) + 16);  // above single_copy_max_bytes: the ring
     for (int r = 0; r < n; ++r) EXPECT_EQ(eps[static_cast<size_t>(r)]->stats().single_copy_recvs, 3u) << n << " " << r;
   }
 }

@@ -132,7 +132,7 @@ class ShmDoorbell final : public Doorbell {
 class ShmPair final : public Pair {
  public:
   ShmPair(int peer, int peer_pid, RingControl* out_ctl, uint8_t* out_ring, RingControl* in_ctl, uint8_t* in_ring,
-          size_t ring_bytes, BellWord* peer_bell, int host_ranks, size_t single_copy_min)
+          size_t ring_bytes, BellWord* peer_bell, int host_ranks, size_t single_copy_min, size_t single_copy_max)
       : peer_(peer),
         host_ranks_(host_ranks),
         peer_pid_(peer_pid),
@@ -142,7 +142,8 @@ class ShmPair final : public Pair {
         in_ring_(in_ring),
         cap_(ring_bytes),
         peer_bell_(peer_bell),
-        single_copy_min_(single_copy_min) {}
+        single_copy_min_(single_copy_min),
+        single_copy_max_(single_copy_max) {}
 
   int lanes() const override { return 1; }
   int HostRanks() const override { return host_ranks_; }
@@ -190,6 +191,7 @@ class ShmPair final : public Pair {
 
   bool PeerCanReadMemory() const override { return out_ctl_->reader_cma.load(std::memory_order_acquire) == kCmaOk; }
   size_t SingleCopyMinBytes() const override { return single_copy_min_; }
+  size_t SingleCopyMaxBytes() const override { return single_copy_max_; }
 
   absl::Status ReadPeerMemory(uint64_t remote, void* dst, size_t bytes) override {
     const int err = ReadRemote(peer_pid_, remote, dst, bytes);
@@ -245,6 +247,7 @@ class ShmPair final : public Pair {
   size_t cap_;
   BellWord* peer_bell_;
   size_t single_copy_min_;
+  size_t single_copy_max_;
   uint64_t single_posted_ = 0;  // single-copy messages posted to the peer (tickets)
 };
 
@@ -341,9 +344,10 @@ absl::Status ShmDomain::MapPeers(const std::map<int, std::string>& names) {
     }
     peers_[peer] = seg;
     const size_t me = pos(rank_), them = pos(peer);
-    pairs_[peer] = std::make_unique<ShmPair>(peer, seg->owner_pid, &seg->controls()[me], seg->ring(me),
-                                             &own_->controls()[them], own_->ring(them), ring_bytes_, &seg->bell,
-                                             static_cast<int>(local_ranks_.size()), options_.single_copy_min_bytes);
+    pairs_[peer] =
+        std::make_unique<ShmPair>(peer, seg->owner_pid, &seg->controls()[me], seg->ring(me), &own_->controls()[them],
+                                  own_->ring(them), ring_bytes_, &seg->bell, static_cast<int>(local_ranks_.size()),
+                                  options_.single_copy_min_bytes, options_.single_copy_max_bytes);
     // Single copy: can this rank read the peer's memory? Read the peer's segment header at the peer's own
     // address and compare it with what the mapping shows (a pid from another namespace reads something else).
     absl::Status cma = absl::OkStatus();

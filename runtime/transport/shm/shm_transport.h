@@ -7,9 +7,9 @@
 // reader's doorbell only if the reader announced it is going to sleep (futex), so the fast path has no
 // syscalls: spin briefly, then block.
 //
-// Single copy (cross-memory attach): messages of at least `single_copy_min_bytes` travel as an address in the
-// ring; the reader copies them with process_vm_readv straight from the writer's buffer into their destination
-// and acknowledges through a counter in the ring's control block (see Pair). At MapPeers each rank probes,
+// Single copy (cross-memory attach): messages of `single_copy_min_bytes` to `single_copy_max_bytes` travel as an
+// address in the ring; the reader copies them with process_vm_readv straight from the writer's buffer into their
+// destination and acknowledges through a counter in the ring's control block (see Pair). At MapPeers each rank probes,
 // per peer, that the kernel lets it read that peer (same user, Yama ptrace_scope, dumpable, same pid
 // namespace: it reads the peer segment's header at the peer's own address and compares) and publishes the
 // result in the control block of the ring the peer writes into; a peer whose read is refused keeps the
@@ -33,8 +33,9 @@
 namespace hccltune {
 
 struct ShmOptions {
-  bool single_copy = true;                  // HCCL_TUNE_SINGLE_COPY=off turns it off
+  bool single_copy = true;                   // HCCL_TUNE_SINGLE_COPY=off turns it off
   size_t single_copy_min_bytes = 64u << 10;  // smaller messages stream through the ring (docs/PERFORMANCE.md)
+  size_t single_copy_max_bytes = 1u << 20;   // so do larger ones: CMA slows past the caches (same measurements)
 };
 
 class ShmDomain {
