@@ -15,13 +15,27 @@
 namespace hccltune {
 namespace {
 
+std::vector<int> Iota(int n) {
+  std::vector<int> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
+  return v;
+}
+
+// 0..n-1, kept per thread so a call does not allocate it.
+const std::vector<int>& AllRanks(int n) {
+  thread_local std::vector<int> all;
+  if (all.size() != static_cast<size_t>(n)) all = Iota(n);
+  return all;
+}
+
 // The AlgorithmContext of one call (depth 0) or of a sub-collective (depth > 0, `members` a subset).
 class CallContext final : public AlgorithmContext {
  public:
+  // `members` are the global ranks taking part in a sub-collective; at depth 0 (every rank) it is ignored.
   CallContext(CommImpl& comm, int depth, int channels, std::vector<int> members)
       : comm_(comm), depth_(depth), channels_(channels), members_(std::move(members)) {
     if (depth_ == 0) {
-      topo_ = comm_.topology();
+      topo_ref_ = &comm_.topology();  // no copy per call
     } else {
       for (int r : members_) topo_.node_of.push_back(comm_.topology().node_of[static_cast<size_t>(r)]);
       // Re-number nodes densely within the sub-group.
@@ -39,15 +53,16 @@ class CallContext final : public AlgorithmContext {
   }
 
   absl::StatusOr<Endpoint*> GetEndpoint(const LinkSpec& link) override {
-    auto ep = comm_.EndpointFor(link, channels_, members_);
+    auto ep = comm_.EndpointFor(link, channels_, group());
     if (!ep.ok()) return ep.status();
     if (depth_ == 0) return static_cast<Endpoint*>(*ep);
     subs_.push_back(std::make_unique<SubEndpoint>(*ep, members_));
     return static_cast<Endpoint*>(subs_.back().get());
   }
-  const GroupTopology& topology() const override { return topo_; }
+  const GroupTopology& topology() const override { return topo_ref_ != nullptr ? *topo_ref_ : topo_; }
   int rank() const override {
-    for (size_t i = 0; i < members_.size(); ++i) {
+    if (depth_ == 0) return comm_.rank();
+    for (size_t i = 0; i < members_.size(); ++i) {  // depth > 0
       if (members_[i] == comm_.rank()) return static_cast<int>(i);
     }
     return -1;
@@ -56,25 +71,21 @@ class CallContext final : public AlgorithmContext {
   absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,
                                 absl::Span<const int> members) override {
     std::vector<int> global;
-    for (int m : members) global.push_back(members_[static_cast<size_t>(m)]);
+    for (int m : members) global.push_back(group()[static_cast<size_t>(m)]);
     CallContext sub(comm_, depth_ + 1, config.channels, std::move(global));
     return registry::Run(args, config, sub);
   }
 
  private:
+  const std::vector<int>& group() const { return depth_ == 0 ? AllRanks(comm_.size()) : members_; }
   CommImpl& comm_;
   int depth_;
   int channels_;
   std::vector<int> members_;
-  GroupTopology topo_;
+  GroupTopology topo_;                       // depth > 0: the sub-group's
+  const GroupTopology* topo_ref_ = nullptr;  // depth 0: the communicator's
   std::vector<std::unique_ptr<SubEndpoint>> subs_;
 };
-
-std::vector<int> Iota(int n) {
-  std::vector<int> v(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = i;
-  return v;
-}
 
 // Bytes as CONVENTIONS.md defines them for a call.
 uint64_t CallBytes(const CollectiveArgs& a, int n) {
@@ -103,30 +114,30 @@ uint64_t CallBytes(const CollectiveArgs& a, int n) {
 }  // namespace
 
 absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
-  const std::string what = absl::StrCat(CollectiveName(a.collective), " on rank ", rank_);
+  const auto what = [&] { return absl::StrCat(CollectiveName(a.collective), " on rank ", rank_); };
   const uint64_t es = DataTypeSize(a.dtype);
   const uint64_t n = static_cast<uint64_t>(size_);
   if (a.count > std::numeric_limits<uint64_t>::max() / es / n) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": count ", a.count, " overflows the byte size"));
+    return absl::InvalidArgumentError(absl::StrCat(what(), ": count ", a.count, " overflows the byte size"));
   }
   if (IsReducing(a.collective)) {
     if (absl::Status s = CheckReduceSupported(a.op, a.dtype); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": ", s.message()));
+      return absl::InvalidArgumentError(absl::StrCat(what(), ": ", s.message()));
     }
   }
   const bool rooted = a.collective == Collective::kBroadcast || a.collective == Collective::kReduce ||
                       a.collective == Collective::kGather || a.collective == Collective::kScatter;
   if (rooted && (a.root < 0 || a.root >= size_)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": root ", a.root, " is not a rank of this communicator (0..", size_ - 1, ")"));
+        absl::StrCat(what(), ": root ", a.root, " is not a rank of this communicator (0..", size_ - 1, ")"));
   }
   if (a.collective == Collective::kAllgatherv && (a.counts.size() != n || a.displs.size() != n)) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": counts and displs need one entry per rank (", n, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(what(), ": counts and displs need one entry per rank (", n, ")"));
   }
   if (a.collective == Collective::kAlltoallv && (a.send_counts.size() != n || a.send_displs.size() != n ||
                                                  a.recv_counts.size() != n || a.recv_displs.size() != n)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": send/recv counts and displacements need one entry per rank (", n, ")"));
+        absl::StrCat(what(), ": send/recv counts and displacements need one entry per rank (", n, ")"));
   }
   // Null buffers where data must flow.
   const bool needs_data = a.collective == Collective::kAllgatherv || a.collective == Collective::kAlltoallv
@@ -140,7 +151,7 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
     if (a.collective == Collective::kReduce || a.collective == Collective::kGather) recv_needed = root;
     if (a.collective == Collective::kAllgatherv && a.counts[static_cast<size_t>(rank_)] == 0) send_needed = false;
     if ((send_needed && a.send == nullptr) || (recv_needed && a.recv == nullptr)) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": null ",
+      return absl::InvalidArgumentError(absl::StrCat(what(), ": null ",
                                                      (send_needed && a.send == nullptr) ? "send" : "receive",
                                                      " buffer for ", a.count, " elements"));
     }
@@ -148,18 +159,18 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<Configuration> CommImpl::Choose(const CollectiveArgs& args, const CallOptions& opt,
-                                               bool* explored) const {
+absl::StatusOr<const Configuration*> CommImpl::Choose(const CollectiveArgs& args, const CallOptions& opt,
+                                                      bool* explored) const {
   if (opt.config.empty() || opt.config == "auto") {
     const uint64_t bytes = CallBytes(args, size_);
-    if (explored == nullptr) return *selector_->Choose(args.collective, args.dtype, bytes).config;
+    if (explored == nullptr) return selector_->Choose(args.collective, args.dtype, bytes).config;
     const Selector::Choice choice = selector_->ChooseForCall(args.collective, args.dtype, bytes);
     *explored = choice.source == ChoiceSource::kExplore;
-    return *choice.config;
+    return choice.config;
   }
   const std::string key = absl::StrCat(CollectiveName(args.collective), "|", opt.config);
   auto cached = parsed_configs_.find(key);
-  if (cached != parsed_configs_.end()) return cached->second;
+  if (cached != parsed_configs_.end()) return &cached->second;
   auto c = Configuration::Parse(opt.config);
   if (!c.ok()) return c.status();
   if (registry::Find(args.collective, c->algorithm) == nullptr) {
@@ -167,8 +178,8 @@ absl::StatusOr<Configuration> CommImpl::Choose(const CollectiveArgs& args, const
         absl::StrCat("configuration '", opt.config, "': ", CollectiveName(args.collective), " has no algorithm '",
                      c->algorithm, "'; accepted: ", absl::StrJoin(registry::AlgorithmsFor(args.collective), ", ")));
   }
-  if (parsed_configs_.size() < 1024) parsed_configs_.emplace(key, *c);
-  return c;
+  if (parsed_configs_.size() >= 1024) parsed_configs_.clear();  // a bounded cache of distinct strings
+  return &parsed_configs_.emplace(key, *std::move(c)).first->second;
 }
 
 absl::StatusOr<std::string> CommImpl::ResolveConfig(Collective c, DataType dtype, uint64_t bytes,
@@ -186,7 +197,7 @@ absl::StatusOr<std::string> CommImpl::ResolveConfig(Collective c, DataType dtype
   std::lock_guard<std::mutex> lock(exec_mu_);
   auto chosen = Choose(a, opt);
   if (!chosen.ok()) return chosen.status();
-  return chosen->ToString();
+  return (*chosen)->ToString();
 }
 
 namespace {
@@ -233,8 +244,9 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   }
   if (absl::Status s = Validate(args); !s.ok()) return s;
   bool explored = false;
-  auto config = Choose(args, opt, internal_call_ ? nullptr : &explored);
-  if (!config.ok()) return config.status();
+  auto chosen = Choose(args, opt, internal_call_ ? nullptr : &explored);
+  if (!chosen.ok()) return chosen.status();
+  const Configuration* config = *chosen;
   call_.sequence = ++sequence_;
   call_.collective = args.collective;
   call_.dtype = args.dtype;
@@ -246,7 +258,7 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   // alltoallv: each rank knows only its own counts, so the count is not compared.
   if (args.collective == Collective::kAlltoallv) call_.count = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  CallContext ctx(*this, 0, config->channels, Iota(size_));
+  CallContext ctx(*this, 0, config->channels, {});
   absl::Status s = registry::Run(args, *config, ctx);
   if (!env_.test_delays.empty() && !internal_call_ && s.ok()) {
     // Test hook (HCCL_TUNE_TEST_DELAY): this configuration is slow on purpose.

@@ -225,8 +225,10 @@ absl::Status CommImpl::Setup() {
     // staged through it in pieces).
     constexpr size_t kMaxRingBytes = 4u << 20;
     const size_t ring = std::min<size_t>(kMaxRingBytes, env_.buffsize_bytes / (local_ranks_.size() - 1));
-    auto shm =
-        ShmDomain::Create(rank_, local_ranks_, ring, absl::StrCat("hccltune-", ::getpid(), "-", absl::Hex(tag_)));
+    ShmOptions shm_options;
+    shm_options.single_copy = env_.single_copy;
+    auto shm = ShmDomain::Create(rank_, local_ranks_, ring, absl::StrCat("hccltune-", ::getpid(), "-", absl::Hex(tag_)),
+                                 shm_options);
     if (!shm.ok()) return shm.status();
     shm_ = *std::move(shm);
     if (absl::Status s = store_->Set(absl::StrCat("shm/", rank_), shm_->segment_name()); !s.ok()) return s;
@@ -238,6 +240,12 @@ absl::Status CommImpl::Setup() {
       names[r] = *n;
     }
     if (absl::Status s = shm_->MapPeers(names); !s.ok()) return s;
+    for (const auto& [r, unused] : names) {
+      if (absl::Status cma = shm_->SingleCopyStatus(r); !cma.ok()) {
+        Log(LogLevel::kInfo, "rank ", rank_, ": large messages from rank ", r,
+            " stream through the shm ring (no single copy): ", cma.message());
+      }
+    }
     // Every local peer has mapped our segment once all have counted in: unlink so nothing leaks on SIGKILL.
     const std::string counter = absl::StrCat("shm_mapped/", my_node);
     auto n = store_->Add(counter, 1);

@@ -108,10 +108,11 @@ class CommImpl final : public Communicator {
   absl::Status SetupTuning();
   absl::Status Execute(CollectiveArgs args, const CallOptions& opt);
   absl::Status ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt);
+  // The configuration for a call (owned by the selector or the parse cache; valid until the next table switch).
   // `explored` non-null: the choice for the operation about to run (applies exploration plans; *explored says
   // whether this call explores); null: pure.
-  absl::StatusOr<Configuration> Choose(const CollectiveArgs& args, const CallOptions& opt,
-                                       bool* explored = nullptr) const;
+  absl::StatusOr<const Configuration*> Choose(const CollectiveArgs& args, const CallOptions& opt,
+                                              bool* explored = nullptr) const;
   // HCCL_TUNE_TEST_DELAY: the delay for `config` of `c` in microseconds (0 = none).
   double TestDelayUs(Collective c, const Configuration& config) const;
   absl::Status Validate(const CollectiveArgs& args) const;

@@ -223,6 +223,16 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
     if (!delays.ok()) return delays.status();
     e.test_delays = *std::move(delays);
   }
+  if (auto v = src("HCCL_TUNE_SINGLE_COPY")) {
+    const std::string a = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
+    if (a == "auto" || a == "on" || a == "1") {
+      e.single_copy = true;
+    } else if (a == "off" || a == "0") {
+      e.single_copy = false;
+    } else {
+      return Bad("HCCL_TUNE_SINGLE_COPY", *v, "auto or off");
+    }
+  }
 
   // Launchers, in order of precedence: torchrun (RANK/WORLD_SIZE), Open MPI, Slurm.
   if (src("RANK") || src("WORLD_SIZE")) {

@@ -59,6 +59,7 @@ struct Environment {
   bool torch_alias = true;               // HCCL_TUNE_TORCH_ALIAS
   int sync_interval = 256;               // HCCL_TUNE_SYNC_INTERVAL: operations between table checkpoints
   std::vector<TestDelay> test_delays;    // HCCL_TUNE_TEST_DELAY (test hook)
+  bool single_copy = true;               // HCCL_TUNE_SINGLE_COPY: auto (default) | off — shm single copy (CMA)
 
   // --- launchers (torchrun, Open MPI, Slurm) ---
   std::optional<int> rank, world_size, local_rank, local_world_size;  // after precedence torchrun > OMPI > Slurm

@@ -39,6 +39,7 @@ struct EndpointStats {
   uint64_t recvs = 0;  // messages posted with Irecv
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
+  uint64_t single_copy_recvs = 0;  // received messages read straight from the sender's memory (Pair single copy)
 };
 
 class Endpoint {

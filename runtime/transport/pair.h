@@ -8,6 +8,7 @@
 #include <poll.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,30 @@ class Pair {
     return false;
   }
   virtual void Consume(int lane, size_t bytes) { (void)lane, (void)bytes; }
+  // Single copy (optional; shm with cross-memory attach, CMA): instead of streaming a large message, the writer
+  // sends only its address and the reader copies it straight out of the writer's memory (process_vm_readv),
+  // then acknowledges. One copy per byte instead of two (writer -> ring -> reader), and no cache-line
+  // ping-pong on the ring.
+  //
+  // True when the peer has verified (at setup) that it can read this process's memory, so a send of at
+  // least SingleCopyMinBytes() and at most SingleCopyMaxBytes() may use single copy. The reader handles both kinds of
+  // message either way.
+  virtual bool PeerCanReadMemory() const { return false; }
+  virtual size_t SingleCopyMinBytes() const { return SIZE_MAX; }
+  virtual size_t SingleCopyMaxBytes() const { return 0; }
+  // Reader: copies `bytes` from address `remote` in the peer's address space into `dst`. Errors name the
+  // peer (it died: Unavailable; the kernel refused: PermissionDenied).
+  virtual absl::Status ReadPeerMemory(uint64_t remote, void* dst, size_t bytes) {
+    (void)remote, (void)dst, (void)bytes;
+    return absl::UnimplementedError("this link has no single-copy reads");
+  }
+  // Reader: one more single-copy message from the peer is completely read (in order; the writer may reuse
+  // its buffer). Writer: how many of its single-copy messages the peer has read so far.
+  virtual void AckPeerRead() {}
+  virtual uint64_t PeerReadsAcked() const { return 0; }
+  // Writer: numbers single-copy messages in the order they are posted on this pair (shared by every endpoint
+  // that uses the pair); the message is read once PeerReadsAcked() reaches its number.
+  virtual uint64_t TakeSingleCopyTicket() { return 0; }
   // Called after bytes moved, so a sleeping peer can be woken (shm doorbells). Default: nothing.
   virtual void Notify() {}
   // File descriptors to poll while blocked (TCP). Default: none (the endpoint's doorbell is used).

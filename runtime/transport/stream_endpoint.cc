@@ -18,12 +18,17 @@ struct StreamEndpoint::Header {
   uint64_t bytes;
   uint64_t count;
   int32_t root;
-  uint8_t collective, dtype, op, reserved;
+  uint8_t collective, dtype, op, flags;
 };
 static_assert(sizeof(StreamEndpoint::Header) == 32);
 
 namespace {
 constexpr uint32_t kHeaderMagic = 0x4854554e;  // "HTUN"
+// Header flag: the payload is not in the stream; a SingleCopyDescriptor follows the header instead and the
+// receiver reads the payload from the sender's memory (Pair::ReadPeerMemory), then acknowledges.
+constexpr uint8_t kFlagSingleCopy = 1;
+// Bytes one single-copy read moves at most, so a receive-and-reduce combines L2-sized pieces it just read.
+constexpr size_t kSingleCopyPiece = 256u << 10;
 // Idle waiting (nothing moved): spin, then yield, then block. Times, not pass counts: a pass over many queues
 // costs more than one over a few.
 constexpr int64_t kSpinNs = 50'000;       // a rank with a CPU of its own: cache-line round trips are ~0.1-1 us
@@ -42,6 +47,13 @@ int HostCpus() {
   const long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n < 1 ? 1 : static_cast<int>(std::min<long>(n, INT_MAX));
 }
+
+// Whether a launcher bound this process to a single CPU (mpirun --bind-to core, hccl-tune bench).
+bool BoundToOneCpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return ::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
+}
 }  // namespace
 
 namespace {
@@ -50,7 +62,17 @@ namespace {
 // elements straight out of the ring, and a float must not be read from an odd address.
 constexpr size_t kStreamAlign = 16;
 constexpr size_t PadFor(size_t bytes) { return (kStreamAlign - bytes % kStreamAlign) % kStreamAlign; }
+// Messages up to this size travel as one frame (header + payload + padding) in one ring write and one read.
+constexpr size_t kSmallPayload = 224;
 }  // namespace
+
+// Follows a kFlagSingleCopy header: where the payload is in the sender's address space. 16 bytes, so the
+// stream stays 16-byte aligned.
+struct SingleCopyDescriptor {
+  uint64_t address;
+  uint64_t bytes;
+};
+static_assert(sizeof(SingleCopyDescriptor) == 16);
 
 struct StreamEndpoint::Op {
   int peer = 0;
@@ -68,6 +90,10 @@ struct StreamEndpoint::Op {
   const Combiner* combiner = nullptr;
   uint8_t carry[16] = {};  // a partial element read but not yet combined (staged path)
   size_t carried = 0;
+  // Single copy: the descriptor (sent or received) and, for a send, which acknowledgement completes it.
+  SingleCopyDescriptor desc{};
+  size_t desc_done = 0;
+  uint64_t ticket = 0;
 };
 
 StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doorbell, absl::Duration timeout)
@@ -88,7 +114,9 @@ StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doo
 
 void StreamEndpoint::NotePair(const Pair* pair) {
   static const int cpus = HostCpus();
+  static const bool bound = BoundToOneCpu();
   if (pair->HostRanks() > cpus) oversubscribed_ = true;
+  own_cpu_ = bound && !oversubscribed_;
 }
 
 StreamEndpoint::~StreamEndpoint() = default;
@@ -135,13 +163,37 @@ OpHandle StreamEndpoint::Isend(int peer, const void* data, size_t bytes) {
     ops_.push_back(op);
     return id;
   }
-  op.lane = static_cast<int>(send_seq_[static_cast<size_t>(peer)]++ %
-                             static_cast<uint64_t>(pairs_[static_cast<size_t>(peer)]->lanes()));
+  Pair& pair = *pairs_[static_cast<size_t>(peer)];
+  op.lane = static_cast<int>(send_seq_[static_cast<size_t>(peer)]++ % static_cast<uint64_t>(pair.lanes()));
+  // Single copy for large collective messages when the peer can read our memory. Not for point-to-point
+  // sends: a user's blocking Send must keep completing into the ring (eager) before the peer posts its Recv.
+  if (bytes >= pair.SingleCopyMinBytes() && bytes <= pair.SingleCopyMaxBytes() &&
+      call_.collective != Collective::kSendRecv && pair.PeerCanReadMemory()) {
+    op.header.flags = kFlagSingleCopy;
+    op.desc = SingleCopyDescriptor{reinterpret_cast<uintptr_t>(data), bytes};
+    op.ticket = pair.TakeSingleCopyTicket();
+  }
   ops_.push_back(op);
-  QueueFor(peer, true, op.lane).ops.push_back(id);
+  Queue& queue = QueueFor(peer, true, op.lane);
+  queue.ops.push_back(id);
   ++pending_;
   ++stats_.sends;
   stats_.bytes_sent += bytes;
+  if (queue.ops.size() == 1 && broken_.ok()) {
+    // First in its queue: start it now (one non-blocking attempt: a small frame, the single-copy descriptor,
+    // or the first ring piece), so the peer can start while this rank does local work before its Wait.
+    Op& posted = ops_.back();
+    bool moved = false;
+    if (absl::Status st = ProgressSend(posted, &moved); !st.ok()) {
+      broken_ = st;
+      return id;
+    }
+    if (moved) pair.Notify();
+    if (posted.done) {
+      queue.ops.pop_back();
+      --pending_;
+    }
+  }
   return id;
 }
 
@@ -202,6 +254,24 @@ void StreamEndpoint::Retire() {
 
 absl::Status StreamEndpoint::ProgressSend(Op& op, bool* moved) {
   Pair& pair = *pairs_[static_cast<size_t>(op.peer)];
+  if (op.header_done == 0 && op.bytes <= kSmallPayload && !(op.header.flags & kFlagSingleCopy)) {
+    // Small message: header, payload and padding in one write (one head update for the reader to see).
+    uint8_t frame[sizeof(Header) + kSmallPayload + kStreamAlign] = {};
+    std::memcpy(frame, &op.header, sizeof(Header));
+    if (op.bytes > 0) std::memcpy(frame + sizeof(Header), op.data, op.bytes);
+    const size_t total = sizeof(Header) + op.bytes + PadFor(op.bytes);
+    auto n = pair.TryWrite(op.lane, frame, total);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    *moved = true;
+    op.header_done = std::min(*n, sizeof(Header));
+    op.payload_done = std::min(*n - op.header_done, op.bytes);
+    op.pad_done = *n - op.header_done - op.payload_done;
+    if (*n == total) {
+      op.done = true;
+      return absl::OkStatus();
+    }
+  }
   while (op.header_done < sizeof(Header)) {
     auto n = pair.TryWrite(op.lane, reinterpret_cast<const uint8_t*>(&op.header) + op.header_done,
                            sizeof(Header) - op.header_done);
@@ -209,6 +279,22 @@ absl::Status StreamEndpoint::ProgressSend(Op& op, bool* moved) {
     if (*n == 0) return absl::OkStatus();
     op.header_done += *n;
     *moved = true;
+  }
+  if (op.header.flags & kFlagSingleCopy) {
+    while (op.desc_done < sizeof(op.desc)) {
+      auto n = pair.TryWrite(op.lane, reinterpret_cast<const uint8_t*>(&op.desc) + op.desc_done,
+                             sizeof(op.desc) - op.desc_done);
+      if (!n.ok()) return n.status();
+      if (*n == 0) return absl::OkStatus();
+      op.desc_done += *n;
+      *moved = true;
+    }
+    // The buffer stays the caller's until the peer has read it.
+    if (pair.PeerReadsAcked() >= op.ticket) {
+      op.done = true;
+      *moved = true;  // progress: a waiter about to sleep must re-check instead
+    }
+    return absl::OkStatus();
   }
   while (op.payload_done < op.bytes) {
     auto n = pair.TryWrite(op.lane, op.data + op.payload_done, op.bytes - op.payload_done);
@@ -242,8 +328,87 @@ absl::StatusOr<bool> StreamEndpoint::SkipPad(Op& op, Pair& pair, bool* moved) {
   return true;
 }
 
+// Compares a received header with this rank's call; the strings are built only for an error.
+absl::Status StreamEndpoint::CheckHeader(const Op& op) const {
+  const Header& h = op.header;
+  const auto them = [&] { return absl::StrCat("rank ", op.peer); };
+  const auto me = [&] { return absl::StrCat("rank ", rank_); };
+  if (h.magic != kHeaderMagic) {
+    return absl::DataLossError(absl::StrCat(me(), " received a corrupt message header from ", them()));
+  }
+  const auto coll = static_cast<Collective>(h.collective);
+  if (h.sequence != call_.sequence) {
+    auto describe = [](Collective c, int32_t root) {
+      const bool rooted = c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
+                          c == Collective::kScatter;
+      return rooted ? absl::StrCat(CollectiveName(c), ", root ", root) : std::string(CollectiveName(c));
+    };
+    return absl::FailedPreconditionError(
+        absl::StrCat(them(), " is at operation ", h.sequence, " (", describe(coll, h.root), "), ", me(),
+                     " at operation ", call_.sequence, " (", describe(call_.collective, call_.root),
+                     "): the ranks issued different sequences of calls or disagreed on a root"));
+  }
+  if (coll != call_.collective) {
+    return absl::FailedPreconditionError(absl::StrCat(them(), " called ", CollectiveName(coll), ", ", me(), " called ",
+                                                      CollectiveName(call_.collective), " (operation ", call_.sequence,
+                                                      ")"));
+  }
+  if (h.count != call_.count) {
+    return absl::FailedPreconditionError(absl::StrCat(them(), " called ", CollectiveName(coll), " with ", h.count,
+                                                      " elements, ", me(), " with ", call_.count));
+  }
+  if (h.dtype != static_cast<uint8_t>(call_.dtype)) {
+    return absl::FailedPreconditionError(absl::StrCat(them(), " called ", CollectiveName(coll), " with dtype ",
+                                                      DataTypeName(static_cast<DataType>(h.dtype)), ", ", me(),
+                                                      " with ", DataTypeName(call_.dtype)));
+  }
+  if (IsReducing(coll) && h.op != static_cast<uint8_t>(call_.op)) {
+    return absl::FailedPreconditionError(absl::StrCat(them(), " called ", CollectiveName(coll), " with op ",
+                                                      ReduceOpName(static_cast<ReduceOp>(h.op)), ", ", me(), " with ",
+                                                      ReduceOpName(call_.op)));
+  }
+  if (h.root != call_.root) {
+    return absl::FailedPreconditionError(absl::StrCat(them(), " called ", CollectiveName(coll), " with root ", h.root,
+                                                      ", ", me(), " with root ", call_.root));
+  }
+  if (h.bytes != op.bytes) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        them(), " sent a ", h.bytes, "-byte message where ", me(), " expected ", op.bytes, " bytes (",
+        CollectiveName(coll), ", operation ", call_.sequence, "): the ranks run different configurations"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
   Pair& pair = *pairs_[static_cast<size_t>(op.peer)];
+  if (op.header_done == 0 && op.bytes <= kSmallPayload) {
+    // Small message: header, payload and padding in one look at the ring and one release of it (one tail
+    // update for the writer to see instead of three).
+    const void* in = nullptr;
+    size_t avail = 0;
+    const size_t frame = sizeof(Header) + op.bytes + PadFor(op.bytes);
+    if (pair.Peek(op.lane, &in, &avail) && avail >= frame) {
+      std::memcpy(&op.header, in, sizeof(Header));
+      op.header_done = sizeof(Header);
+      *moved = true;
+      if (absl::Status s = CheckHeader(op); !s.ok()) return s;
+      if (!(op.header.flags & kFlagSingleCopy)) {
+        const uint8_t* payload = static_cast<const uint8_t*>(in) + sizeof(Header);
+        if (op.combiner != nullptr) {
+          const Combiner& c = *op.combiner;
+          if (op.bytes > 0) c.combine(c, op.data, op.local, payload, op.bytes / c.elem_bytes);
+        } else if (op.bytes > 0) {
+          std::memcpy(op.data, payload, op.bytes);
+        }
+        pair.Consume(op.lane, frame);
+        op.payload_done = op.bytes;
+        op.pad_done = PadFor(op.bytes);
+        op.done = true;
+        return absl::OkStatus();
+      }
+      pair.Consume(op.lane, sizeof(Header));
+    }
+  }
   while (op.header_done < sizeof(Header)) {
     auto n =
         pair.TryRead(op.lane, reinterpret_cast<uint8_t*>(&op.header) + op.header_done, sizeof(Header) - op.header_done);
@@ -252,54 +417,10 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
     op.header_done += *n;
     *moved = true;
     if (op.header_done == sizeof(Header)) {
-      const Header& h = op.header;
-      const std::string them = absl::StrCat("rank ", op.peer);
-      const std::string me = absl::StrCat("rank ", rank_);
-      if (h.magic != kHeaderMagic) {
-        return absl::DataLossError(absl::StrCat(me, " received a corrupt message header from ", them));
-      }
-      const auto coll = static_cast<Collective>(h.collective);
-      if (h.sequence != call_.sequence) {
-        auto describe = [](Collective c, int32_t root) {
-          const bool rooted = c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
-                              c == Collective::kScatter;
-          return rooted ? absl::StrCat(CollectiveName(c), ", root ", root) : std::string(CollectiveName(c));
-        };
-        return absl::FailedPreconditionError(
-            absl::StrCat(them, " is at operation ", h.sequence, " (", describe(coll, h.root), "), ", me,
-                         " at operation ", call_.sequence, " (", describe(call_.collective, call_.root),
-                         "): the ranks issued different sequences of calls or disagreed on a root"));
-      }
-      if (coll != call_.collective) {
-        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), ", ", me, " called ",
-                                                          CollectiveName(call_.collective), " (operation ",
-                                                          call_.sequence, ")"));
-      }
-      if (h.count != call_.count) {
-        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), " with ", h.count,
-                                                          " elements, ", me, " with ", call_.count));
-      }
-      if (h.dtype != static_cast<uint8_t>(call_.dtype)) {
-        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), " with dtype ",
-                                                          DataTypeName(static_cast<DataType>(h.dtype)), ", ", me,
-                                                          " with ", DataTypeName(call_.dtype)));
-      }
-      if (IsReducing(coll) && h.op != static_cast<uint8_t>(call_.op)) {
-        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), " with op ",
-                                                          ReduceOpName(static_cast<ReduceOp>(h.op)), ", ", me, " with ",
-                                                          ReduceOpName(call_.op)));
-      }
-      if (h.root != call_.root) {
-        return absl::FailedPreconditionError(absl::StrCat(them, " called ", CollectiveName(coll), " with root ", h.root,
-                                                          ", ", me, " with root ", call_.root));
-      }
-      if (h.bytes != op.bytes) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            them, " sent a ", h.bytes, "-byte message where ", me, " expected ", op.bytes, " bytes (",
-            CollectiveName(coll), ", operation ", call_.sequence, "): the ranks run different configurations"));
-      }
+      if (absl::Status s = CheckHeader(op); !s.ok()) return s;
     }
   }
+  if (op.header.flags & kFlagSingleCopy) return ProgressSingleCopy(op, pair, moved);
   if (op.combiner != nullptr) return ProgressReduce(op, pair, moved);
   while (op.payload_done < op.bytes) {
     auto n = pair.TryRead(op.lane, op.data + op.payload_done, op.bytes - op.payload_done);
@@ -311,6 +432,42 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
   auto padded = SkipPad(op, pair, moved);
   if (!padded.ok()) return padded.status();
   op.done = *padded;
+  return absl::OkStatus();
+}
+
+// A single-copy message: read the descriptor from the stream, then the payload straight from the sender's
+// memory (into op.data, or in L2-sized pieces through stage_ for receive-and-reduce), then acknowledge.
+absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved) {
+  while (op.desc_done < sizeof(op.desc)) {
+    auto n = pair.TryRead(op.lane, reinterpret_cast<uint8_t*>(&op.desc) + op.desc_done, sizeof(op.desc) - op.desc_done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    op.desc_done += *n;
+    *moved = true;
+    if (op.desc_done == sizeof(op.desc) && op.desc.bytes != op.bytes) {
+      return absl::DataLossError(absl::StrCat("rank ", rank_, " received a single-copy descriptor of ", op.desc.bytes,
+                                              " bytes from rank ", op.peer, " for a ", op.bytes, "-byte message"));
+    }
+  }
+  while (op.payload_done < op.bytes) {
+    const size_t n = std::min(op.bytes - op.payload_done, kSingleCopyPiece);
+    const uint64_t from = op.desc.address + op.payload_done;
+    if (op.combiner == nullptr) {
+      if (absl::Status s = pair.ReadPeerMemory(from, op.data + op.payload_done, n); !s.ok()) return s;
+    } else {
+      // kSingleCopyPiece is a multiple of every element size, so pieces hold whole elements.
+      if (stage_.size() < kSingleCopyPiece) stage_.resize(kSingleCopyPiece);
+      if (absl::Status s = pair.ReadPeerMemory(from, stage_.data(), n); !s.ok()) return s;
+      const Combiner& c = *op.combiner;
+      c.combine(c, op.data + op.payload_done, op.local + op.payload_done, stage_.data(), n / c.elem_bytes);
+    }
+    op.payload_done += n;
+    *moved = true;
+  }
+  pair.AckPeerRead();
+  ++stats_.single_copy_recvs;
+  *moved = true;
+  op.done = true;
   return absl::OkStatus();
 }
 
@@ -431,9 +588,13 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
   // scheduler spreads the ranks): halve the spin. A wait that completed while spinning keeps it. Every 64th
   // wait probes with the full spin, so a rank that got its own CPU back returns to spinning.
   const int64_t max_spin = oversubscribed_ ? kOverSpinNs : kSpinNs;
+  // A rank bound to a CPU of its own never yields: the only tasks a yield could run are other programs' (a
+  // compiler on a loaded machine keeps the CPU for a whole time slice, milliseconds); it spins, then sleeps
+  // on the doorbell, from which a wake-up preempts them at once. Nor does it shorten its spin: a wait that
+  // outlasts the spin means another program ran, not that a peer rank needed this CPU.
   const bool probe = (++waits_ & 63) == 0;
-  const int64_t spin_ns = probe ? max_spin : std::min(max_spin, spin_ns_);
-  const int64_t yield_ns = oversubscribed_ ? kOverYieldNs : kYieldNs;
+  const int64_t spin_ns = probe || own_cpu_ ? max_spin : std::min(max_spin, spin_ns_);
+  const int64_t yield_ns = own_cpu_ ? spin_ns : oversubscribed_ ? kOverYieldNs : kYieldNs;
   int idle = 0;
   int64_t idle_since = 0;
   int64_t idle_ns = 0;

@@ -1,6 +1,10 @@
 // StreamEndpoint: the Endpoint implementation over one Pair per peer (shm, TCP or a mix for `auto`).
 //
-// Framing: every message is a 32-byte header followed by its payload. The header carries the payload size and
+// Framing: every message is a 32-byte header followed by its payload, or, for a large message over a pair
+// whose peer can read this process's memory (shm with CMA, Pair::PeerCanReadMemory), by a 16-byte descriptor
+// (address, size): the receiver copies the payload straight from the sender's buffer and acknowledges, and
+// the send completes on that acknowledgement (single copy; the sender's buffer must stay unchanged until its
+// send completes, as for every Isend). The header carries the payload size and
 // the *call descriptor* of the collective that sent it (operation sequence number, collective, dtype, op,
 // count, root), so a rank that disagrees with its peer about the call is reported by name and value
 // ("rank 2 called allreduce with 1000 elements, rank 0 with 1024") instead of hanging or corrupting memory.
@@ -88,6 +92,8 @@ class StreamEndpoint final : public Endpoint {
   absl::Status ProgressSend(Op& op, bool* moved);
   absl::Status ProgressRecv(Op& op, bool* moved);
   absl::Status ProgressReduce(Op& op, Pair& pair, bool* moved);
+  absl::Status ProgressSingleCopy(Op& op, Pair& pair, bool* moved);
+  absl::Status CheckHeader(const Op& op) const;
   absl::Status Block(absl::Duration slice);
   absl::Status Fail(absl::Status s);
   void NotePair(const Pair* pair);
@@ -113,6 +119,7 @@ class StreamEndpoint final : public Endpoint {
   std::vector<uint8_t> stage_;                 // receive-and-reduce staging when the pair cannot Peek (allocated once)
   int max_lanes_ = 1;
   bool oversubscribed_ = false;
+  bool own_cpu_ = false;         // bound to one CPU and no more shm ranks than CPUs: spin, never yield
   int64_t spin_ns_ = INT64_MAX;  // adaptive spin budget (see Wait)
   uint32_t waits_ = 0;           // more ranks on this host's shm than CPUs this process may run on
   bool any_polled_ = false;

@@ -18,15 +18,24 @@
 namespace hccltune {
 namespace {
 
-// Builds n shm domains (one per "rank") in this process.
-std::vector<std::unique_ptr<ShmDomain>> MakeShm(int n, size_t ring) {
+// Builds n shm domains (one per "rank") in this process. Single copy is off unless asked for (these tests are
+// about the ring); options[r] applies to rank r when given.
+ShmOptions RingOnly() {
+  ShmOptions o;
+  o.single_copy = false;
+  return o;
+}
+
+std::vector<std::unique_ptr<ShmDomain>> MakeShm(int n, size_t ring, std::vector<ShmOptions> options = {}) {
   std::vector<int> ranks(static_cast<size_t>(n));
   std::iota(ranks.begin(), ranks.end(), 0);
   std::vector<std::unique_ptr<ShmDomain>> d;
   std::map<int, std::string> names;
-  const std::string prefix = absl::StrCat("hccltune-test-", ::getpid(), "-", n, "-", ring);
+  static std::atomic<int> made{0};
+  const std::string prefix = absl::StrCat("hccltune-test-", ::getpid(), "-", n, "-", ring, "-", made++);
+  options.resize(static_cast<size_t>(n), options.empty() ? RingOnly() : options.back());
   for (int r = 0; r < n; ++r) {
-    auto dom = ShmDomain::Create(r, ranks, ring, prefix);
+    auto dom = ShmDomain::Create(r, ranks, ring, prefix, options[static_cast<size_t>(r)]);
     EXPECT_TRUE(dom.ok()) << dom.status();
     names[r] = (*dom)->segment_name();
     d.push_back(*std::move(dom));
@@ -182,6 +191,122 @@ TEST(ShmTransport, RecvReduceAcrossWrap) {
     }
     EXPECT_EQ(b.stats().recvs, 9u);
   }
+}
+
+ShmOptions SingleCopyFrom(size_t min_bytes) {
+  ShmOptions o;
+  o.single_copy = true;
+  o.single_copy_min_bytes = min_bytes;
+  return o;
+}
+
+std::vector<std::unique_ptr<StreamEndpoint>> Endpoints(std::vector<std::unique_ptr<ShmDomain>>& doms) {
+  const int n = static_cast<int>(doms.size());
+  std::vector<std::unique_ptr<StreamEndpoint>> eps;
+  for (int r = 0; r < n; ++r) {
+    eps.push_back(std::make_unique<StreamEndpoint>(r, ShmPairs(*doms[static_cast<size_t>(r)], n, r),
+                                                   doms[static_cast<size_t>(r)]->doorbell(), absl::Seconds(20)));
+  }
+  return eps;
+}
+
+// Single copy over worlds 2-5: messages at and above the threshold are read straight from the sender (every
+// rank's output checked, counted in stats), smaller ones stream through a ring smaller than the large ones.
+TEST(ShmTransport, SingleCopyRingExchange) {
+  for (int n : {2, 3, 4, 5}) {
+    auto doms = MakeShm(n, 4096, {SingleCopyFrom(1024)});
+    for (int r = 0; r < n; ++r) {
+      for (int p = 0; p < n; ++p) {
+        if (p != r) {
+          EXPECT_TRUE(doms[static_cast<size_t>(r)]->SingleCopyStatus(p).ok()) << n;
+        }
+      }
+    }
+    auto eps = Endpoints(doms);
+    RingExchange(eps, 1 << 20);
+    RingExchange(eps, 1024);
+    RingExchange(eps, 1023);
+    RingExchange(eps, 0);
+    RingExchange(eps, 100003);
+    RingExchange(eps, (1 << 20) + 16);  // above single_copy_max_bytes: the ring
+    for (int r = 0; r < n; ++r) EXPECT_EQ(eps[static_cast<size_t>(r)]->stats().single_copy_recvs, 3u) << n << " " << r;
+  }
+}
+
+// Two endpoints over the same pairs (as a communicator's sub-groups share them) take turns: acknowledgements
+// are counted per pair, so the second endpoint's send is not completed by the first one's acknowledgement.
+TEST(ShmTransport, SingleCopyEndpointsSharePairs) {
+  auto doms = MakeShm(2, 4096, {SingleCopyFrom(1024)});
+  auto first = Endpoints(doms), second = Endpoints(doms);
+  for (int round = 0; round < 3; ++round) {
+    RingExchange(first, 8192 + static_cast<size_t>(round));
+    RingExchange(second, 4096 + static_cast<size_t>(round));
+  }
+  EXPECT_EQ(first[0]->stats().single_copy_recvs, 3u);
+  EXPECT_EQ(second[1]->stats().single_copy_recvs, 3u);
+}
+
+// Receive-and-reduce from the sender's memory, out of place and in place, whole and odd element counts.
+TEST(ShmTransport, SingleCopyRecvReduce) {
+  auto doms = MakeShm(2, 4096, {SingleCopyFrom(1024)});
+  StreamEndpoint a(0, ShmPairs(*doms[0], 2, 0), doms[0]->doorbell(), absl::Seconds(20));
+  StreamEndpoint b(1, ShmPairs(*doms[1], 2, 1), doms[1]->doorbell(), absl::Seconds(20));
+  const Combiner add{8, AddInt64, 0, 0};
+  for (size_t count : {size_t{128}, size_t{10007}, size_t{100003}}) {
+    std::vector<int64_t> sent(count), local(count), out(count, -1), inplace(count);
+    for (size_t i = 0; i < count; ++i) {
+      sent[i] = static_cast<int64_t>(i * 1000003 + 7);
+      local[i] = static_cast<int64_t>(i) - 5;
+      inplace[i] = local[i];
+    }
+    std::thread t([&] {
+      EXPECT_TRUE(a.Send(1, sent.data(), count * 8).ok());
+      EXPECT_TRUE(a.Send(1, sent.data(), count * 8).ok());
+    });
+    const OpHandle h1 = b.IrecvReduce(0, out.data(), local.data(), count * 8, &add);
+    const OpHandle h2 = b.IrecvReduce(0, inplace.data(), inplace.data(), count * 8, &add);
+    EXPECT_TRUE(b.Wait(h1).ok());
+    EXPECT_TRUE(b.Wait(h2).ok());
+    t.join();
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(out[i], sent[i] + local[i]) << count << " element " << i;
+      ASSERT_EQ(inplace[i], sent[i] + local[i]) << count << " element " << i;
+    }
+  }
+  EXPECT_EQ(b.stats().single_copy_recvs, 6u);
+}
+
+// Fallbacks: a rank with single copy off reads through the ring and says why; its peer still reads it by
+// single copy (the choice is per direction and per message, the header says which).
+TEST(ShmTransport, SingleCopyFallbackPerDirection) {
+  ShmOptions off = SingleCopyFrom(1024);
+  off.single_copy = false;
+  auto doms = MakeShm(3, 4096, {off, SingleCopyFrom(1024), SingleCopyFrom(1024)});
+  const absl::Status why = doms[0]->SingleCopyStatus(1);
+  ASSERT_FALSE(why.ok());
+  EXPECT_NE(why.message().find("HCCL_TUNE_SINGLE_COPY=off"), std::string::npos) << why;
+  EXPECT_TRUE(doms[1]->SingleCopyStatus(0).ok());
+  EXPECT_EQ(doms[1]->SingleCopyStatus(7).code(), absl::StatusCode::kNotFound);
+  auto eps = Endpoints(doms);
+  RingExchange(eps, 50000);  // 0 -> 1 -> 2 -> 0: rank 0 receives through the ring
+  EXPECT_EQ(eps[0]->stats().single_copy_recvs, 0u);
+  EXPECT_EQ(eps[1]->stats().single_copy_recvs, 1u);
+  EXPECT_EQ(eps[2]->stats().single_copy_recvs, 1u);
+}
+
+// Point-to-point sends stay eager (into the ring) so a blocking Send completes before the peer's Recv.
+TEST(ShmTransport, SingleCopyNotForPointToPoint) {
+  auto doms = MakeShm(2, 1 << 20, {SingleCopyFrom(1024)});
+  StreamEndpoint a(0, ShmPairs(*doms[0], 2, 0), doms[0]->doorbell(), absl::Seconds(20));
+  StreamEndpoint b(1, ShmPairs(*doms[1], 2, 1), doms[1]->doorbell(), absl::Seconds(20));
+  CallDescriptor p2p{1, Collective::kSendRecv, DataType::kUint8, ReduceOp::kSum, 65536, 0};
+  a.SetCall(p2p);
+  b.SetCall(p2p);
+  std::vector<uint8_t> x(65536, 5), y(65536, 0);
+  ASSERT_TRUE(a.Send(1, x.data(), x.size()).ok());  // completes with no receiver
+  ASSERT_TRUE(b.Recv(0, y.data(), y.size()).ok());
+  EXPECT_EQ(y, x);
+  EXPECT_EQ(b.stats().single_copy_recvs, 0u);
 }
 
 TEST(TcpTransport, RingWithChannels) {

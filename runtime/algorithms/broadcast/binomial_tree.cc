@@ -12,8 +12,10 @@ absl::Status BroadcastBinomialTree(const CollectiveArgs& args, const Configurati
   if (!group.ok()) return group.status();
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
-  if (g.rank == args.root) CopyBytes(args.recv, args.send, bytes);
-  if (g.size == 1 || args.count == 0) return absl::OkStatus();
+  if (g.size == 1 || args.count == 0) {
+    if (g.rank == args.root) CopyBytes(args.recv, args.send, bytes);
+    return absl::OkStatus();
+  }
   const int v = Mod(g.rank - args.root, g.size);
   int low = 1;
   while (low < g.size) low <<= 1;
@@ -21,9 +23,13 @@ absl::Status BroadcastBinomialTree(const CollectiveArgs& args, const Configurati
     low = v & -v;
     HT_RETURN_IF_ERROR(g.ep->Recv(Mod(v - low + args.root, g.size), args.recv, bytes));
   }
+  // The root sends from its input, so its own copy into `recv` (out of place) overlaps the first transfers
+  // instead of delaying them.
+  const void* from = v == 0 ? args.send : args.recv;
   for (int d = low >> 1; d >= 1; d >>= 1) {
-    if (v + d < g.size) g.ep->Isend(Mod(v + d + args.root, g.size), args.recv, bytes);
+    if (v + d < g.size) g.ep->Isend(Mod(v + d + args.root, g.size), from, bytes);
   }
+  if (v == 0) CopyBytes(args.recv, args.send, bytes);
   return g.ep->WaitAll();
 }
 

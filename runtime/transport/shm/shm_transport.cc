@@ -4,8 +4,10 @@
 #include <linux/futex.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 
@@ -33,10 +36,43 @@ struct alignas(kLine) BellWord {
   std::atomic<uint32_t> sleeping{0};
 };
 
+// Single-copy state of a ring, set by its reader (the segment's owner) at MapPeers.
+enum : uint32_t { kCmaUnknown = 0, kCmaOk = 1, kCmaRefused = 2 };
+
 struct alignas(kLine) RingControl {
   alignas(kLine) std::atomic<uint64_t> head{0};  // bytes written (producer)
   alignas(kLine) std::atomic<uint64_t> tail{0};  // bytes read (consumer)
+  // Single copy: messages the consumer has read straight from the producer's memory, and whether it can.
+  alignas(kLine) std::atomic<uint64_t> reads_done{0};
+  std::atomic<uint32_t> reader_cma{kCmaUnknown};
 };
+
+// Copies from another process's memory; retries partial transfers. errno-style result: 0 or the error.
+int ReadRemote(int pid, uint64_t remote, void* dst, size_t bytes) {
+  auto* out = static_cast<uint8_t*>(dst);
+  while (bytes > 0) {
+    iovec local{out, bytes};
+    iovec from{reinterpret_cast<void*>(static_cast<uintptr_t>(remote)), bytes};
+    const ssize_t n = ::process_vm_readv(pid, &local, 1, &from, 1, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return EFAULT;
+    out += n;
+    remote += static_cast<uint64_t>(n);
+    bytes -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+// Yama's ptrace_scope: -1 when Yama is absent.
+int YamaScope() {
+  std::ifstream f("/proc/sys/kernel/yama/ptrace_scope");
+  int v = -1;
+  if (!(f >> v)) return -1;
+  return v;
+}
 
 long Futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
   return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);
@@ -60,6 +96,7 @@ struct ShmDomain::Segment {
   int32_t owner_pid;
   uint32_t num_local;
   uint64_t ring_bytes;
+  uint64_t owner_addr;  // where the owner mapped this segment (peers probe single copy by reading it there)
   BellWord bell;
   // followed by RingControl[num_local], then num_local rings of ring_bytes each (indexed by local position)
   RingControl* controls() { return reinterpret_cast<RingControl*>(reinterpret_cast<uint8_t*>(this) + Offset()); }
@@ -95,7 +132,7 @@ class ShmDoorbell final : public Doorbell {
 class ShmPair final : public Pair {
  public:
   ShmPair(int peer, int peer_pid, RingControl* out_ctl, uint8_t* out_ring, RingControl* in_ctl, uint8_t* in_ring,
-          size_t ring_bytes, BellWord* peer_bell, int host_ranks)
+          size_t ring_bytes, BellWord* peer_bell, int host_ranks, size_t single_copy_min, size_t single_copy_max)
       : peer_(peer),
         host_ranks_(host_ranks),
         peer_pid_(peer_pid),
@@ -104,7 +141,9 @@ class ShmPair final : public Pair {
         in_ctl_(in_ctl),
         in_ring_(in_ring),
         cap_(ring_bytes),
-        peer_bell_(peer_bell) {}
+        peer_bell_(peer_bell),
+        single_copy_min_(single_copy_min),
+        single_copy_max_(single_copy_max) {}
 
   int lanes() const override { return 1; }
   int HostRanks() const override { return host_ranks_; }
@@ -150,6 +189,26 @@ class ShmPair final : public Pair {
     in_ctl_->tail.store(tail + bytes, std::memory_order_release);
   }
 
+  bool PeerCanReadMemory() const override { return out_ctl_->reader_cma.load(std::memory_order_acquire) == kCmaOk; }
+  size_t SingleCopyMinBytes() const override { return single_copy_min_; }
+  size_t SingleCopyMaxBytes() const override { return single_copy_max_; }
+
+  absl::Status ReadPeerMemory(uint64_t remote, void* dst, size_t bytes) override {
+    const int err = ReadRemote(peer_pid_, remote, dst, bytes);
+    if (err == 0) return absl::OkStatus();
+    const std::string what = absl::StrCat("single-copy read of ", bytes, " bytes from rank ", peer_, " (pid ",
+                                          peer_pid_, "): ", std::strerror(err));
+    if (err == ESRCH) return absl::UnavailableError(absl::StrCat(what, "; rank ", peer_, " exited or was killed"));
+    if (err == EPERM) return absl::PermissionDeniedError(what);
+    return absl::DataLossError(absl::StrCat(what, " (the sender published an address it does not own)"));
+  }
+
+  void AckPeerRead() override {
+    in_ctl_->reads_done.store(in_ctl_->reads_done.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
+  uint64_t PeerReadsAcked() const override { return out_ctl_->reads_done.load(std::memory_order_acquire); }
+  uint64_t TakeSingleCopyTicket() override { return ++single_posted_; }
+
   void Notify() override { Ring(peer_bell_); }
 
   absl::Status CheckPeer() override {
@@ -187,6 +246,9 @@ class ShmPair final : public Pair {
   uint8_t* in_ring_;
   size_t cap_;
   BellWord* peer_bell_;
+  size_t single_copy_min_;
+  size_t single_copy_max_;
+  uint64_t single_posted_ = 0;  // single-copy messages posted to the peer (tickets)
 };
 
 absl::Status Errno(absl::string_view what, const std::string& name) {
@@ -196,8 +258,22 @@ absl::Status Errno(absl::string_view what, const std::string& name) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std::vector<int>& local_ranks,
-                                                             size_t ring_bytes, const std::string& name_prefix) {
+                                                             size_t ring_bytes, const std::string& name_prefix,
+                                                             const ShmOptions& options) {
   std::unique_ptr<ShmDomain> d(new ShmDomain());
+  d->options_ = options;
+  if (!options.single_copy) {
+    d->single_copy_off_ = "turned off (HCCL_TUNE_SINGLE_COPY=off)";
+  } else {
+    const int scope = YamaScope();
+    if (scope >= 2) {
+      d->single_copy_off_ = absl::StrCat("Yama ptrace_scope is ", scope, " (only an administrator may attach)");
+    } else if (scope == 1) {
+      // Scope 1 lets only ancestors attach unless the target declares a ptracer. If this fails, the peers'
+      // probes are refused and say so; this rank may still read peers that did declare one.
+      (void)::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    }
+  }
   d->rank_ = rank;
   d->local_ranks_ = local_ranks;
   d->ring_bytes_ = std::max<size_t>(4096, ring_bytes / 4096 * 4096);
@@ -223,6 +299,7 @@ absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std
   seg->owner_pid = static_cast<int32_t>(::getpid());
   seg->num_local = static_cast<uint32_t>(local_ranks.size());
   seg->ring_bytes = d->ring_bytes_;
+  seg->owner_addr = reinterpret_cast<uintptr_t>(p);
   new (&seg->bell) BellWord();
   for (size_t i = 0; i < local_ranks.size(); ++i) new (&seg->controls()[i]) RingControl();
   std::atomic_thread_fence(std::memory_order_release);
@@ -269,9 +346,36 @@ absl::Status ShmDomain::MapPeers(const std::map<int, std::string>& names) {
     const size_t me = pos(rank_), them = pos(peer);
     pairs_[peer] =
         std::make_unique<ShmPair>(peer, seg->owner_pid, &seg->controls()[me], seg->ring(me), &own_->controls()[them],
-                                  own_->ring(them), ring_bytes_, &seg->bell, static_cast<int>(local_ranks_.size()));
+                                  own_->ring(them), ring_bytes_, &seg->bell, static_cast<int>(local_ranks_.size()),
+                                  options_.single_copy_min_bytes, options_.single_copy_max_bytes);
+    // Single copy: can this rank read the peer's memory? Read the peer's segment header at the peer's own
+    // address and compare it with what the mapping shows (a pid from another namespace reads something else).
+    absl::Status cma = absl::OkStatus();
+    if (!single_copy_off_.empty()) {
+      cma = absl::FailedPreconditionError(single_copy_off_);
+    } else {
+      uint64_t probe[2] = {0, 0};
+      const int err = ReadRemote(seg->owner_pid, seg->owner_addr, probe, sizeof(probe));
+      if (err != 0) {
+        const int scope = YamaScope();
+        cma = absl::PermissionDeniedError(absl::StrCat(
+            "the kernel refused to let rank ", rank_, " read rank ", peer, "'s memory (pid ", seg->owner_pid,
+            "): ", std::strerror(err), scope >= 1 ? absl::StrCat("; Yama ptrace_scope is ", scope) : std::string()));
+      } else if (probe[0] != kSegmentMagic || static_cast<int32_t>(probe[1]) != peer) {
+        cma = absl::FailedPreconditionError(absl::StrCat("pid ", seg->owner_pid, " of rank ", peer,
+                                                         " is not the same process in this rank's pid namespace"));
+      }
+    }
+    own_->controls()[them].reader_cma.store(cma.ok() ? kCmaOk : kCmaRefused, std::memory_order_release);
+    single_copy_[peer] = cma;
   }
   return absl::OkStatus();
+}
+
+absl::Status ShmDomain::SingleCopyStatus(int peer) const {
+  auto it = single_copy_.find(peer);
+  if (it == single_copy_.end()) return absl::NotFoundError(absl::StrCat("rank ", peer, " is not a mapped shm peer"));
+  return it->second;
 }
 
 Pair* ShmDomain::pair(int peer) {

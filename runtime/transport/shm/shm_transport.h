@@ -7,6 +7,15 @@
 // reader's doorbell only if the reader announced it is going to sleep (futex), so the fast path has no
 // syscalls: spin briefly, then block.
 //
+// Single copy (cross-memory attach): messages of `single_copy_min_bytes` to `single_copy_max_bytes` travel as an
+// address in the ring; the reader copies them with process_vm_readv straight from the writer's buffer into their
+// destination and acknowledges through a counter in the ring's control block (see Pair). At MapPeers each rank probes,
+// per peer, that the kernel lets it read that peer (same user, Yama ptrace_scope, dumpable, same pid
+// namespace: it reads the peer segment's header at the peer's own address and compares) and publishes the
+// result in the control block of the ring the peer writes into; a peer whose read is refused keeps the
+// two-copy ring, and SingleCopyStatus() says why. With Yama ptrace_scope 1 every rank declares "any process
+// may attach" (PR_SET_PTRACER_ANY), as Open MPI's vader does; scope 2 or 3 refuses single copy.
+//
 // Thread-safety: a ShmDomain is set up by one thread; its pairs are driven by one thread at a time.
 #pragma once
 
@@ -17,22 +26,33 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/transport/pair.h"
 
 namespace hccltune {
+
+struct ShmOptions {
+  bool single_copy = true;                   // HCCL_TUNE_SINGLE_COPY=off turns it off
+  size_t single_copy_min_bytes = 64u << 10;  // smaller messages stream through the ring (docs/PERFORMANCE.md)
+  size_t single_copy_max_bytes = 1u << 20;   // so do larger ones: CMA slows past the caches (same measurements)
+};
 
 class ShmDomain {
  public:
   // Creates this rank's segment "/<name_prefix>-<rank>" with `ring_bytes` per inbound ring from each of
   // `local_ranks` (group ranks on this node, including `rank`).
   static absl::StatusOr<std::unique_ptr<ShmDomain>> Create(int rank, const std::vector<int>& local_ranks,
-                                                           size_t ring_bytes, const std::string& name_prefix);
+                                                           size_t ring_bytes, const std::string& name_prefix,
+                                                           const ShmOptions& options = {});
   ~ShmDomain();
 
   const std::string& segment_name() const { return name_; }
   // Maps the segment of every other local rank (rank -> segment name).
   absl::Status MapPeers(const std::map<int, std::string>& names);
+  // Whether this rank reads `peer`'s large messages by single copy (probed in MapPeers): OK, or why not
+  // (turned off, refused by the kernel, Yama). Informational: the wire protocol works either way.
+  absl::Status SingleCopyStatus(int peer) const;
   // Removes this rank's segment name (mappings stay valid). Call after every local peer mapped it.
   void Unlink();
 
@@ -54,6 +74,9 @@ class ShmDomain {
   size_t map_bytes_ = 0;
   std::map<int, Segment*> peers_;
   std::map<int, std::unique_ptr<Pair>> pairs_;
+  ShmOptions options_;
+  std::string single_copy_off_;  // why single copy is off for every peer ("" when it may be used)
+  std::map<int, absl::Status> single_copy_;
   std::unique_ptr<Doorbell> doorbell_;
 };
 

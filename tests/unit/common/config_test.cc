@@ -14,6 +14,7 @@ TEST(Environment, Defaults) {
   EXPECT_EQ(e->mode, TuneMode::kOnline);
   EXPECT_EQ(e->log_level, LogLevel::kWarn);
   EXPECT_TRUE(e->torch_alias);
+  EXPECT_TRUE(e->single_copy);
   EXPECT_FALSE(e->rank.has_value());
   EXPECT_EQ(e->launcher, "");
 }
@@ -34,6 +35,7 @@ TEST(Environment, ParsesEveryVariable) {
       {"HCCL_TUNE_STORE", "file:///tmp/x"},
       {"HCCL_TUNE_TABLE_VERSION", "12"},
       {"HCCL_TUNE_TORCH_ALIAS", "0"},
+      {"HCCL_TUNE_SINGLE_COPY", "Off"},
       {"RANK", "1"},
       {"WORLD_SIZE", "4"},
       {"LOCAL_RANK", "1"},
@@ -51,6 +53,7 @@ TEST(Environment, ParsesEveryVariable) {
   EXPECT_EQ(*e->master_port, 29600);
   EXPECT_EQ(*e->table_version, 12);
   EXPECT_FALSE(e->torch_alias);
+  EXPECT_FALSE(e->single_copy);
   EXPECT_EQ(e->launcher, "torchrun");
   EXPECT_EQ(*e->rank, 1);
   EXPECT_EQ(*e->world_size, 4);
@@ -86,6 +89,7 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
       {"HCCL_TUNE_MASTER_PORT", "70000", "to 65535"},
       {"HCCL_TUNE_STORE", "/tmp/x", "file:///"},
       {"HCCL_TUNE_TORCH_ALIAS", "maybe", "0 or 1"},
+      {"HCCL_TUNE_SINGLE_COPY", "yes", "auto or off"},
       {"RANK", "x", "an integer"},
   };
   for (const auto& c : cases) {
