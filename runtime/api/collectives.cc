@@ -291,13 +291,15 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   if (sampled || (explored && tuning_)) {
     if (sampled) sample_countdown_ = sample_every_;
     // A fixed-size sample with an interned configuration id: the string is formatted only when the configuration
-    // differs from the last one reported (field compare; intra/inter steps by identity, shared with the table).
-    if (reported_id_ == 0 || !SameConfiguration(*config, reported_config_)) {
-      reported_id_ = InternConfiguration(config->ToString());
-      reported_config_ = *config;
+    // differs from the last one reported for this collective (field compare; intra/inter steps by identity,
+    // shared with the table).
+    ReportedConfig& r = reported_[static_cast<size_t>(args.collective)];
+    if (r.id == 0 || !SameConfiguration(*config, r.config)) {
+      r.id = InternConfiguration(config->ToString());
+      r.config = *config;
     }
     tuning_->Report(
-        RawTimingSample{CallBytes(args, size_), call_.sequence, us, reported_id_, size_, args.collective, args.dtype});
+        RawTimingSample{CallBytes(args, size_), call_.sequence, us, r.id, size_, args.collective, args.dtype});
   }
   if (user_sink_) {
     user_sink_->Record(TimingSample{args.collective, args.dtype, CallBytes(args, size_), size_, config->ToString(),

@@ -2,6 +2,7 @@
 // (argument checks, execution, timing) and async.cc (progress thread). Not installed as a public header.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -157,9 +158,13 @@ class CommImpl final : public Communicator {
   absl::Status broken_;
   int split_count_ = 0;
   std::shared_ptr<TimingSink> user_sink_;  // SetTimingSink: every call
-  // The last configuration reported to the tuning client and its interned id (formatted once per change).
-  Configuration reported_config_;
-  uint32_t reported_id_ = 0;
+  // Per collective, the last configuration reported to the tuning client and its interned id (formatted once
+  // per change; per collective because jobs interleave collectives, e.g. an allreduce and a barrier per step).
+  struct ReportedConfig {
+    Configuration config;
+    uint32_t id = 0;
+  };
+  std::array<ReportedConfig, kNumCollectives> reported_;
   bool tuning_enabled_ = false;  // same on every rank (part of the decisive settings)
 
   // Progress thread (started on first non-blocking call).
