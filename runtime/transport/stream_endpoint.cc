@@ -23,6 +23,28 @@ struct StreamEndpoint::Header {
 static_assert(sizeof(StreamEndpoint::Header) == 32);
 
 namespace {
+
+// Single copy (CMA) pays off while the call's data stays in the caches; beyond, each process_vm_readv streams
+// from memory and is slower than the two-copy ring. Measured (docs/PERFORMANCE.md, "Single copy and large
+// calls"): with single copy on, a 2-rank fp32 allreduce lost 1.4-1.9x at 4-16 MiB.
+constexpr uint64_t kSingleCopyMaxCallBytes = 2u << 20;
+
+// The bytes a collective call touches per rank: the buffer, or all ranks' blocks for the gather-like ones.
+// Reductions are never single-copied (UINT64_MAX): they already reduce straight out of the ring (one copy),
+// and a process_vm_readv per 64 KiB piece made a 2-rank 128 KiB allreduce 1.6x slower (same measurements).
+uint64_t CallDataBytes(const CallDescriptor& c, int ranks) {
+  const uint64_t bytes = c.count * DataTypeSize(c.dtype);
+  switch (c.collective) {
+    case Collective::kAllreduce:
+    case Collective::kReduce:
+    case Collective::kReducescatter: return UINT64_MAX;
+    case Collective::kAllgather:
+    case Collective::kGather:
+    case Collective::kScatter:
+    case Collective::kAlltoall: return bytes * static_cast<uint64_t>(ranks);
+    default: return bytes;
+  }
+}
 constexpr uint32_t kHeaderMagic = 0x4854554e;  // "HTUN"
 // Header flag: the payload is not in the stream; a SingleCopyDescriptor follows the header instead and the
 // receiver reads the payload from the sender's memory (Pair::ReadPeerMemory), then acknowledges.
@@ -165,10 +187,12 @@ OpHandle StreamEndpoint::Isend(int peer, const void* data, size_t bytes) {
   }
   Pair& pair = *pairs_[static_cast<size_t>(peer)];
   op.lane = static_cast<int>(send_seq_[static_cast<size_t>(peer)]++ % static_cast<uint64_t>(pair.lanes()));
-  // Single copy for large collective messages when the peer can read our memory. Not for point-to-point
+  // Single copy for large collective messages of calls whose data fits the caches (kSingleCopyMaxCallBytes),
+  // when the peer can read our memory. Not for point-to-point
   // sends: a user's blocking Send must keep completing into the ring (eager) before the peer posts its Recv.
   if (bytes >= pair.SingleCopyMinBytes() && bytes <= pair.SingleCopyMaxBytes() &&
-      call_.collective != Collective::kSendRecv && pair.PeerCanReadMemory()) {
+      call_.collective != Collective::kSendRecv && CallDataBytes(call_, size()) <= kSingleCopyMaxCallBytes &&
+      pair.PeerCanReadMemory()) {
     op.header.flags = kFlagSingleCopy;
     op.desc = SingleCopyDescriptor{reinterpret_cast<uintptr_t>(data), bytes};
     op.ticket = pair.TakeSingleCopyTicket();

@@ -197,6 +197,7 @@ ShmOptions SingleCopyFrom(size_t min_bytes) {
   ShmOptions o;
   o.single_copy = true;
   o.single_copy_min_bytes = min_bytes;
+  o.single_copy_max_bytes = 1u << 20;  // the tests' window, independent of the tuned default
   return o;
 }
 

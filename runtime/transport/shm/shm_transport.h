@@ -8,7 +8,8 @@
 // syscalls: spin briefly, then block.
 //
 // Single copy (cross-memory attach): messages of `single_copy_min_bytes` to `single_copy_max_bytes` travel as an
-// address in the ring; the reader copies them with process_vm_readv straight from the writer's buffer into their
+// address in the ring (the endpoint uses it only for non-reducing collectives of calls up to 2 MiB, see
+// stream_endpoint.cc); the reader copies them with process_vm_readv straight from the writer's buffer into their
 // destination and acknowledges through a counter in the ring's control block (see Pair). At MapPeers each rank probes,
 // per peer, that the kernel lets it read that peer (same user, Yama ptrace_scope, dumpable, same pid
 // namespace: it reads the peer segment's header at the peer's own address and compares) and publishes the
@@ -33,9 +34,9 @@
 namespace hccltune {
 
 struct ShmOptions {
-  bool single_copy = true;                   // HCCL_TUNE_SINGLE_COPY=off turns it off
-  size_t single_copy_min_bytes = 64u << 10;  // smaller messages stream through the ring (docs/PERFORMANCE.md)
-  size_t single_copy_max_bytes = 1u << 20;   // so do larger ones: CMA slows past the caches (same measurements)
+  bool single_copy = true;                    // HCCL_TUNE_SINGLE_COPY=off turns it off
+  size_t single_copy_min_bytes = 64u << 10;   // smaller messages stream through the ring (docs/PERFORMANCE.md)
+  size_t single_copy_max_bytes = 512u << 10;  // so do larger ones: CMA slows past the caches (same measurements)
 };
 
 class ShmDomain {
