@@ -99,6 +99,14 @@ absl::StatusOr<TunedEntry> EntryFromJson(const json& j, const std::string& where
 
 }  // namespace
 
+std::string EntryToJsonText(const TunedEntry& entry) { return EntryToJson(entry).dump(); }
+
+absl::StatusOr<TunedEntry> EntryFromJsonText(absl::string_view text, const std::string& where) {
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(where, ": not valid JSON"));
+  return EntryFromJson(j, where);
+}
+
 std::string TablesToJson(const std::vector<Table>& tables) {
   json out{{"format", "hccl-tune-tables"}, {"format_version", kExportFormatVersion}, {"tables", json::array()}};
   for (const Table& t : tables) {

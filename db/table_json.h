@@ -23,6 +23,12 @@ inline constexpr int kExportFormatVersion = 1;
 std::string TablesToJson(const std::vector<Table>& tables);
 absl::StatusOr<std::vector<Table>> TablesFromJson(absl::string_view text);
 
+// One entry as the export format writes it (a JSON object, compact), and back. The sweep's `--json` result
+// lists its winners this way, so hccl-tuned can read a sweep child's winners (daemon/mini_sweep.h).
+std::string EntryToJsonText(const TunedEntry& entry);
+// InvalidArgument naming `where` and the field for a missing or mistyped field or an unknown name.
+absl::StatusOr<TunedEntry> EntryFromJsonText(absl::string_view text, const std::string& where);
+
 // Exports the latest version of every table in `store`.
 absl::StatusOr<std::string> ExportStore(TuningStore& store);
 // Stores every table of `text` (keeping its version number where the store allows); returns how many tables

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <iostream>
@@ -34,10 +35,11 @@ void OnSignal(int) { g_stop.store(true); }
 
 struct SweepArgs {
   std::string coll = "allreduce", dtype = "fp32", min_bytes = "1K", max_bytes = "64M", algo, links, resume, sweep_id,
-              journal;
+              journal, range;
   int ranks = 2, step = 2, max_iters = 200;
   double ci = 0.03, cap_ms = 300;
-  bool exhaustive = false, launched = false, force = false, json = false, plain = false, checked = false;
+  bool exhaustive = false, launched = false, force = false, json = false, plain = false, checked = false,
+       no_table = false;
   StoreFlags store;
   DaemonSweepFlags via;
 };
@@ -62,6 +64,15 @@ absl::StatusOr<sweep::SweepSpec> SpecFromArgs(const SweepArgs& a) {
   if (!hi.ok()) return absl::InvalidArgumentError(absl::StrCat("--max-bytes: ", hi.status().message()));
   s.min_bytes = *lo;
   s.max_bytes = *hi;
+  if (!a.range.empty()) {
+    // One entry's range: its powers of two are measured and the winners cover exactly [LO, HI); an open HI
+    // measures up to --max-bytes (at least LO).
+    auto r = ParseByteRange(a.range);
+    if (!r.ok()) return absl::InvalidArgumentError(absl::StrCat("--range: ", r.status().message()));
+    s.exact_range = *r;
+    s.min_bytes = r->min;
+    s.max_bytes = r->max == kUnbounded ? std::max(r->min, *hi) : r->max - 1;
+  }
   s.step = a.step;
   for (absl::string_view x : absl::StrSplit(a.algo, ',', absl::SkipEmpty())) {
     auto cfg = Configuration::Default(x);
@@ -185,6 +196,7 @@ int RunLaunched(const SweepArgs& a) {
       io.journal = storage.journal;
       io.tables = storage.tables.store.get();
       io.resume = !a.resume.empty();
+      io.store_table = !a.no_table;
       io.sweep_id = !a.resume.empty() ? a.resume : !a.sweep_id.empty() ? a.sweep_id : sweep::NewSweepId();
       if (!a.checked) {
         auto q = CheckQuiet(io.journal, storage.tables.remote, io.sweep_id);
@@ -216,7 +228,7 @@ int RunLaunched(const SweepArgs& a) {
   // Every other node's first local rank hands the winners to its own node's store; a node left without the
   // table fails the job (exit 1) so a launcher sees it.
   int rc = 0;
-  if (c.rank() != 0 && c.local_rank() == 0 && !out->entries.empty()) {
+  if (c.rank() != 0 && c.local_rank() == 0 && !out->entries.empty() && !a.no_table) {
     auto t = OpenStore(a.store);
     absl::Status s = t.status();
     if (t.ok()) {
@@ -276,8 +288,6 @@ int RunLocal(SweepArgs a) {
              a.coll,
              "--dtype",
              a.dtype,
-             "--min-bytes",
-             a.min_bytes,
              "--max-bytes",
              a.max_bytes,
              "--step",
@@ -292,6 +302,9 @@ int RunLocal(SweepArgs a) {
              a.sweep_id};
   if (!a.algo.empty()) so.args.insert(so.args.end(), {"--algo", a.algo});
   if (!a.links.empty()) so.args.insert(so.args.end(), {"--links", a.links});
+  // --range sets the smallest size itself (and excludes --min-bytes).
+  so.args.insert(so.args.end(), {a.range.empty() ? "--min-bytes" : "--range", a.range.empty() ? a.min_bytes : a.range});
+  if (a.no_table) so.args.push_back("--no-table");
   if (!a.resume.empty()) so.args.insert(so.args.end(), {"--resume", a.resume});
   if (!a.store.db.empty()) so.args.insert(so.args.end(), {"--db", a.store.db});
   if (!a.store.daemon.empty()) so.args.insert(so.args.end(), {"--daemon", a.store.daemon});
@@ -339,8 +352,14 @@ void RegisterSweep(CLI::App& app, int* exit_code) {
   cmd->add_option("--ranks", a->ranks, "Local ranks to spawn")->capture_default_str();
   cmd->add_option("--coll", a->coll, "Collectives, comma-separated")->capture_default_str();
   cmd->add_option("--dtype", a->dtype, "Data types, comma-separated")->capture_default_str();
-  cmd->add_option("--min-bytes", a->min_bytes, "Smallest size (K/M/G suffixes)")->capture_default_str();
+  auto* min_opt = cmd->add_option("--min-bytes", a->min_bytes, "Smallest size (K/M/G suffixes)")->capture_default_str();
   cmd->add_option("--max-bytes", a->max_bytes, "Largest size")->capture_default_str();
+  cmd->add_option("--range", a->range,
+                  "Only one table entry's byte range, LO-HI (half-open; LO- = open): its powers of two are measured "
+                  "and the winners cover exactly that range (an open range measures up to --max-bytes)")
+      ->excludes(min_opt);
+  cmd->add_flag("--no-table", a->no_table,
+                "Measure and print the winners (--json: the done event) but do not store them in the table");
   cmd->add_option("--step", a->step, "Factor between measured sizes (power of two)")->capture_default_str();
   cmd->add_option("--algo", a->algo, "Only these algorithms, comma-separated (default: every valid one)");
   cmd->add_option("--links", a->links, "Links to try, comma-separated (default: shm,tcp on one node)");
@@ -366,6 +385,12 @@ void RegisterSweep(CLI::App& app, int* exit_code) {
           *exit_code = ReportError(spec.status());
           return;
         }
+      }
+      if (!a->range.empty() || a->no_table) {
+        *exit_code = ReportError(absl::InvalidArgumentError(
+            "--range and --no-table are not passed through the daemon (--via-daemon, --watch, --cancel): run the "
+            "sweep without --via-daemon"));
+        return;
       }
       if (a->launched || !a->store.db.empty() || !a->journal.empty()) {
         *exit_code = ReportError(absl::InvalidArgumentError(

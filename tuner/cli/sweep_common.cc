@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "db/table_json.h"
 #include "runtime/common/configuration.h"
 #include "runtime/common/sizes.h"
 #include "runtime/common/types.h"
@@ -34,18 +35,7 @@ void PrintEntriesTable(const std::vector<db::TunedEntry>& entries, std::FILE* ou
   }
 }
 
-nlohmann::json EntryJson(const db::TunedEntry& e) {
-  return nlohmann::json{{"collective", std::string(CollectiveName(e.key.collective))},
-                        {"dtype", std::string(DataTypeName(e.key.dtype))},
-                        {"world_size", e.key.world_size},
-                        {"bytes", FormatByteRange(e.key.range)},
-                        {"configuration", e.configuration},
-                        {"time_us", e.time_us},
-                        {"busbw_gbps", e.busbw_gbps},
-                        {"runner_up", e.runner_up},
-                        {"margin", e.margin},
-                        {"default_margin", e.default_margin}};
-}
+nlohmann::json EntryJson(const db::TunedEntry& e) { return nlohmann::json::parse(db::EntryToJsonText(e)); }
 
 absl::StatusOr<std::string> ResolveJournal(const std::string& journal) {
   if (!journal.empty()) return journal;

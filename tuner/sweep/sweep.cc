@@ -376,6 +376,7 @@ std::string SweepSpec::ToJson() const {
   j["first_batch"] = search.first_batch;
   j["batch"] = search.batch;
   j["min_iters"] = search.min_iters;
+  if (exact_range) j["exact_range"] = FormatByteRange(*exact_range);
   return j.dump();
 }
 
@@ -408,6 +409,12 @@ absl::StatusOr<SweepSpec> SweepSpec::FromJson(absl::string_view text) {
     s.search.first_batch = j.at("first_batch").get<int>();
     s.search.batch = j.at("batch").get<int>();
     s.search.min_iters = j.at("min_iters").get<int>();
+    if (j.contains("exact_range")) {
+      auto r = ParseByteRange(j.at("exact_range").get<std::string>());
+      if (!r.ok())
+        return absl::InvalidArgumentError(absl::StrCat("sweep parameters: exact_range: ", r.status().message()));
+      s.exact_range = *r;
+    }
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("sweep parameters: ", e.what()));
   }
@@ -433,6 +440,16 @@ absl::Status SweepSpec::Validate() const {
     return absl::InvalidArgumentError(absl::StrCat("--max-bytes ", max_bytes, " is absurd"));
   if (step < 2 || (step & (step - 1)) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("--step must be a power of two >= 2, got ", step));
+  }
+  if (exact_range &&
+      (exact_range->min != min_bytes || (exact_range->max != kUnbounded && max_bytes >= exact_range->max))) {
+    return absl::InvalidArgumentError(absl::StrCat("--range ", FormatByteRange(*exact_range),
+                                                   " does not match the measured sizes [", min_bytes, ", ", max_bytes,
+                                                   "]"));
+  }
+  if (exact_range && SweepSizes(*this).empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--range ", FormatByteRange(*exact_range), " holds no power of two to measure"));
   }
   if (SweepSizes(*this).empty()) {
     return absl::InvalidArgumentError(
@@ -489,6 +506,34 @@ QuietCheck CheckNodeQuiet(db::TuningStore* journal, const std::string& own_id) {
   }
   return q;
 }
+
+namespace {
+
+// Rank 0: the winners, in one transaction, merged into the topology's latest table; the sweep row marked done.
+absl::Status StoreWinners(const Communicator& comm, const RankZeroIo& io, SweepOutcome& out, db::Sweep& sweep_row) {
+  std::vector<db::TunedEntry> existing;
+  auto current = io.tables->GetTable(comm.fingerprint(), 0);
+  if (current.ok())
+    existing = current->entries;
+  else if (!absl::IsNotFound(current.status()))
+    return current.status();
+  auto version = io.tables->PutTable(db::Topology{comm.fingerprint(), comm.topology_json()},
+                                     MergeEntries(existing, out.entries), db::PutOptions{});
+  if (!version.ok()) {
+    sweep_row.status = db::SweepStatus::kFailed;
+    sweep_row.message = absl::StrCat("storing the winners: ", version.status().message());
+    (void)io.journal->PutSweep(sweep_row);
+    return version.status();
+  }
+  out.table_version = *version;
+  sweep_row.status = db::SweepStatus::kDone;
+  sweep_row.progress = 1;
+  sweep_row.finished_unix_ms = db::NowUnixMs();
+  sweep_row.message = absl::StrCat(out.entries.size(), " entries, table version ", *version);
+  return io.journal->PutSweep(sweep_row);
+}
+
+}  // namespace
 
 absl::StatusOr<SweepOutcome> RunSweep(Communicator& comm, const SweepSpec& spec_in, const RankZeroIo& io) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -613,28 +658,17 @@ absl::StatusOr<SweepOutcome> RunSweep(Communicator& comm, const SweepSpec& spec_
     out.results = *std::move(results);
     EntryContext ctx{comm.size(), out.spec.min_bytes, out.spec.max_bytes,
                      io.sweep_id, HCCL_TUNE_VERSION,  db::NowUnixMs()};
+    ctx.exact_range = out.spec.exact_range;
     out.entries = BuildEntries(out.results, ctx);
-    // 3. The winners, in one transaction, merged into the topology's latest table.
-    std::vector<db::TunedEntry> existing;
-    auto current = io.tables->GetTable(comm.fingerprint(), 0);
-    if (current.ok())
-      existing = current->entries;
-    else if (!absl::IsNotFound(current.status()))
-      return current.status();
-    auto version = io.tables->PutTable(db::Topology{comm.fingerprint(), comm.topology_json()},
-                                       MergeEntries(existing, out.entries), db::PutOptions{});
-    if (!version.ok()) {
-      sweep_row.status = db::SweepStatus::kFailed;
-      sweep_row.message = absl::StrCat("storing the winners: ", version.status().message());
-      (void)io.journal->PutSweep(sweep_row);
-      return version.status();
+    if (!io.store_table) {
+      sweep_row.status = db::SweepStatus::kDone;
+      sweep_row.progress = 1;
+      sweep_row.finished_unix_ms = db::NowUnixMs();
+      sweep_row.message = absl::StrCat(out.entries.size(), " entries, not stored (--no-table)");
+      if (absl::Status s = io.journal->PutSweep(sweep_row); !s.ok()) return s;
+    } else if (absl::Status s = StoreWinners(comm, io, out, sweep_row); !s.ok()) {
+      return s;
     }
-    out.table_version = *version;
-    sweep_row.status = db::SweepStatus::kDone;
-    sweep_row.progress = 1;
-    sweep_row.finished_unix_ms = db::NowUnixMs();
-    sweep_row.message = absl::StrCat(out.entries.size(), " entries, table version ", *version);
-    if (absl::Status s = io.journal->PutSweep(sweep_row); !s.ok()) return s;
   }
   // 4. Everyone gets the winners.
   std::string winners = leader ? EntriesToJson(comm, out.entries) : std::string();

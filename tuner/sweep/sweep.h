@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ struct SweepSpec {
   int step = 2;                         // size factor between measured sizes (a power of two >= 2)
   std::vector<std::string> algorithms;  // empty = every valid one
   std::vector<std::string> links;       // empty = shm and tcp on one node, the inter-node networks otherwise
+  // `--range LO-HI`: the winners cover exactly [LO, HI) (an open HI: [LO, no end)) instead of the measured sizes'
+  // natural ranges, so they can replace one entry of a table (hccl-tuned's mini-sweep). min_bytes is LO and
+  // max_bytes below HI then.
+  std::optional<ByteRange> exact_range;
   SearchOptions search;
 
   std::string ToJson() const;
@@ -52,6 +57,7 @@ struct RankZeroIo {
   bool resume = false;                 // continue `sweep_id` from its kept samples (its spec wins)
   const std::atomic<bool>* stop = nullptr;
   std::function<void(const Progress&)> on_progress;
+  bool store_table = true;  // false (--no-table): the winners are only returned (and printed), not stored
 };
 
 struct SweepOutcome {
@@ -60,7 +66,7 @@ struct SweepOutcome {
   std::vector<PointResult> results;
   std::vector<db::TunedEntry> entries;  // the winners of this sweep (every rank gets them)
   SearchStats stats;
-  int64_t table_version = 0;         // rank 0: the table version written
+  int64_t table_version = 0;         // rank 0: the table version written (0 with store_table false)
   uint64_t replayed_iterations = 0;  // resume: iterations taken from the journal
   double seconds = 0;
 };

@@ -14,9 +14,11 @@ std::vector<db::TunedEntry> BuildEntries(const std::vector<PointResult>& results
     const bool group_end = i + 1 == results.size() || results[i + 1].point.collective != r.point.collective ||
                            results[i + 1].point.dtype != r.point.dtype;
     const CandidateResult& w = r.candidates[static_cast<size_t>(r.winner)];
-    const uint64_t lo = group_start ? std::min(ctx.min_bytes, r.point.bytes) : r.point.bytes;
-    const uint64_t hi =
+    uint64_t lo = group_start ? std::min(ctx.min_bytes, r.point.bytes) : r.point.bytes;
+    uint64_t hi =
         group_end ? std::max(ctx.max_bytes + 1, std::max<uint64_t>(2 * r.point.bytes, 1)) : results[i + 1].point.bytes;
+    if (ctx.exact_range && group_start) lo = ctx.exact_range->min;
+    if (ctx.exact_range && group_end) hi = ctx.exact_range->max;
     if (!group_start && !out.empty() && out.back().configuration == w.config) {
       out.back().key.range.max = hi;  // same winner as the size before: extend its range
       out.back().samples += w.time_us.size();
@@ -29,6 +31,9 @@ std::vector<db::TunedEntry> BuildEntries(const std::vector<PointResult>& results
     e.key.range = ByteRange{lo, hi};
     e.configuration = w.config;
     e.time_us = w.stat.median;
+    // The per-rank median next to the max-over-ranks one: the online policy compares live samples (per-rank
+    // call durations) with it (CONVENTIONS.md, Timing).
+    if (!w.rank_time_us.empty()) e.rank_time_us = MedianWithCI(w.rank_time_us).median;
     const double algbw = w.stat.median > 0 ? static_cast<double>(r.point.bytes) / w.stat.median / 1e3 : 0;
     e.busbw_gbps = algbw * BusBandwidthFactor(r.point.collective, ctx.world_size);
     e.samples = w.time_us.size();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,15 @@ struct EntryContext {
   std::string sweep_id;
   std::string library_version;
   int64_t measured_unix_ms = 0;
+  // When set, each (collective, dtype) covers exactly this range instead (SweepSpec::exact_range).
+  std::optional<ByteRange> exact_range;
 };
 
 // `results` sorted by (collective, dtype, bytes) as the sweep measures them. The entries of one (collective,
 // dtype) cover [min_bytes, max(max_bytes + 1, 2 × the largest measured size)) without gaps: a measured size s
 // covers [s, next measured size), the first one from min_bytes. time/busbw/margins are those of the range's
-// first size; margins are clamped at 0 (a measured runner-up is never better than the winner by median).
+// first size, as is rank_time_us (the median of the winner's per-rank times); margins are clamped at 0 (a measured
+// runner-up is never better than the winner by median).
 std::vector<db::TunedEntry> BuildEntries(const std::vector<PointResult>& results, const EntryContext& ctx);
 
 // The latest table of the topology with the entries of `fresh` merged in: existing entries of the same

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tuner/sweep/sweep.h"
 #include "tuner/sweep/winners.h"
 
 namespace hccltune::sweep {
@@ -181,7 +182,42 @@ TEST(Winners, RangesCoverTheRequestedSizesAndMergeEqualWinners) {
     EXPECT_GT(e.default_margin, 0.1);  // slow3 is far from every winner
     EXPECT_GT(e.busbw_gbps, 0);
     EXPECT_EQ(e.sweep_id, "sw-test");
+    // KnownCosts gives every iteration a per-rank time of 0.9 x its max-over-ranks time.
+    EXPECT_NEAR(e.rank_time_us, 0.9 * e.time_us, 1e-9 * e.time_us) << e.configuration;
   }
+}
+
+TEST(Winners, AnExactRangeIsCoveredExactly) {
+  SearchStats st;
+  int it = 0;
+  const auto results = RunSearch(false, &st, &it);
+  EntryContext ctx{4, 1024, 16u << 20, "sw-test", "0.1", 1};
+  ctx.exact_range = ByteRange{1000, 20u << 20};  // neither end a power of two
+  const auto entries = BuildEntries(results, ctx);
+  ASSERT_FALSE(entries.empty());
+  EXPECT_EQ(entries.front().key.range.min, 1000u);
+  EXPECT_EQ(entries.back().key.range.max, 20u << 20);
+  for (size_t i = 1; i < entries.size(); ++i) EXPECT_EQ(entries[i - 1].key.range.max, entries[i].key.range.min);
+  ctx.exact_range = ByteRange{1024, kUnbounded};
+  EXPECT_EQ(BuildEntries(results, ctx).back().key.range.max, kUnbounded);
+}
+
+TEST(Winners, ExactRangeMustMatchTheMeasuredSizes) {
+  SweepSpec s;
+  s.min_bytes = 4096;
+  s.max_bytes = (64 << 10) - 1;
+  s.exact_range = ByteRange{4096, 64 << 10};
+  EXPECT_TRUE(s.Validate().ok()) << s.Validate();
+  auto back = SweepSpec::FromJson(s.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_TRUE(back->exact_range.has_value());
+  EXPECT_EQ(*back->exact_range, *s.exact_range);
+  s.max_bytes = 64 << 10;  // HI itself is not in the range
+  EXPECT_TRUE(absl::IsInvalidArgument(s.Validate()));
+  s.min_bytes = 3 << 10;
+  s.max_bytes = (4 << 10) - 1;
+  s.exact_range = ByteRange{3 << 10, 4 << 10};
+  EXPECT_NE(s.Validate().message().find("no power of two"), std::string::npos) << s.Validate();
 }
 
 TEST(Winners, MergeReplacesOnlyOverlappingEntriesOfTheSameKey) {
