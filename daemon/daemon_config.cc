@@ -96,6 +96,20 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
         return absl::InvalidArgumentError(absl::StrCat(where(), key, " = '", value, "': expected on or off"));
       }
       o.enabled = value == "on";
+    } else if (key == "mini_sweep") {
+      if (value != "on" && value != "off") {
+        return absl::InvalidArgumentError(absl::StrCat(where(), key, " = '", value, "': expected on or off"));
+      }
+      c->mini_sweep.enabled = value == "on";
+    } else if (key == "mini_sweep_idle_s") {
+      if (absl::Status s = int_value(1, 86400, &n); !s.ok()) return s;
+      c->mini_sweep.idle_s = static_cast<int>(n);
+    } else if (key == "mini_sweep_max_per_hour") {
+      if (absl::Status s = int_value(1, 3600, &n); !s.ok()) return s;
+      c->mini_sweep.max_per_hour = static_cast<int>(n);
+    } else if (key == "online_cooldown_s") {
+      if (absl::Status s = int_value(0, 86400, &n); !s.ok()) return s;
+      o.cooldown_s = static_cast<int>(n);
     } else if (key == "online_regression_ratio") {
       if (absl::Status s = double_value(&o.regression_ratio); !s.ok()) return s;
     } else if (key == "online_explore_max_ratio") {
@@ -119,11 +133,14 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
           "sweep_command, "
           "online_policy, online_regression_ratio, online_min_samples, online_window, online_explore_every, "
           "online_explore_calls, online_explore_max_ratio, online_explore_min_samples, online_interval_ms, "
-          "online_explore_timeout_s"));
+          "online_explore_timeout_s, online_cooldown_s, mini_sweep, mini_sweep_idle_s, mini_sweep_max_per_hour"));
     }
     if (keys_set != nullptr) keys_set->push_back(key);
   }
   if (absl::Status s = ValidateOnlinePolicyOptions(c->online); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": ", s.message()));
+  }
+  if (absl::Status s = ValidateMiniSweepOptions(c->mini_sweep); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(origin, ": ", s.message()));
   }
   return absl::OkStatus();

@@ -6,14 +6,16 @@
 // max_message_bytes, sweep_command, and the online policy's (daemon/online_policy.h; docs/ENVIRONMENT.md lists
 // defaults): online_policy (on|off), online_regression_ratio, online_min_samples, online_window,
 // online_explore_every, online_explore_calls, online_explore_max_ratio, online_explore_min_samples,
-// online_interval_ms, online_explore_timeout_s. SIGHUP re-reads the file: log_level applies at once, the rest at
-// the next start.
+// online_interval_ms, online_explore_timeout_s, online_cooldown_s; and the mini-sweeps' (daemon/mini_sweep.h):
+// mini_sweep (on|off), mini_sweep_idle_s, mini_sweep_max_per_hour. SIGHUP re-reads the file: log_level applies at once,
+// the rest at the next start.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "daemon/mini_sweep.h"
 #include "daemon/online_policy.h"
 #include "runtime/common/config.h"
 
@@ -29,6 +31,7 @@ struct DaemonConfig {
   int max_message_bytes = 4 << 20;
   std::string sweep_command;  // hccl-tune binary for daemon-run sweeps; "" = the one beside hccl-tuned
   OnlinePolicyOptions online;
+  MiniSweepOptions mini_sweep;  // runs only while the online policy is on
 };
 
 // Defaults for this process: root -> /run/hccl-tune/tuned.sock and /var/lib/hccl-tune/tuning.db; otherwise the

@@ -141,6 +141,19 @@ absl::Status TunerHandlers::PutTable(const v1::PutTableRequest& req, v1::PutTabl
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> TunerHandlers::Publish(const db::Topology& topology, const std::vector<db::TunedEntry>& entries,
+                                               const db::PutOptions& options) {
+  int64_t before = 0;
+  if (auto cur = Latest(topology.fingerprint); cur.ok()) before = (*cur)->version;
+  auto v = store_->PutTable(topology, entries, options);
+  if (!v.ok()) return v.status();
+  if (*v != before) {
+    Changed(topology.fingerprint);
+    Log(LogLevel::kInfo, "table ", topology.fingerprint, " is now version ", *v, " (", entries.size(), " entries)");
+  }
+  return v;
+}
+
 absl::Status TunerHandlers::ListTables(const v1::ListTablesRequest&, v1::ListTablesResponse* resp) {
   auto list = store_->ListTables();
   if (!list.ok()) return list.status();

@@ -68,6 +68,14 @@ class TunerHandlers {
   using LiveObserver = std::function<void(const std::string& fingerprint, absl::Span<const db::LiveSample>)>;
   void SetLiveObserver(LiveObserver observer) { observer_ = std::move(observer); }
 
+  // The daemon's own writes (online policy, mini-sweeps): stores `entries` as the topology's new version with
+  // `options` (a compare-and-swap when options.expected_version is set: Aborted when the table changed), then
+  // refreshes the caches and wakes WatchTable streams like PutTable. Returns the version.
+  absl::StatusOr<int64_t> Publish(const db::Topology& topology, const std::vector<db::TunedEntry>& entries,
+                                  const db::PutOptions& options);
+  // Who reported live timings when (GetActivity's source; the mini-sweeps' idle rule).
+  ActivityTracker& activity() { return activity_; }
+
   // Validates a WatchTable request.
   absl::Status CheckWatch(const v1::WatchTableRequest& req);
   // Waits up to `timeout` for a version of the table newer than `after_version`; fills `out` and returns true when

@@ -53,6 +53,7 @@ absl::Status ValidateOnlinePolicyOptions(const OnlinePolicyOptions& o) {
   if (o.explore_min_samples < 1) return bad("online_explore_min_samples", o.explore_min_samples, "at least 1");
   if (o.interval_ms < 10) return bad("online_interval_ms", o.interval_ms, "at least 10");
   if (o.explore_timeout_s < 1) return bad("online_explore_timeout_s", o.explore_timeout_s, "at least 1");
+  if (o.cooldown_s < 0) return bad("online_cooldown_s", o.cooldown_s, "at least 0");
   return absl::OkStatus();
 }
 
@@ -93,6 +94,7 @@ std::optional<PolicyAction> OnlinePolicy::Judge(const std::string& fp, const db:
   *out = e;
   if (e.explore.empty()) {
     st.plan_seen = absl::InfinitePast();
+    if (now < st.cooldown_until) return std::nullopt;  // just decided: not judged again yet
     if (mine.us.size() < static_cast<size_t>(options_.min_samples) || a.baseline_us <= 0) return std::nullopt;
     a.winner_live_us = Median(mine.us);
     if (a.winner_live_us <= options_.regression_ratio * a.baseline_us) return std::nullopt;
@@ -147,6 +149,7 @@ std::optional<PolicyAction> OnlinePolicy::Judge(const std::string& fp, const db:
   }
   st.by_config.clear();
   st.plan_seen = absl::InfinitePast();
+  if (a.kind != PolicyAction::Kind::kWithdraw) st.cooldown_until = now + absl::Seconds(options_.cooldown_s);
   return a;
 }
 
@@ -173,11 +176,28 @@ absl::StatusOr<std::vector<PolicyAction>> OnlinePolicy::Evaluate(absl::Time now)
       continue;
     }
     TopologyState& ts = state_[fp];
+    // Windows measured an entry that has since been re-measured by someone else (a mini-sweep, a sweep, an
+    // import) are dropped; state of entries no longer in the table is forgotten.
+    std::map<std::string, EntryState> kept;
+    for (const db::TunedEntry& e : table->entries) {
+      auto it = ts.entries.find(KeyId(e.key));
+      if (it == ts.entries.end()) continue;
+      const std::string measurement = absl::StrCat(e.sweep_id, "@", e.measured_unix_ms);
+      if (it->second.measurement != measurement) {
+        it->second.by_config.clear();
+        it->second.plan_seen = absl::InfinitePast();
+        it->second.measurement = measurement;
+      }
+      kept.insert(ts.entries.extract(it));
+    }
+    ts.entries.swap(kept);
     for (const db::LiveSample& s : pending[fp]) {
       const db::TunedEntry* e = db::FindEntry(table->entries, s.collective, s.dtype, s.world_size, s.bytes);
       if (e == nullptr) continue;
       if (s.configuration != e->configuration && s.configuration != e->explore) continue;  // overrides, stale plans
-      Add(ts.entries[KeyId(e->key)], s.configuration, s.duration_us);
+      auto [it, fresh] = ts.entries.try_emplace(KeyId(e->key));
+      if (fresh) it->second.measurement = absl::StrCat(e->sweep_id, "@", e->measured_unix_ms);
+      Add(it->second, s.configuration, s.duration_us);
     }
     std::vector<db::TunedEntry> next = table->entries;
     std::vector<PolicyAction> mine;
@@ -188,7 +208,13 @@ absl::StatusOr<std::vector<PolicyAction>> OnlinePolicy::Evaluate(absl::Time now)
       if (action) mine.push_back(*std::move(action));
     }
     if (mine.empty()) continue;
-    auto version = publish_(table->topology, next);
+    auto version = publish_(table->topology, next, table->version);
+    if (absl::IsAborted(version.status())) {
+      ++conflicts_;
+      Log(LogLevel::kInfo, "online policy: table ", fp, " changed while being judged (", version.status().message(),
+          "); judged again on the newer version");
+      continue;
+    }
     if (!version.ok()) {
       Log(LogLevel::kError, "online policy: cannot publish table ", fp, ": ", version.status().ToString());
       if (first_error.ok()) first_error = version.status();

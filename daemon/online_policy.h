@@ -18,10 +18,16 @@
 //      new baseline. Either way the plan and the stale mark are cleared. A plan whose samples do not arrive
 //      within `explore_timeout_s` is withdrawn (the entry stays stale, baseline = the winner's live median
 //      when known).
+//   4. Cool-down. After a decision (switch or keep) the entry is not judged again for `cooldown_s` seconds, so
+//      a close runner-up cannot flip the winner back and forth; samples keep arriving in its window meanwhile.
+//   5. A stale entry of a single-node topology is re-measured by a local mini-sweep once the node is idle
+//      (daemon/mini_sweep.h). When an entry's measurement changes under the policy (its sweep id or time — a
+//      mini-sweep, a sweep, an import), the policy drops that entry's windows: they measured the old one.
 //
-// Live windows are in memory: a restarted daemon starts from empty windows. A table written by someone else
-// (a sweep, an import) between an evaluation's read and its publish is overwritten by the publish (the store
-// has no compare-and-swap); evaluations are short and sweeps rare.
+// Live windows and cool-downs are in memory: a restarted daemon starts from empty windows. A publish is a
+// compare-and-swap on the version the evaluation read (db::PutOptions::expected_version): a table written by
+// someone else in between (a sweep, an import, a mini-sweep) is never overwritten; the entry is judged again
+// on the newer table at the next evaluation.
 //
 // Thread-safety: Observe() from any thread (cheap: appends to a bounded queue, drops and counts beyond it);
 // Evaluate() from one thread at a time (the background thread, or a test); Start/Stop from the owner.
@@ -58,6 +64,7 @@ struct OnlinePolicyOptions {
   int interval_ms = 500;           // evaluation period
   int explore_timeout_s = 300;     // a plan without enough samples by then is withdrawn
   size_t max_pending = 1 << 18;    // samples queued between evaluations (beyond: dropped, counted)
+  int cooldown_s = 60;             // after a switch/keep decision the entry is not judged for this long
 };
 // Checks ranges; the error names the option.
 absl::Status ValidateOnlinePolicyOptions(const OnlinePolicyOptions& o);
@@ -77,9 +84,11 @@ absl::string_view PolicyActionName(PolicyAction::Kind k);
 
 class OnlinePolicy {
  public:
-  // Stores `entries` as the topology's new table version; returns the version (the daemon wires this to its
-  // handlers' PutTable so caches and WatchTable streams see the change).
-  using Publisher = std::function<absl::StatusOr<int64_t>(const db::Topology&, const std::vector<db::TunedEntry>&)>;
+  // Stores `entries` as the topology's new table version if its latest version is still `expected_version`
+  // (else Aborted); returns the version. The daemon wires this to TunerHandlers::Publish so caches and
+  // WatchTable streams see the change.
+  using Publisher = std::function<absl::StatusOr<int64_t>(const db::Topology&, const std::vector<db::TunedEntry>&,
+                                                          int64_t expected_version)>;
 
   // `store` must outlive the policy.
   OnlinePolicy(db::TuningStore* store, Publisher publish, OnlinePolicyOptions options);
@@ -98,6 +107,8 @@ class OnlinePolicy {
 
   uint64_t dropped() const { return dropped_.load(); }
   uint64_t versions_published() const { return published_.load(); }
+  // Publishes refused because the table changed between read and write (judged again next time).
+  uint64_t publish_conflicts() const { return conflicts_.load(); }
 
  private:
   struct Window {
@@ -106,6 +117,8 @@ class OnlinePolicy {
   struct EntryState {
     std::map<std::string, Window> by_config;
     absl::Time plan_seen = absl::InfinitePast();  // when this daemon first saw the entry's current plan
+    absl::Time cooldown_until = absl::InfinitePast();
+    std::string measurement;  // the entry's sweep id and time when its windows started
   };
   struct TopologyState {
     std::map<std::string, EntryState> entries;  // by KeyId(entry key)
@@ -128,7 +141,7 @@ class OnlinePolicy {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
   std::map<std::string, TopologyState> state_;  // Evaluate() only
-  std::atomic<uint64_t> dropped_{0}, published_{0};
+  std::atomic<uint64_t> dropped_{0}, published_{0}, conflicts_{0};
   std::thread thread_;
 };
 

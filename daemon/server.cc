@@ -103,17 +103,16 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
   s->sweeps_ = std::make_unique<SweepRunner>(sweep_options);
   // The online policy publishes through the handlers, so their caches and WatchTable streams see its versions.
   TunerHandlers* handlers = s->handlers_.get();
-  s->policy_ = std::make_unique<OnlinePolicy>(
-      s->store_.get(),
-      [handlers](const db::Topology& topo, const std::vector<db::TunedEntry>& entries) -> absl::StatusOr<int64_t> {
-        v1::PutTableRequest req;
-        req.mutable_topology()->set_fingerprint(topo.fingerprint);
-        for (const db::TunedEntry& e : entries) rpc::EntryToProto(e, req.add_entries());
-        v1::PutTableResponse resp;
-        if (absl::Status st = handlers->PutTable(req, &resp); !st.ok()) return st;
-        return resp.version();
-      },
-      config.online);
+  auto publish = [handlers](const db::Topology& topo, const std::vector<db::TunedEntry>& entries,
+                            int64_t expected_version) -> absl::StatusOr<int64_t> {
+    db::PutOptions options;
+    options.expected_version = expected_version;
+    return handlers->Publish(db::Topology{topo.fingerprint, ""}, entries, options);
+  };
+  s->policy_ = std::make_unique<OnlinePolicy>(s->store_.get(), publish, config.online);
+  // Mini-sweeps re-measure what the policy marked stale (single-node topologies, idle node).
+  s->mini_ = std::make_unique<MiniSweeper>(s->store_.get(), publish, s->sweeps_.get(), &s->handlers_->activity(),
+                                           config.mini_sweep);
   if (config.online.enabled) {
     OnlinePolicy* policy = s->policy_.get();
     s->handlers_->SetLiveObserver(
@@ -147,6 +146,7 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
     ::chmod(config.socket.c_str(), 0660);
   }
   s->policy_->Start();
+  if (config.online.enabled) s->mini_->Start();
   Log(LogLevel::kInfo, "serving on ", config.socket.empty() ? "" : absl::StrCat("unix:", config.socket),
       config.listen.empty() ? "" : absl::StrCat(" tcp:", config.listen), "; database ", config.db);
   return s;
@@ -155,7 +155,9 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
 void TunerServer::Stop(absl::Duration drain) {
   if (stopped_) return;
   stopped_ = true;
-  // A running sweep stops first: it reports its cancelled state through this server.
+  // No new mini-sweep; a running sweep (a mini-sweep too) stops first: it reports its cancelled state through
+  // this server.
+  if (mini_) mini_->Stop();
   if (sweeps_) sweeps_->Shutdown();
   if (handlers_) handlers_->Shutdown();  // watch streams end, new ones are refused
   if (server_) {
@@ -170,6 +172,7 @@ void TunerServer::Stop(absl::Duration drain) {
   }
   server_.reset();
   service_.reset();
+  mini_.reset();
   policy_.reset();
   handlers_.reset();
   sweeps_.reset();

@@ -17,6 +17,7 @@
 #include "daemon/grpc_service.h"
 #include "daemon/handlers.h"
 #include "daemon/live_ingest.h"
+#include "daemon/mini_sweep.h"
 #include "daemon/online_policy.h"
 #include "daemon/sweep_runner.h"
 #include "db/tuning_store.h"
@@ -37,6 +38,7 @@ class TunerServer {
   TunerHandlers& handlers() { return *handlers_; }
   SweepRunner& sweeps() { return *sweeps_; }
   OnlinePolicy& online_policy() { return *policy_; }
+  MiniSweeper& mini_sweeps() { return *mini_; }
   const DaemonConfig& config() const { return config_; }
   // The TCP port actually bound (when listen ends in ":0"), else 0.
   int tcp_port() const { return tcp_port_; }
@@ -55,6 +57,7 @@ class TunerServer {
   std::unique_ptr<TunerHandlers> handlers_;
   std::unique_ptr<SweepRunner> sweeps_;
   std::unique_ptr<OnlinePolicy> policy_;
+  std::unique_ptr<MiniSweeper> mini_;
   std::unique_ptr<TunerService> service_;
   std::unique_ptr<grpc::Server> server_;
 };

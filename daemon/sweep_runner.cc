@@ -137,7 +137,10 @@ void SweepRunner::set_daemon_target(const std::string& target) {
 
 SweepRunner::~SweepRunner() { Shutdown(); }
 
-absl::StatusOr<std::string> SweepRunner::Start(const v1::StartSweepRequest& req) {
+absl::StatusOr<std::string> SweepRunner::Start(const v1::StartSweepRequest& req) { return Start(req, {}); }
+
+absl::StatusOr<std::string> SweepRunner::Start(const v1::StartSweepRequest& req,
+                                               const std::vector<std::string>& extra_args) {
   const std::string command = options_.command.empty() ? DefaultSweepCommand() : options_.command;
   if (command.empty() || ::access(command.c_str(), X_OK) != 0) {
     return absl::FailedPreconditionError(
@@ -150,6 +153,7 @@ absl::StatusOr<std::string> SweepRunner::Start(const v1::StartSweepRequest& req)
   if (daemon_target_.empty()) return absl::FailedPreconditionError("hccl-tuned does not know its own address yet");
   auto args = SweepChildArgs(req, id, daemon_target_, options_.max_ranks);
   if (!args.ok()) return args.status();
+  args->insert(args->end(), extra_args.begin(), extra_args.end());
   if (shutting_down_) return absl::UnavailableError("hccl-tuned is shutting down");
   if (!running_.empty()) {
     return absl::FailedPreconditionError(absl::StrCat("sweep ", running_,

@@ -62,6 +62,9 @@ class SweepRunner {
 
   // Starts a sweep; returns its id (the resumed id for req.resume).
   absl::StatusOr<std::string> Start(const v1::StartSweepRequest& req);
+  // The same with arguments the request cannot express appended (the daemon's own mini-sweeps: --range,
+  // --no-table). For callers inside the daemon only: `extra_args` are not checked.
+  absl::StatusOr<std::string> Start(const v1::StartSweepRequest& req, const std::vector<std::string>& extra_args);
   // Stops sweep `id` ("" = the running one); returns its id. NotFound / FailedPrecondition when not running.
   absl::StatusOr<std::string> Cancel(const std::string& id);
   // The sweep a watcher of `id` follows: `id` itself when known, for "" the running sweep else the newest.

@@ -27,6 +27,11 @@ absl::StatusOr<int64_t> InMemoryTuningStore::PutTable(const Topology& topology, 
 absl::StatusOr<int64_t> InMemoryTuningStore::PutLocked(TopologyState& state, const std::string& fingerprint,
                                                        std::vector<TunedEntry> sorted, const PutOptions& options) {
   std::string hash = ContentHash(sorted);
+  if (absl::Status s =
+          CheckExpectedVersion(fingerprint, state.versions.empty() ? 0 : state.versions.rbegin()->first, options);
+      !s.ok()) {
+    return s;
+  }
   if (!state.versions.empty() && state.versions.rbegin()->second.content_hash == hash) {
     return state.versions.rbegin()->first;
   }

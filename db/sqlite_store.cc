@@ -399,6 +399,7 @@ absl::StatusOr<int64_t> SqliteTuningStore::PutLocked(absl::string_view fp, const
                                                      const PutOptions& options) {
   std::string hash = ContentHash(sorted);
   HT_ASSIGN_OR_RETURN(latest, LatestLocked(fp));
+  HT_RETURN_IF_ERROR(CheckExpectedVersion(fp, latest.first, options));
   if (latest.first != 0 && latest.second == hash) return latest.first;
   PREP(next, "SELECT next_version FROM topologies WHERE fingerprint = ?");
   next.Bind(1, fp);

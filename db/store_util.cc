@@ -149,6 +149,16 @@ absl::StatusOr<std::vector<TunedEntry>> NormalizeEntries(absl::Span<const TunedE
   return out;
 }
 
+absl::Status CheckExpectedVersion(absl::string_view fingerprint, int64_t latest, const PutOptions& options) {
+  if (options.expected_version == 0) return absl::OkStatus();
+  const int64_t want = options.expected_version < 0 ? 0 : options.expected_version;
+  if (latest == want) return absl::OkStatus();
+  return absl::AbortedError(absl::StrCat("table ", fingerprint, " changed meanwhile: it is at ",
+                                         latest == 0 ? std::string("no version") : absl::StrCat("version ", latest),
+                                         ", the write expected ",
+                                         want == 0 ? std::string("no table") : absl::StrCat("version ", want)));
+}
+
 std::string ContentHash(absl::Span<const TunedEntry> entries) {
   std::string text;
   for (const TunedEntry& e : entries) {

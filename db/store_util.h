@@ -33,6 +33,9 @@ bool EntryKeyLess(const EntryKey& a, const EntryKey& b);
 // SHA-256 hex over the canonical serialization of sorted entries (what Table::content_hash holds).
 std::string ContentHash(absl::Span<const TunedEntry> sorted_entries);
 
+// PutOptions::expected_version against the topology's latest version (0 = no table): Aborted when they differ.
+absl::Status CheckExpectedVersion(absl::string_view fingerprint, int64_t latest, const PutOptions& options);
+
 // The entry of `sorted_entries` matching the key and holding `bytes`, or nullptr.
 const TunedEntry* FindEntry(absl::Span<const TunedEntry> sorted_entries, Collective collective, DataType dtype,
                             int world_size, uint64_t bytes);

@@ -95,6 +95,10 @@ struct PutOptions {
   int64_t min_version = 0;
   // 0 = now.
   int64_t created_unix_ms = 0;
+  // Compare and swap: when not 0, the write happens only while the topology's latest version is this one
+  // (-1: while it has no table); otherwise Aborted naming both versions and nothing is written. A
+  // read-modify-write (hccl-tuned's online policy and mini-sweeps) re-reads and retries on Aborted.
+  int64_t expected_version = 0;
 };
 
 // One live sample: a per-rank call duration (CONVENTIONS.md, Timing).

@@ -26,8 +26,11 @@ class OnlinePolicyTest : public ::testing::Test {
     options_.explore_calls = 64;
     policy_ = std::make_unique<OnlinePolicy>(
         &store_,
-        [this](const db::Topology& t, const std::vector<db::TunedEntry>& e) {
-          return store_.PutTable(t, e, db::PutOptions{});
+        [this](const db::Topology& t, const std::vector<db::TunedEntry>& e, int64_t expected) {
+          db::PutOptions o;
+          o.expected_version = expected;
+          if (before_publish_) before_publish_();
+          return store_.PutTable(t, e, o);
         },
         options_);
     db::TunedEntry e;
@@ -66,6 +69,7 @@ class OnlinePolicyTest : public ::testing::Test {
   db::Topology topo_;
   OnlinePolicyOptions options_;
   std::unique_ptr<OnlinePolicy> policy_;
+  std::function<void()> before_publish_;  // runs between an evaluation's read and its publish
 };
 
 TEST_F(OnlinePolicyTest, HealthyAndTooFewSamplesChangeNothing) {
@@ -168,6 +172,55 @@ TEST_F(OnlinePolicyTest, PlanWithoutSamplesIsWithdrawnAfterTimeout) {
   EXPECT_TRUE(e.stale);
 }
 
+TEST_F(OnlinePolicyTest, CooldownKeepsADecisionFromBeingJudgedAgainAtOnce) {
+  Feed(kRing, 25, 40);
+  const absl::Time t0 = absl::Now();
+  ASSERT_EQ(Eval(t0).size(), 1u);  // explore one_shot
+  Feed(kOneShot, 15, 12);
+  Feed(kRing, 25, 12);
+  auto actions = Eval(t0 + absl::Seconds(1));
+  ASSERT_EQ(actions.size(), 1u);
+  ASSERT_EQ(actions[0].kind, PolicyAction::Kind::kSwitch);
+  ASSERT_EQ(Latest().configuration, kOneShot);
+  // one_shot now runs 2x its new baseline: a regression, but within the cool-down it is not judged...
+  Feed(kOneShot, 30, 40);
+  EXPECT_TRUE(Eval(t0 + absl::Seconds(2)).empty());
+  EXPECT_TRUE(Eval(t0 + absl::Seconds(options_.cooldown_s)).empty());
+  EXPECT_FALSE(Latest().stale);
+  // ... and after it, it is (runner-up: the old winner, explored again).
+  actions = Eval(t0 + absl::Seconds(options_.cooldown_s + 2));
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, PolicyAction::Kind::kExplore);
+  EXPECT_EQ(Latest().explore, kRing);
+}
+
+TEST_F(OnlinePolicyTest, ATableChangedBetweenReadAndPublishIsNotOverwritten) {
+  Feed(kRing, 25, 40);
+  int64_t v0 = 0;
+  db::TunedEntry e = Latest(&v0);
+  db::TunedEntry swept = e;
+  swept.configuration = "recursive_doubling(channels=1,link=auto)";
+  swept.sweep_id = "sw-meanwhile";
+  swept.measured_unix_ms = 42;
+  auto t = store_.GetTable(topo_.fingerprint, 0);
+  std::vector<db::TunedEntry> meanwhile = t->entries;
+  meanwhile[0] = swept;
+  bool written = false;
+  before_publish_ = [&] {  // a sweep writes between the policy's read and its write
+    if (written) return;
+    written = true;
+    ASSERT_TRUE(store_.PutTable(topo_, meanwhile, db::PutOptions{}).ok());
+  };
+  EXPECT_TRUE(Eval().empty());
+  EXPECT_EQ(policy_->publish_conflicts(), 1u);
+  int64_t v1 = 0;
+  EXPECT_EQ(Latest(&v1).configuration, swept.configuration);  // the sweep's table stands
+  EXPECT_EQ(v1, v0 + 1);
+  // The ring windows measured the entry before the sweep re-measured it: dropped, so nothing is judged.
+  EXPECT_TRUE(Eval().empty());
+  EXPECT_FALSE(Latest().stale);
+}
+
 TEST(OnlinePolicyConfig, ConfigFileKeysAndErrors) {
   DaemonConfig c;
   ASSERT_TRUE(ApplyConfigText("online_regression_ratio = 1.5\nonline_explore_every = 16\nonline_policy = off\n",
@@ -184,6 +237,20 @@ TEST(OnlinePolicyConfig, ConfigFileKeysAndErrors) {
   EXPECT_NE(s.message().find("online_explore_every"), std::string::npos) << s;
   s = ApplyConfigText("online_policy = maybe\n", "test.conf", &c3);
   EXPECT_NE(s.message().find("test.conf:1"), std::string::npos) << s;
+  DaemonConfig m;
+  ASSERT_TRUE(ApplyConfigText("mini_sweep = off\nmini_sweep_idle_s = 5\nmini_sweep_max_per_hour = 2\n"
+                              "online_cooldown_s = 0\n",
+                              "test.conf", &m)
+                  .ok());
+  EXPECT_FALSE(m.mini_sweep.enabled);
+  EXPECT_EQ(m.mini_sweep.idle_s, 5);
+  EXPECT_EQ(m.mini_sweep.max_per_hour, 2);
+  EXPECT_EQ(m.online.cooldown_s, 0);
+  DaemonConfig m1, m2;
+  s = ApplyConfigText("mini_sweep_idle_s = 0\n", "test.conf", &m1);
+  EXPECT_NE(s.message().find("mini_sweep_idle_s"), std::string::npos) << s;
+  s = ApplyConfigText("online_cooldown_s = -1\n", "test.conf", &m2);
+  EXPECT_NE(s.message().find("online_cooldown_s"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -96,6 +96,28 @@ TYPED_TEST(TuningStoreConformance, IdenticalContentIsNotANewVersion) {
   EXPECT_EQ((*list)[0].entries, 3u);
 }
 
+TYPED_TEST(TuningStoreConformance, ExpectedVersionIsACompareAndSwap) {
+  Topology topo = MakeTopology(2);
+  PutOptions none_yet;
+  none_yet.expected_version = -1;  // only while there is no table
+  ASSERT_EQ(*this->store_->PutTable(topo, ThreeEntries(), none_yet), 1);
+  auto again = this->store_->PutTable(topo, ThreeEntries(), none_yet);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kAborted) << again.status();
+  auto changed = ThreeEntries();
+  changed[0].configuration = "halving_doubling";
+  PutOptions stale;
+  stale.expected_version = 7;
+  auto refused = this->store_->PutTable(topo, changed, stale);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kAborted) << refused.status();
+  EXPECT_NE(refused.status().message().find("version 1"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("version 7"), std::string::npos) << refused.status();
+  EXPECT_EQ(this->store_->GetTable(topo.fingerprint, 0)->version, 1);  // nothing written
+  PutOptions current;
+  current.expected_version = 1;
+  EXPECT_EQ(*this->store_->PutTable(topo, changed, current), 2);
+  EXPECT_EQ(this->store_->PutTable(topo, ThreeEntries(), current).status().code(), absl::StatusCode::kAborted);
+}
+
 TYPED_TEST(TuningStoreConformance, LookupFindsTheRangeHoldingBytes) {
   Topology topo = MakeTopology(2);
   ASSERT_TRUE(this->store_->PutTable(topo, ThreeEntries(), {}).ok());
