@@ -279,8 +279,10 @@ absl::Status CommImpl::SetupTuning() {
   tuning_ = MakeTuningClient(ctx);
   std::shared_ptr<const TunedTable> table;
   if (rank_ == 0 && tuning_) {
-    // An absent daemon answers at once (no socket); a slow one gets a few milliseconds, not more.
-    auto fetched = tuning_->FetchTable(absl::Milliseconds(200));
+    // An absent daemon answers at once (no socket file, or nobody listening on it: connection refused); one
+    // that is there gets HCCL_TUNE_FETCH_TIMEOUT_MS (default 2 s) to answer, so a loaded node still hands the
+    // job its table instead of defaults.
+    auto fetched = tuning_->FetchTable(absl::Milliseconds(env_.fetch_timeout_ms));
     if (fetched.ok()) {
       table = *fetched;
     } else if (fetched.status().code() == absl::StatusCode::kNotFound) {

@@ -58,6 +58,7 @@ struct Environment {
   std::optional<int64_t> table_version;  // HCCL_TUNE_TABLE_VERSION
   bool torch_alias = true;               // HCCL_TUNE_TORCH_ALIAS
   int sync_interval = 256;               // HCCL_TUNE_SYNC_INTERVAL: operations between table checkpoints
+  int fetch_timeout_ms = 2000;           // HCCL_TUNE_FETCH_TIMEOUT_MS: init's wait for a daemon whose socket exists
   std::vector<TestDelay> test_delays;    // HCCL_TUNE_TEST_DELAY (test hook)
   bool single_copy = true;               // HCCL_TUNE_SINGLE_COPY: auto (default) | off — shm single copy (CMA)
 

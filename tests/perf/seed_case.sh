@@ -93,14 +93,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
       env "${envs[@]}" "${LAUNCH[@]}" "$LOOP" --bytes "$BYTES" --dtype fp16 --steps "$STEPS" --warmup 1 \
         --compute-reps "$COMPUTE_REPS" --json
     }
+    # Rank 0 waits up to HCCL_TUNE_FETCH_TIMEOUT_MS (2 s) for the daemon's table at init, so `tuned` runs the table.
     j=$(run)
-    # Rank 0 gives the daemon 200 ms at init, then runs on defaults (logged): under load that can happen; only
-    # that logged cause earns one rerun, so `tuned` always measures the table.
-    if [[ $v == tuned && $(jq -r .configuration <<<"$j") != "$winner" ]] &&
-      grep -q "running on built-in defaults" "$DIR/out/rank0.err"; then
-      echo "round $r tuned: rank 0 did not get the table in time; once more"
-      j=$(run)
-    fi
     [[ $v != tuned || $(jq -r .configuration <<<"$j") == "$winner" ]] ||
       { echo "seed_case.sh: the tuned run ran $(jq -r .configuration <<<"$j"), not the table's $winner" >&2; exit 1; }
     echo "round $r $v: $j"

@@ -90,6 +90,7 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
       {"HCCL_TUNE_STORE", "/tmp/x", "file:///"},
       {"HCCL_TUNE_TORCH_ALIAS", "maybe", "0 or 1"},
       {"HCCL_TUNE_SINGLE_COPY", "yes", "auto or off"},
+      {"HCCL_TUNE_FETCH_TIMEOUT_MS", "61000", "an integer from 0 to 60000"},
       {"RANK", "x", "an integer"},
   };
   for (const auto& c : cases) {
@@ -103,6 +104,15 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
   auto e = Environment::LoadFrom(std::map<std::string, std::string>{{"RANK", "4"}, {"WORLD_SIZE", "4"}});
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("not below the world size 4"), std::string::npos);
+}
+
+TEST(Environment, FetchTimeout) {
+  auto d = Environment::LoadFrom(std::map<std::string, std::string>{});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->fetch_timeout_ms, 2000);
+  auto e = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_FETCH_TIMEOUT_MS", "500"}});
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->fetch_timeout_ms, 500);
 }
 
 TEST(Environment, TestDelayHook) {

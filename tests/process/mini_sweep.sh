@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Mini-sweep of a stale entry on an idle single-node topology, end to end with real processes (issue #7, "a
+# single-node topology: a local mini-sweep when the node is idle"):
+#  - hccl-tuned holds a single-node 2-rank table; its 8-16 B allreduce/int32 winner is ring, whose runner-up was
+#    swept 4x slower (not explorable), so a regression can only mark the entry stale;
+#  - the test hook HCCL_TUNE_TEST_DELAY slows ring by 1 ms per call. The daemon is started with the same
+#    variable, so the sweep child it runs (and that child's ranks) measure the same machine the job ran on;
+#  - job 1 reports -> the online policy marks the entry stale; no mini-sweep while the job reports;
+#  - the job ends -> after mini_sweep_idle_s the daemon mini-sweeps that entry's range only and merges the winner
+#    into the current table: one new version, a winner other than ring, stale cleared, a new baseline
+#    (rank_time_us), every other entry byte-identical;
+#  - job 2 runs the new winner on every call on both ranks (per-call configuration log).
+# Usage: mini_sweep.sh HCCL_TUNE HCCL_TUNED ONLINE_JOB
+set -euo pipefail
+cli=$1 tuned=$2 job=$3
+tmp=$(mktemp -d)
+pid=""
+cleanup() { [[ -n $pid ]] && kill "$pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() {
+  echo "FAILED: $*" >&2
+  [[ -f $tmp/daemon.log ]] && tail -30 "$tmp/daemon.log" >&2
+  exit 1
+}
+
+cat >"$tmp/tuned.conf" <<'CONF'
+online_min_samples = 20
+online_window = 40
+online_interval_ms = 100
+mini_sweep = on
+mini_sweep_idle_s = 2
+mini_sweep_max_per_hour = 3
+CONF
+
+release=$("$cli" --version | sed -E 's/^hccl-tune ([0-9]+\.[0-9]+).*/\1/')
+topo="{\"format\":1,\"inter\":[],\"intra\":[\"shm\"],\"nodes\":1,\"ranks_per_node\":[2],\"release\":\"$release\"}"
+fp=$(printf '%s' "$topo" | sha256sum | cut -c1-16)
+python3 - "$tmp/table.json" "$fp" "$topo" <<'PY'
+import json, sys
+path, fp, topo = sys.argv[1:]
+def e(coll, dtype, rng, cfg, runner_up="", margin=0.0):
+    return {"collective": coll, "dtype": dtype, "world_size": 2, "bytes": rng, "configuration": cfg,
+            "time_us": 6.0, "rank_time_us": 5.0, "busbw_gbps": 0.0, "samples": 10, "runner_up": runner_up,
+            "margin": margin, "default_margin": 0.0, "sweep_id": "test", "library_version": "test",
+            "measured_unix_ms": 0}
+entries = [e("allreduce", "int32", "0-8", "one_shot(channels=1,link=auto)"),
+           e("allreduce", "int32", "8-16", "ring(channels=1,link=auto)", "one_shot(channels=1,link=auto)", 3.0),
+           e("allreduce", "int32", "16-", "ring(channels=1,link=auto)"),
+           e("allreduce", "fp32", "0-", "ring(channels=1,link=auto)"),
+           e("allgather", "int32", "0-", "ring(channels=1,link=auto)")]
+json.dump({"format": "hccl-tune-tables", "format_version": 1, "tables": [{
+    "fingerprint": fp, "topology": topo, "version": 1, "created_unix_ms": 0, "content_hash": "",
+    "entries": entries}]}, open(path, "w"))
+PY
+
+export HCCL_TUNE_TEST_DELAY="allreduce:ring=1ms"  # the job's and (inherited) the daemon's sweep child's
+"$tuned" --socket "$tmp/d.sock" --db "$tmp/t.db" --config "$tmp/tuned.conf" --sweep-command "$cli" \
+  --log-level info 2>>"$tmp/daemon.log" &
+pid=$!
+for _ in $(seq 100); do [[ -S $tmp/d.sock ]] && break; sleep 0.05; done
+[[ -S $tmp/d.sock ]] || fail "daemon did not start"
+"$cli" import "$tmp/table.json" --daemon "unix:$tmp/d.sock" >/dev/null || fail "import"
+export_table() { "$cli" export "$1" --daemon "unix:$tmp/d.sock" >/dev/null || fail "export"; }
+entry() {  # FILE RANGE FIELD: one field of the allreduce/int32 entry of RANGE in an export
+  python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["tables"][0]
+if sys.argv[3] == "version": print(t["version"]); sys.exit()
+e = [e for e in t["entries"] if e["collective"] == "allreduce" and e["dtype"] == "int32" and e["bytes"] == sys.argv[2]]
+print(e[0].get(sys.argv[3], "") if e else "MISSING")' "$@"
+}
+
+export HCCL_TUNE_DAEMON="unix:$tmp/d.sock" HCCL_TUNE_SAMPLE_RATE=1 HCCL_CONNECT_TIMEOUT=30 HCCL_EXEC_TIMEOUT=60 \
+  HCCL_TUNE_LOG_LEVEL=info
+run_job() {  # DIR CALLS
+  mkdir -p "$1/store"
+  local pids=()
+  for r in 0 1; do
+    RANK=$r WORLD_SIZE=2 HCCL_TUNE_STORE="file://$1/store" "$job" "$2" "$1" >"$1/out$r" 2>"$1/err$r" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || fail "job failed: $(cat "$1"/err*)"; done
+  cat "$1/out0" "$1/out1"
+  cmp -s "$1/rank0" "$1/rank1" || fail "the ranks' per-call configurations differ"
+}
+
+# --- job 1: ring is slow; the policy marks the entry stale (no explorable runner-up) ---
+t0=$(date +%s.%N)
+run_job "$tmp/job1" 400
+t1=$(date +%s.%N)
+if grep -q "mini-sweep" "$tmp/daemon.log"; then fail "a mini-sweep started while the job reported"; fi
+for _ in $(seq 30); do
+  export_table "$tmp/stale.json"
+  [[ $(entry "$tmp/stale.json" 8-16 stale) == True ]] && break
+  sleep 0.1
+done
+[[ $(entry "$tmp/stale.json" 8-16 stale) == True ]] || fail "the slowed ring entry was not marked stale"
+v_stale=$(entry "$tmp/stale.json" 8-16 version)
+echo "job 1: $(python3 -c "print(f'{$t1 - $t0:.1f}')") s on ring; entry 8-16 stale in version $v_stale"
+
+# --- idle node: the daemon mini-sweeps that entry and merges the winner ---
+for _ in $(seq 300); do
+  export_table "$tmp/after.json"
+  winner=$(entry "$tmp/after.json" 8-16 configuration)
+  [[ $winner != ring* && $winner != MISSING && $(entry "$tmp/after.json" 8-16 stale) != True ]] && break
+  sleep 0.1
+done
+t2=$(date +%s.%N)
+[[ $winner != ring* && $winner != MISSING ]] || fail "no mini-sweep result: entry 8-16 is still $winner"
+grep "mini-sweep" "$tmp/daemon.log" | sed 's/^.*mini-sweep/mini-sweep/'
+v_after=$(entry "$tmp/after.json" 8-16 version)
+((v_after == v_stale + 1)) || fail "the merge made version $v_after, expected one new version after $v_stale"
+python3 - "$tmp/stale.json" "$tmp/after.json" <<'PY' || fail "the merge changed other entries or left bad fields"
+import json, sys
+before, after = (json.load(open(p))["tables"][0]["entries"] for p in sys.argv[1:])
+key = lambda e: (e["collective"], e["dtype"], e["bytes"])
+b = {key(e): e for e in before if key(e) != ("allreduce", "int32", "8-16")}
+a = {key(e): e for e in after if key(e) != ("allreduce", "int32", "8-16")}
+assert a == b, (a, b)  # every other entry identical, field by field
+new = [e for e in after if key(e) == ("allreduce", "int32", "8-16")]
+assert len(new) == 1, new
+n = new[0]
+assert "stale" not in n and "explore" not in n, n
+assert n["rank_time_us"] > 0 and n["sweep_id"].startswith("sw-"), n
+print("merged entry:", n["bytes"], n["configuration"], "rank_time_us", n["rank_time_us"], "sweep", n["sweep_id"])
+PY
+echo "mini-sweep: version $v_stale -> $v_after $(python3 -c "print(f'{$t2 - $t1:.1f}')") s after job 1 ended;" \
+  "winner $winner; other entries identical"
+
+# --- job 2: runs the new winner ---
+run_job "$tmp/job2" 200
+n_other=$(grep -vcxF "$winner" "$tmp/job2/rank0" || true)
+((n_other == 0)) || fail "job 2 ran $n_other of 200 calls on another configuration than $winner"
+echo "job 2: all 200 calls on $winner on both ranks"
