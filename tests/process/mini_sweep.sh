@@ -9,7 +9,9 @@
 #  - the job ends -> after mini_sweep_idle_s the daemon mini-sweeps that entry's range only and merges the winner
 #    into the current table: one new version, a winner other than ring, stale cleared, a new baseline
 #    (rank_time_us), every other entry byte-identical;
-#  - job 2 runs the new winner on every call on both ranks (per-call configuration log).
+#  - job 2 runs the new winner on every call on both ranks (per-call configuration log);
+#  - a long mini-sweep (a stale 1K-64M fp32 entry, imported) is cancelled when job 3 starts reporting: its
+#    processes are gone, the entry stays stale, job 3 is correct; once idle again the daemon retries it.
 # Usage: mini_sweep.sh HCCL_TUNE HCCL_TUNED ONLINE_JOB
 set -euo pipefail
 cli=$1 tuned=$2 job=$3
@@ -23,13 +25,17 @@ fail() {
   exit 1
 }
 
+# online_regression_ratio 20: job 1's slowed ring runs ~200x its 5 us baseline; an 8 B call swept after a
+# barrier (~0.7 us per rank) runs ~3 us per rank in online_job's tight loop (the peer's per-call bookkeeping
+# is inside each call's wait), which the default 1.2 would also call a regression of the new winner.
 cat >"$tmp/tuned.conf" <<'CONF'
+online_regression_ratio = 20
 online_min_samples = 20
 online_window = 40
 online_interval_ms = 100
 mini_sweep = on
 mini_sweep_idle_s = 2
-mini_sweep_max_per_hour = 3
+mini_sweep_max_per_hour = 4
 CONF
 
 release=$("$cli" --version | sed -E 's/^hccl-tune ([0-9]+\.[0-9]+).*/\1/')
@@ -107,7 +113,7 @@ for _ in $(seq 300); do
 done
 t2=$(date +%s.%N)
 [[ $winner != ring* && $winner != MISSING ]] || fail "no mini-sweep result: entry 8-16 is still $winner"
-grep "mini-sweep" "$tmp/daemon.log" | sed 's/^.*mini-sweep/mini-sweep/'
+grep -o "mini-sweep .*" "$tmp/daemon.log"
 v_after=$(entry "$tmp/after.json" 8-16 version)
 ((v_after == v_stale + 1)) || fail "the merge made version $v_after, expected one new version after $v_stale"
 python3 - "$tmp/stale.json" "$tmp/after.json" <<'PY' || fail "the merge changed other entries or left bad fields"
@@ -132,3 +138,40 @@ run_job "$tmp/job2" 200
 n_other=$(grep -vcxF "$winner" "$tmp/job2/rank0" || true)
 ((n_other == 0)) || fail "job 2 ran $n_other of 200 calls on another configuration than $winner"
 echo "job 2: all 200 calls on $winner on both ranks"
+
+# --- a job that starts reporting cancels a running mini-sweep, which is retried once the node is idle ---
+python3 - "$tmp/after.json" "$tmp/long.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["tables"][0]
+fp32 = [e for e in t["entries"] if e["dtype"] == "fp32"][0]
+rest = [e for e in t["entries"] if e["dtype"] != "fp32"]
+split = [dict(fp32, bytes="0-1K"), dict(fp32, bytes="1K-64M", stale=True), dict(fp32, bytes="64M-")]
+t["entries"] = rest + split
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$cli" import "$tmp/long.json" --daemon "unix:$tmp/d.sock" >/dev/null || fail "import of the stale fp32 entry"
+long_started() { grep "allreduce/fp32 world 2 1K-64M: started" "$tmp/daemon.log" | wc -l; }
+for _ in $(seq 150); do (($(long_started) >= 1)) && break; sleep 0.1; done
+(($(long_started) == 1)) || fail "no mini-sweep of the stale 1K-64M entry"
+id=$(grep -m1 "1K-64M: started" "$tmp/daemon.log" | sed -E 's/.*mini-sweep (sw-[0-9a-f-]+) .*/\1/')
+pgrep -f -- "--sweep-id $id" >/dev/null || fail "mini-sweep $id has no process"
+t3=$(date +%s.%N)
+run_job "$tmp/job3" 5000
+for _ in $(seq 100); do grep -q "mini-sweep $id .*cancelled" "$tmp/daemon.log" && break; sleep 0.1; done
+grep -q "mini-sweep $id .*cancelled" "$tmp/daemon.log" || fail "job 3 did not cancel mini-sweep $id"
+for _ in $(seq 100); do pgrep -f -- "--sweep-id $id" >/dev/null || break; sleep 0.1; done
+! pgrep -f -- "--sweep-id $id" >/dev/null || fail "processes of the cancelled mini-sweep $id are left"
+export_table "$tmp/cancelled.json"
+[[ $(python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["tables"][0]
+print([e.get("stale", False) for e in t["entries"] if e["dtype"] == "fp32" and e["bytes"] == "1K-64M"])' \
+  "$tmp/cancelled.json") == "[True]" ]] || fail "the cancelled mini-sweep changed the stale entry"
+grep -o "mini-sweep $id .*cancelled.*" "$tmp/daemon.log"
+for _ in $(seq 150); do (($(long_started) >= 2)) && break; sleep 0.1; done
+(($(long_started) == 2)) || fail "the cancelled mini-sweep was not retried once the node was idle again"
+t4=$(date +%s.%N)
+"$cli" sweep --cancel --daemon "unix:$tmp/d.sock" >/dev/null 2>&1 || true
+echo "job 3 cancelled mini-sweep $id (entry still stale, no process left); retried" \
+  "$(python3 -c "print(f'{$t4 - $t3:.1f}')") s after job 3 started"
