@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "db/store_util.h"
 #include "db/table_json.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/logging.h"
@@ -15,6 +16,8 @@ constexpr int kMergeAttempts = 5;
 // end, 64 MiB, bounds it; a larger lower end is measured alone).
 constexpr uint64_t kOpenRangeFactor = 8;
 constexpr uint64_t kOpenRangeMax = 64ull << 20;
+// A sweep row marked running this recently is a sweep in progress (as `hccl-tune sweep`'s own busy check).
+constexpr int64_t kRunningSweepHorizonMs = 6 * 3600 * 1000;
 
 std::string Describe(const db::EntryKey& k) {
   return absl::StrCat(CollectiveName(k.collective), "/", DataTypeName(k.dtype), " world ", k.world_size, " ",
@@ -245,6 +248,17 @@ MiniSweepEvent MiniSweeper::MaybeStart(absl::Time now) {
               " is stale but holds no power of two to measure; left to a sweep");
         }
         continue;
+      }
+      // A sweep started by hand (not through this daemon's runner) keeps its row in this daemon's journal.
+      if (auto sweeps = store_->ListSweeps(); sweeps.ok()) {
+        for (const db::Sweep& sw : *sweeps) {
+          if (sw.status == db::SweepStatus::kRunning && sw.started_unix_ms > db::NowUnixMs() - kRunningSweepHorizonMs) {
+            if (skipped_.insert("running " + sw.id).second) {
+              Log(LogLevel::kInfo, "mini-sweep: waiting: sweep ", sw.id, " is marked running in the journal");
+            }
+            return {};
+          }
+        }
       }
       v1::StartSweepRequest req;
       req.set_ranks(k.world_size);

@@ -7,8 +7,9 @@
 //     no power of two (the sweep measures powers of two) are skipped with one log line.
 //   - When: the node is idle — no tuning client reported live timings for `idle_s` seconds (ActivityTracker;
 //     also not within `idle_s` of the daemon's start, when a running job may not have reported yet) and no sweep
-//     runs (SweepRunner) — and fewer than `max_per_hour` mini-sweeps started within the last hour (cancelled and
-//     failed ones count: they loaded the node too). One at a time.
+//     runs (SweepRunner, nor a sweep started by hand whose journal row in this daemon's database is marked
+//     running, started within 6 h) — and fewer than `max_per_hour` mini-sweeps started within the last hour (cancelled
+//     and failed ones count: they loaded the node too). One at a time.
 //   - How: the daemon's ordinary sweep child (SweepRunner) limited to the entry's collective, dtype, world size
 //     (= ranks) and byte range: `hccl-tune sweep --coll C --dtype D --ranks N --range LO-HI --no-table --force`.
 //     --force skips the sweep's own busy check (load average and reporters within 30 s): the idle rule above is

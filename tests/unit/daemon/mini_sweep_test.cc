@@ -218,6 +218,21 @@ TEST_F(MiniSweeperTest, IdleNodeMiniSweepsTheStaleEntryAndMergesItsRange) {
   EXPECT_EQ(sweeper_->Tick().kind, MiniSweepEvent::Kind::kNone);          // nothing stale left on one node
 }
 
+TEST_F(MiniSweeperTest, ASweepRunningByHandKeepsTheNodeBusy) {
+  Make(DoneLine(single_.fingerprint));
+  db::Sweep row;
+  row.id = "sw-by-hand";
+  row.status = db::SweepStatus::kRunning;
+  row.started_unix_ms = db::NowUnixMs();
+  ASSERT_TRUE(store_.PutSweep(row).ok());
+  EXPECT_EQ(sweeper_->Tick().kind, MiniSweepEvent::Kind::kNone);
+  row.status = db::SweepStatus::kDone;
+  row.finished_unix_ms = db::NowUnixMs();
+  ASSERT_TRUE(store_.PutSweep(row).ok());
+  EXPECT_EQ(sweeper_->Tick().kind, MiniSweepEvent::Kind::kStarted);
+  EXPECT_EQ(TickUntil(MiniSweepEvent::Kind::kMerged).kind, MiniSweepEvent::Kind::kMerged);
+}
+
 TEST_F(MiniSweeperTest, ATableChangedMeanwhileIsMergedIntoTheNewerVersion) {
   Make("sleep 0.3\n" + DoneLine(single_.fingerprint));
   ASSERT_EQ(sweeper_->Tick().kind, MiniSweepEvent::Kind::kStarted);
