@@ -112,6 +112,8 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
       o.cooldown_s = static_cast<int>(n);
     } else if (key == "online_regression_ratio") {
       if (absl::Status s = double_value(&o.regression_ratio); !s.ok()) return s;
+    } else if (key == "online_min_regression_us") {
+      if (absl::Status s = double_value(&o.min_regression_us); !s.ok()) return s;
     } else if (key == "online_explore_max_ratio") {
       if (absl::Status s = double_value(&o.explore_max_ratio); !s.ok()) return s;
     } else if (key == "online_min_samples" || key == "online_window" || key == "online_explore_every" ||
@@ -133,7 +135,8 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
           "sweep_command, "
           "online_policy, online_regression_ratio, online_min_samples, online_window, online_explore_every, "
           "online_explore_calls, online_explore_max_ratio, online_explore_min_samples, online_interval_ms, "
-          "online_explore_timeout_s, online_cooldown_s, mini_sweep, mini_sweep_idle_s, mini_sweep_max_per_hour"));
+          "online_explore_timeout_s, online_cooldown_s, online_min_regression_us, mini_sweep, mini_sweep_idle_s, "
+          "mini_sweep_max_per_hour"));
     }
     if (keys_set != nullptr) keys_set->push_back(key);
   }

@@ -6,9 +6,9 @@
 // max_message_bytes, sweep_command, and the online policy's (daemon/online_policy.h; docs/ENVIRONMENT.md lists
 // defaults): online_policy (on|off), online_regression_ratio, online_min_samples, online_window,
 // online_explore_every, online_explore_calls, online_explore_max_ratio, online_explore_min_samples,
-// online_interval_ms, online_explore_timeout_s, online_cooldown_s; and the mini-sweeps' (daemon/mini_sweep.h):
-// mini_sweep (on|off), mini_sweep_idle_s, mini_sweep_max_per_hour. SIGHUP re-reads the file: log_level applies at once,
-// the rest at the next start.
+// online_interval_ms, online_explore_timeout_s, online_cooldown_s, online_min_regression_us; and the mini-sweeps'
+// (daemon/mini_sweep.h): mini_sweep (on|off), mini_sweep_idle_s, mini_sweep_max_per_hour. SIGHUP re-reads the file:
+// log_level applies at once, the rest at the next start.
 #pragma once
 
 #include <string>

@@ -54,6 +54,9 @@ absl::Status ValidateOnlinePolicyOptions(const OnlinePolicyOptions& o) {
   if (o.interval_ms < 10) return bad("online_interval_ms", o.interval_ms, "at least 10");
   if (o.explore_timeout_s < 1) return bad("online_explore_timeout_s", o.explore_timeout_s, "at least 1");
   if (o.cooldown_s < 0) return bad("online_cooldown_s", o.cooldown_s, "at least 0");
+  if (!(o.min_regression_us >= 0 && o.min_regression_us <= 1e9)) {
+    return bad("online_min_regression_us", o.min_regression_us, "a number of microseconds from 0");
+  }
   return absl::OkStatus();
 }
 
@@ -97,7 +100,10 @@ std::optional<PolicyAction> OnlinePolicy::Judge(const std::string& fp, const db:
     if (now < st.cooldown_until) return std::nullopt;  // just decided: not judged again yet
     if (mine.us.size() < static_cast<size_t>(options_.min_samples) || a.baseline_us <= 0) return std::nullopt;
     a.winner_live_us = Median(mine.us);
-    if (a.winner_live_us <= options_.regression_ratio * a.baseline_us) return std::nullopt;
+    if (a.winner_live_us <= options_.regression_ratio * a.baseline_us ||
+        a.winner_live_us <= a.baseline_us + options_.min_regression_us) {
+      return std::nullopt;
+    }
     // Sustained regression. Explore the runner-up when it was measured close enough to the winner.
     const double runner_up_time = e.time_us * (1 + e.margin);
     const bool candidate_ok = !e.runner_up.empty() && e.runner_up != e.configuration && e.margin >= 0 &&

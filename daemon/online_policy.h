@@ -5,7 +5,8 @@
 //   1. Regression. For each entry of a topology's latest table it keeps a window of the most recent live
 //      samples per configuration. When the window of the entry's winner holds at least `min_samples` samples
 //      and their median exceeds `regression_ratio` x the baseline (the entry's rank_time_us, the sweep's
-//      per-rank median; time_us when that is not recorded), the regression is sustained.
+//      per-rank median; time_us when that is not recorded) and the baseline + `min_regression_us`, the
+//      regression is sustained.
 //   2. Exploration plan. The entry is marked stale and a new table version is published that carries a plan:
 //      "of the calls this entry decides, one in `explore_every` runs candidate X, at most `explore_calls`
 //      times". X is the entry's runner-up, and only when its swept time is at most `explore_max_ratio` x the
@@ -65,6 +66,10 @@ struct OnlinePolicyOptions {
   int explore_timeout_s = 300;     // a plan without enough samples by then is withdrawn
   size_t max_pending = 1 << 18;    // samples queued between evaluations (beyond: dropped, counted)
   int cooldown_s = 60;             // after a switch/keep decision the entry is not judged for this long
+  // A regression must also be this many microseconds above the baseline (0 = the ratio alone). Small calls in a
+  // tight loop run several times their barrier-aligned swept time per rank (the peer's work between calls lands
+  // inside each call's wait), which the ratio alone reads as a regression.
+  double min_regression_us = 0;
 };
 // Checks ranges; the error names the option.
 absl::Status ValidateOnlinePolicyOptions(const OnlinePolicyOptions& o);

@@ -25,11 +25,11 @@ fail() {
   exit 1
 }
 
-# online_regression_ratio 20: job 1's slowed ring runs ~200x its 5 us baseline; an 8 B call swept after a
-# barrier (~0.7 us per rank) runs ~3 us per rank in online_job's tight loop (the peer's per-call bookkeeping
-# is inside each call's wait), which the default 1.2 would also call a regression of the new winner.
+# online_min_regression_us 50: job 1's slowed ring runs ~1,000 us above its 5 us baseline; an 8 B call swept
+# after a barrier (~0.7 us per rank) runs ~3 us per rank in online_job's tight loop (the peer's per-call
+# bookkeeping is inside each call's wait), which the ratio alone (1.2) would call a regression of the new winner.
 cat >"$tmp/tuned.conf" <<'CONF'
-online_regression_ratio = 20
+online_min_regression_us = 50
 online_min_samples = 20
 online_window = 40
 online_interval_ms = 100

@@ -194,6 +194,43 @@ TEST_F(OnlinePolicyTest, CooldownKeepsADecisionFromBeingJudgedAgainAtOnce) {
   EXPECT_EQ(Latest().explore, kRing);
 }
 
+TEST(OnlinePolicyFloor, SmallAbsoluteSlowdownsAreNotRegressionsWithAFloor) {
+  db::InMemoryTuningStore store;
+  OnlinePolicyOptions o;
+  o.min_samples = 20;
+  o.window = 40;
+  o.min_regression_us = 5;
+  OnlinePolicy policy(
+      &store,
+      [&](const db::Topology& t, const std::vector<db::TunedEntry>& e, int64_t expected) {
+        db::PutOptions p;
+        p.expected_version = expected;
+        return store.PutTable(t, e, p);
+      },
+      o);
+  db::TunedEntry e;
+  e.key = db::EntryKey{Collective::kAllreduce, DataType::kFloat32, 2, ByteRange{0, kUnbounded}};
+  e.configuration = kRing;
+  e.time_us = 0.8;
+  e.rank_time_us = 0.7;  // an 8 B call swept after a barrier
+  const std::string json = R"({"format":1})";
+  const db::Topology topo{db::Sha256Hex(json).substr(0, 16), json};
+  ASSERT_TRUE(store.PutTable(topo, {e}, {}).ok());
+  auto feed = [&](double us) {
+    std::vector<db::LiveSample> v(40, db::LiveSample{Collective::kAllreduce, DataType::kFloat32, 2, 8, kRing, us, 0});
+    policy.Observe(topo.fingerprint, v);
+  };
+  feed(3.2);  // 4.6x the baseline but only 2.5 us above it: a tight loop's skew, not a regression
+  auto r = policy.Evaluate();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->empty());
+  feed(9);  // 6 x and 8.3 us above: a regression
+  r = policy.Evaluate();
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ((*r)[0].kind, PolicyAction::Kind::kStaleNoCandidate);
+}
+
 TEST_F(OnlinePolicyTest, ATableChangedBetweenReadAndPublishIsNotOverwritten) {
   Feed(kRing, 25, 40);
   int64_t v0 = 0;
@@ -246,6 +283,9 @@ TEST(OnlinePolicyConfig, ConfigFileKeysAndErrors) {
   EXPECT_EQ(m.mini_sweep.idle_s, 5);
   EXPECT_EQ(m.mini_sweep.max_per_hour, 2);
   EXPECT_EQ(m.online.cooldown_s, 0);
+  DaemonConfig f;
+  ASSERT_TRUE(ApplyConfigText("online_min_regression_us = 50\n", "test.conf", &f).ok());
+  EXPECT_DOUBLE_EQ(f.online.min_regression_us, 50);
   DaemonConfig m1, m2;
   s = ApplyConfigText("mini_sweep_idle_s = 0\n", "test.conf", &m1);
   EXPECT_NE(s.message().find("mini_sweep_idle_s"), std::string::npos) << s;
