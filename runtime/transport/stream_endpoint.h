@@ -99,6 +99,10 @@ class StreamEndpoint final : public Endpoint {
   void NotePair(const Pair* pair);
   Op* Find(uint64_t id);
   bool PeerPending(size_t peer) const;
+  // A single-copy send whose descriptor is in the stream leaves its queue (so the next message on the pair can
+  // go out while the peer reads) and waits here for the peer's acknowledgement.
+  void AwaitAck(uint64_t id);
+  void CheckAcks(bool* moved);
   absl::StatusOr<bool> SkipPad(Op& op, Pair& pair, bool* moved);
   void Retire();
 
@@ -115,6 +119,7 @@ class StreamEndpoint final : public Endpoint {
   uint64_t base_id_ = 0;
   uint64_t pending_ = 0;
   std::vector<Queue> queues_;                  // [peer][dir][lane]
+  std::vector<uint64_t> awaiting_ack_;         // single-copy sends out of their queue, not yet read by the peer
   std::vector<uint64_t> send_seq_, recv_seq_;  // messages posted per peer, per direction
   std::vector<uint8_t> stage_;                 // receive-and-reduce staging when the pair cannot Peek (allocated once)
   int max_lanes_ = 1;
