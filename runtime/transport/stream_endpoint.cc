@@ -42,11 +42,13 @@ constexpr size_t kSingleCopyPiece = 256u << 10;
 // Idle waiting (nothing moved): spin, then yield, then block. Times, not pass counts: a pass over many queues
 // costs more than one over a few.
 constexpr int64_t kSpinNs = 50'000;  // every rank may have a CPU (not bound): round trips are ~0.1-1 us
-// A rank bound to a CPU of its own (and no more shm ranks than CPUs) spins this long before it sleeps: its spin
-// takes nothing from its peers, while a futex wake-up under load waits for the CPU's other task (a compiler) to
-// give it up. A 2-rank 2-8 MiB single-copy broadcast, whose root waits while the peer reads, went from 1.3-1.6x
-// slower than the ring to 1.2-1.6x faster with this (50 us before; docs/PERFORMANCE.md). Open MPI never sleeps.
-constexpr int64_t kOwnCpuSpinNs = 2'000'000;
+// While a single-copy send waits for its acknowledgement (the peer is copying the buffer right now), a rank
+// that does not share its CPU with another rank spins this long before it sleeps: under load a futex wake-up
+// waits for the CPU's other task (a compiler) to give it up. A 2-rank 2-8 MiB single-copy broadcast, whose root
+// waits while the peer reads, lost 100-500 us to that wake-up with the 50 us spin. Only for these waits: spinning
+// 2 ms on every wait made a 2-rank 16-32 MiB allreduce 1.3-2x slower under load (the spin spends the rank's
+// share of the CPU that its reduction then lacks). docs/PERFORMANCE.md.
+constexpr int64_t kAckSpinNs = 2'000'000;
 constexpr int64_t kYieldNs = 200'000;     // then sched_yield until this much idle time, then the doorbell
 constexpr int64_t kOverSpinNs = 1'000;    // oversubscribed: the peer may need this very CPU
 constexpr int64_t kOverYieldNs = 50'000;  // oversubscribed: yield, then block
@@ -634,7 +636,7 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
   // data came means the peer was waiting for a CPU (e.g. sharing ours right after fork, before the
   // scheduler spreads the ranks): halve the spin. A wait that completed while spinning keeps it. Every 64th
   // wait probes with the full spin, so a rank that got its own CPU back returns to spinning.
-  const int64_t max_spin = oversubscribed_ ? kOverSpinNs : own_cpu_ ? kOwnCpuSpinNs : kSpinNs;
+  const int64_t max_spin = oversubscribed_ ? kOverSpinNs : kSpinNs;
   // A rank bound to a CPU of its own never yields: the only tasks a yield could run are other programs' (a
   // compiler on a loaded machine keeps the CPU for a whole time slice, milliseconds); it spins, then sleeps
   // on the doorbell, from which a wake-up preempts them at once. Nor does it shorten its spin: a wait that
@@ -645,6 +647,7 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
   int idle = 0;
   int64_t idle_since = 0;
   int64_t idle_ns = 0;
+  bool long_spin = false;  // spun past spin_ns for an acknowledgement: says nothing about sharing the CPU
   while (true) {
     bool moved = false;
     if (absl::Status s = Progress(&moved); !s.ok()) return Fail(s);
@@ -658,7 +661,10 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
     if (idle++ == 0) idle_since = NowNs();
     if (idle < 8) continue;                               // a few passes before reading the clock at all
     if ((idle & 7) == 0) idle_ns = NowNs() - idle_since;  // then every 8th pass (the clock costs ~20 ns)
-    if (idle_ns < spin_ns) {
+    // Waiting for a peer that is reading our buffer: keep spinning (see kAckSpinNs).
+    const bool acking = !oversubscribed_ && !awaiting_ack_.empty();
+    if (idle_ns < spin_ns || (acking && idle_ns < kAckSpinNs)) {
+      long_spin = long_spin || idle_ns >= spin_ns;
 #if defined(__x86_64__)
       __builtin_ia32_pause();
 #endif
@@ -695,7 +701,7 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
           op->peer, " stuck, or did it call something else?")));
     }
   }
-  if (idle >= 8) {
+  if (idle >= 8 && !long_spin) {
     const int64_t waited = NowNs() - idle_since;
     if (waited <= spin_ns) {
       spin_ns_ = std::max(spin_ns_, spin_ns);  // spinning worked (a probe that worked restores the full spin)
