@@ -24,8 +24,10 @@ allgatherv     1-        0-       ring(chunk=1M)
 reducescatter  1-8      0-16K    halving_doubling
 reducescatter  1-        0-       ring(chunk=1M)
 broadcast      1-2      0-       binomial_tree
-broadcast      3-        0-1M     binomial_tree
-broadcast      3-        1M-      scatter_allgather
+broadcast      3-8      0-32M    binomial_tree
+broadcast      3-8      32M-     scatter_allgather
+broadcast      9-       0-1M     binomial_tree
+broadcast      9-       1M-      scatter_allgather
 reduce         1-        0-256K   binomial_tree
 reduce         1-        256K-    reducescatter_gather
 gather         1-        0-       binomial_tree
