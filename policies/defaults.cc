@@ -19,6 +19,7 @@ allreduce      9-64     0-64K    recursive_doubling
 allreduce      9-64     64K-     halving_doubling
 allreduce      65-      0-        halving_doubling
 allgather      1-8      0-16K    recursive_doubling
+allgather      3-8      16K-4M   direct
 allgather      1-        0-       ring(chunk=1M)
 allgatherv     1-        0-       ring(chunk=1M)
 reducescatter  1-8      0-16K    halving_doubling
