@@ -49,9 +49,15 @@ constexpr int64_t kSpinNs = 50'000;  // every rank may have a CPU (not bound): r
 // 2 ms on every wait made a 2-rank 16-32 MiB allreduce 1.3-2x slower under load (the spin spends the rank's
 // share of the CPU that its reduction then lacks). docs/PERFORMANCE.md.
 constexpr int64_t kAckSpinNs = 2'000'000;
-constexpr int64_t kYieldNs = 200'000;     // then sched_yield until this much idle time, then the doorbell
-constexpr int64_t kOverSpinNs = 1'000;    // oversubscribed: the peer may need this very CPU
-constexpr int64_t kOverYieldNs = 50'000;  // oversubscribed: yield, then block
+constexpr int64_t kYieldNs = 200'000;  // then sched_yield until this much idle time, then the doorbell
+// More shm ranks than CPUs (4 ranks on 2 cores): no spin at all — the peer may need this very CPU — and a long
+// yield window before the futex: a wake-up costs tens of microseconds here (VM), and ranks that wake each other
+// get pulled onto one CPU. Open MPI under oversubscription also yields and never sleeps. Against spin 1 us /
+// yield 50 us, a 4-rank 8 B-4 KiB allreduce went from 13.5-30 to 11.6-21 us (6 interleaved runs, load 10) and,
+// all four ranks on one CPU, from 20-39 to 16-26 us; sleeping at once took 190-290 us (docs/PERFORMANCE.md).
+constexpr int64_t kOverSpinNs = 0;
+constexpr int64_t kMinSpinNs = 1'000;  // the adaptive spin of a rank that does not share its CPU never goes below
+constexpr int64_t kOverYieldNs = 2'000'000;
 
 int64_t NowNs() {
   timespec ts;
@@ -706,7 +712,7 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
     if (waited <= spin_ns) {
       spin_ns_ = std::max(spin_ns_, spin_ns);  // spinning worked (a probe that worked restores the full spin)
     } else {
-      spin_ns_ = std::max<int64_t>(kOverSpinNs, spin_ns_ / 2);
+      spin_ns_ = std::max<int64_t>(kMinSpinNs, spin_ns_ / 2);
     }
   }
   Retire();

@@ -16,7 +16,7 @@
 // spin is adaptive: when every rank on this host can have a CPU of its own (shm pairs report the node's rank
 // count) a rank spins for up to kSpinUs before yielding, which keeps small-message latency at cache-line
 // round trips; when ranks outnumber CPUs (4 ranks on 2 cores) spinning only delays the peer that needs this
-// core, so the rank yields almost at once and blocks soon after.
+// core, so the rank yields at once (no spin) and blocks only after 2 ms of yielding.
 //
 // Thread-safety: one thread at a time (see Endpoint).
 #pragma once
