@@ -54,7 +54,7 @@ constexpr int64_t kYieldNs = 200'000;  // then sched_yield until this much idle 
 // yield window before the futex: a wake-up costs tens of microseconds here (VM), and ranks that wake each other
 // get pulled onto one CPU. Open MPI under oversubscription also yields and never sleeps. Against spin 1 us /
 // yield 50 us, a 4-rank 8 B-4 KiB allreduce went from 13.5-30 to 11.6-21 us (6 interleaved runs, load 10) and,
-// all four ranks on one CPU, from 20-39 to 16-26 us; sleeping at once took 190-290 us (docs/PERFORMANCE.md).
+// all four ranks on one CPU, from 19-40 to 16-27 us; sleeping at once took 190-290 us (docs/PERFORMANCE.md).
 constexpr int64_t kOverSpinNs = 0;
 constexpr int64_t kMinSpinNs = 1'000;  // the adaptive spin of a rank that does not share its CPU never goes below
 constexpr int64_t kOverYieldNs = 2'000'000;
