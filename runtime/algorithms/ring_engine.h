@@ -51,6 +51,8 @@ absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const
 absl::Status RingAllgather(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems);
 // The same in two halves, so the caller can work between posting and finishing: RingAllgatherStart posts every
 // receive and the first sends, RingAllgatherFinish forwards and waits. `ops` is the state between the two.
+// REQUIRES: g.size >= 2; Finish is called once after Start with the same lanes; until Finish returns, every
+// lane's buffer and `owned_src` stay valid and the blocks being sent (including `owned_src`) unchanged.
 struct RingAllgatherState {
   struct Op {
     int step;
