@@ -118,45 +118,55 @@ absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const
   return g.ep->WaitAll();
 }
 
-absl::Status RingAllgather(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems) {
+void RingAllgatherStart(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems,
+                        RingAllgatherState* st) {
   const int n = g.size;
   const size_t chunks = MaxChunks(lanes, chunk_elems);
-  struct Op {
-    int step;
-    size_t chunk;
-    size_t lane;
-    OpHandle handle;
-  };
-  std::vector<Op> ops;
   auto piece_of = [&](const RingLane& lane, int sched, size_t c) {
     return ChunkOf(lane, BufferBlock(g, lane, sched), c, chunk_elems);
   };
+  st->ops.clear();
   for (int s = 0; s + 1 < n; ++s) {
     for (size_t c = 0; c < chunks; ++c) {
       for (size_t l = 0; l < lanes.size(); ++l) {
         const RingLane& lane = lanes[l];
         if (c >= RingChunks(lane, chunk_elems)) continue;
         const Piece p = piece_of(lane, Position(g, lane) - s, c);
-        ops.push_back({s, c, l, g.ep->Irecv(Prev(g, lane), At(lane.base, p.first, g.dsize), p.count * g.dsize)});
+        st->ops.push_back({s, c, l, g.ep->Irecv(Prev(g, lane), At(lane.base, p.first, g.dsize), p.count * g.dsize)});
       }
     }
   }
   for (size_t c = 0; c < chunks; ++c) {
     for (const RingLane& lane : lanes) {
       if (c >= RingChunks(lane, chunk_elems)) continue;
-      const Piece p = piece_of(lane, Position(g, lane) + 1, c);
-      g.ep->Isend(Next(g, lane), At(lane.base, p.first, g.dsize), p.count * g.dsize);
+      const int block = BufferBlock(g, lane, Position(g, lane) + 1);
+      const Piece p = ChunkOf(lane, block, c, chunk_elems);
+      const char* from = lane.owned_src != nullptr
+                             ? At(lane.owned_src, p.first - lane.block_off[static_cast<size_t>(block)], g.dsize)
+                             : At(lane.base, p.first, g.dsize);
+      g.ep->Isend(Next(g, lane), from, p.count * g.dsize);
     }
   }
-  for (const Op& op : ops) {
+}
+
+absl::Status RingAllgatherFinish(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems,
+                                 RingAllgatherState* st) {
+  const int n = g.size;
+  for (const RingAllgatherState::Op& op : st->ops) {
     HT_RETURN_IF_ERROR(g.ep->Wait(op.handle));
     if (op.step + 2 < n) {
       const RingLane& lane = lanes[op.lane];
-      const Piece p = piece_of(lane, Position(g, lane) - op.step, op.chunk);
+      const Piece p = ChunkOf(lane, BufferBlock(g, lane, Position(g, lane) - op.step), op.chunk, chunk_elems);
       g.ep->Isend(Next(g, lane), At(lane.base, p.first, g.dsize), p.count * g.dsize);
     }
   }
   return g.ep->WaitAll();
+}
+
+absl::Status RingAllgather(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems) {
+  RingAllgatherState st;
+  RingAllgatherStart(g, lanes, chunk_elems, &st);
+  return RingAllgatherFinish(g, lanes, chunk_elems, &st);
 }
 
 }  // namespace hccltune::algo

@@ -31,6 +31,10 @@ struct RingLane {
   // input the reduce-scatter writes base = input op incoming and sends its first blocks from the input, so an
   // out-of-place caller needs no initial copy (each block is combined into `base` exactly once).
   const char* src = nullptr;
+  // Allgather only: where the block this lane sends first (RingOwnedBlock) is read from, when it is not yet in
+  // `base` (null: `base` holds it). The caller posts the ring and copies that block into `base` while the first
+  // sends are in flight, instead of copying before the first send.
+  const char* owned_src = nullptr;
 };
 
 // Chunks per block for these lanes (at least 1).
@@ -45,5 +49,21 @@ int RingOwnedBlock(const Group& g, const RingLane& lane);
 absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const std::vector<RingLane>& lanes,
                                size_t chunk_elems, void* slots);
 absl::Status RingAllgather(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems);
+// The same in two halves, so the caller can work between posting and finishing: RingAllgatherStart posts every
+// receive and the first sends, RingAllgatherFinish forwards and waits. `ops` is the state between the two.
+// REQUIRES: g.size >= 2; Finish is called once after Start with the same lanes; until Finish returns, every
+// lane's buffer and `owned_src` stay valid and the blocks being sent (including `owned_src`) unchanged.
+struct RingAllgatherState {
+  struct Op {
+    int step;
+    size_t chunk;
+    size_t lane;
+    OpHandle handle;
+  };
+  std::vector<Op> ops;
+};
+void RingAllgatherStart(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems, RingAllgatherState* st);
+absl::Status RingAllgatherFinish(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems,
+                                 RingAllgatherState* st);
 
 }  // namespace hccltune::algo

@@ -24,39 +24,40 @@ static_assert(sizeof(StreamEndpoint::Header) == 32);
 
 namespace {
 
-// Single copy (CMA) pays off while the call's data stays in the caches; beyond, each process_vm_readv streams
-// from memory and is slower than the two-copy ring. Measured (docs/PERFORMANCE.md, "Single copy and large
-// calls"): with single copy on, a 2-rank fp32 allreduce lost 1.4-1.9x at 4-16 MiB.
-constexpr uint64_t kSingleCopyMaxCallBytes = 2u << 20;
-
-// The bytes a collective call touches per rank: the buffer, or all ranks' blocks for the gather-like ones.
-// Reductions are never single-copied (UINT64_MAX): they already reduce straight out of the ring (one copy),
-// and a process_vm_readv per 64 KiB piece made a 2-rank 128 KiB allreduce 1.6x slower (same measurements).
-uint64_t CallDataBytes(const CallDescriptor& c, int ranks) {
-  const uint64_t bytes = c.count * DataTypeSize(c.dtype);
-  switch (c.collective) {
-    case Collective::kAllreduce:
-    case Collective::kReduce:
-    case Collective::kReducescatter: return UINT64_MAX;
-    case Collective::kAllgather:
-    case Collective::kGather:
-    case Collective::kScatter:
-    case Collective::kAlltoall: return bytes * static_cast<uint64_t>(ranks);
-    default: return bytes;
-  }
-}
+// Which collectives' messages may travel by single copy (CMA). Reductions never do: they already reduce
+// straight out of the ring (one copy), and with single copy a 2-rank fp32 allreduce lost 1.4-1.9x at 4-16 MiB
+// (each 256 KiB piece read from memory, then combined) and 1.6x at 128 KiB (docs/PERFORMANCE.md, "Single copy
+// and large calls"). Point-to-point sends stay eager: a user's blocking Send must complete into the ring before
+// the peer posts its Recv. Every other collective copies each byte once this way instead of twice (writer ->
+// ring -> reader), at every size from the pair's threshold up (measured per size, same section).
+bool SingleCopyCollective(Collective c) { return c != Collective::kSendRecv && !IsReducing(c); }
 constexpr uint32_t kHeaderMagic = 0x4854554e;  // "HTUN"
 // Header flag: the payload is not in the stream; a SingleCopyDescriptor follows the header instead and the
 // receiver reads the payload from the sender's memory (Pair::ReadPeerMemory), then acknowledges.
 constexpr uint8_t kFlagSingleCopy = 1;
-// Bytes one single-copy read moves at most, so a receive-and-reduce combines L2-sized pieces it just read.
+// Bytes one single-copy read moves at most for a receive-and-reduce, so it combines L2-sized pieces it just
+// read. A plain receive reads the whole message with one process_vm_readv (the kernel pins and copies page by
+// page either way; pieces only add system calls).
 constexpr size_t kSingleCopyPiece = 256u << 10;
 // Idle waiting (nothing moved): spin, then yield, then block. Times, not pass counts: a pass over many queues
 // costs more than one over a few.
-constexpr int64_t kSpinNs = 50'000;       // a rank with a CPU of its own: cache-line round trips are ~0.1-1 us
-constexpr int64_t kYieldNs = 200'000;     // then sched_yield until this much idle time, then the doorbell
-constexpr int64_t kOverSpinNs = 1'000;    // oversubscribed: the peer may need this very CPU
-constexpr int64_t kOverYieldNs = 50'000;  // oversubscribed: yield, then block
+constexpr int64_t kSpinNs = 50'000;  // every rank may have a CPU (not bound): round trips are ~0.1-1 us
+// While a single-copy send waits for its acknowledgement (the peer is copying the buffer right now), a rank
+// that does not share its CPU with another rank spins this long before it sleeps: under load a futex wake-up
+// waits for the CPU's other task (a compiler) to give it up. A 2-rank 2-8 MiB single-copy broadcast, whose root
+// waits while the peer reads, lost 100-500 us to that wake-up with the 50 us spin. Only for these waits: spinning
+// 2 ms on every wait made a 2-rank 16-32 MiB allreduce 1.3-2x slower under load (the spin spends the rank's
+// share of the CPU that its reduction then lacks). docs/PERFORMANCE.md.
+constexpr int64_t kAckSpinNs = 2'000'000;
+constexpr int64_t kYieldNs = 200'000;  // then sched_yield until this much idle time, then the doorbell
+// More shm ranks than CPUs (4 ranks on 2 cores): no spin at all — the peer may need this very CPU — and a long
+// yield window before the futex: a wake-up costs tens of microseconds here (VM), and ranks that wake each other
+// get pulled onto one CPU. Open MPI under oversubscription also yields and never sleeps. Against spin 1 us /
+// yield 50 us, a 4-rank 8 B-4 KiB allreduce went from 13.5-30 to 11.6-21 us (6 interleaved runs, load 10) and,
+// all four ranks on one CPU, from 19-40 to 16-27 us; sleeping at once took 190-290 us (docs/PERFORMANCE.md).
+constexpr int64_t kOverSpinNs = 0;
+constexpr int64_t kMinSpinNs = 1'000;  // the adaptive spin of a rank that does not share its CPU never goes below
+constexpr int64_t kOverYieldNs = 2'000'000;
 
 int64_t NowNs() {
   timespec ts;
@@ -187,12 +188,9 @@ OpHandle StreamEndpoint::Isend(int peer, const void* data, size_t bytes) {
   }
   Pair& pair = *pairs_[static_cast<size_t>(peer)];
   op.lane = static_cast<int>(send_seq_[static_cast<size_t>(peer)]++ % static_cast<uint64_t>(pair.lanes()));
-  // Single copy for large collective messages of calls whose data fits the caches (kSingleCopyMaxCallBytes),
-  // when the peer can read our memory. Not for point-to-point
-  // sends: a user's blocking Send must keep completing into the ring (eager) before the peer posts its Recv.
+  // Single copy for large messages of non-reducing collectives, when the peer can read our memory.
   if (bytes >= pair.SingleCopyMinBytes() && bytes <= pair.SingleCopyMaxBytes() &&
-      call_.collective != Collective::kSendRecv && CallDataBytes(call_, size()) <= kSingleCopyMaxCallBytes &&
-      pair.PeerCanReadMemory()) {
+      SingleCopyCollective(call_.collective) && pair.PeerCanReadMemory()) {
     op.header.flags = kFlagSingleCopy;
     op.desc = SingleCopyDescriptor{reinterpret_cast<uintptr_t>(data), bytes};
     op.ticket = pair.TakeSingleCopyTicket();
@@ -216,6 +214,9 @@ OpHandle StreamEndpoint::Isend(int peer, const void* data, size_t bytes) {
     if (posted.done) {
       queue.ops.pop_back();
       --pending_;
+    } else if (posted.ticket != 0 && posted.desc_done == sizeof(posted.desc)) {
+      queue.ops.pop_back();
+      AwaitAck(id);
     }
   }
   return id;
@@ -251,7 +252,27 @@ bool StreamEndpoint::PeerPending(size_t peer) const {
   for (size_t q = peer * per_peer; q < (peer + 1) * per_peer; ++q) {
     if (!queues_[q].ops.empty()) return true;
   }
+  for (uint64_t id : awaiting_ack_) {
+    if (static_cast<size_t>(ops_[id - base_id_].peer) == peer) return true;
+  }
   return false;
+}
+
+void StreamEndpoint::AwaitAck(uint64_t id) { awaiting_ack_.push_back(id); }
+
+void StreamEndpoint::CheckAcks(bool* moved) {
+  size_t kept = 0;
+  for (uint64_t id : awaiting_ack_) {
+    Op& op = ops_[id - base_id_];
+    if (pairs_[static_cast<size_t>(op.peer)]->PeerReadsAcked() >= op.ticket) {
+      op.done = true;  // the peer has read the buffer: it is the caller's again
+      --pending_;
+      *moved = true;
+    } else {
+      awaiting_ack_[kept++] = id;
+    }
+  }
+  awaiting_ack_.resize(kept);
 }
 
 OpHandle StreamEndpoint::IrecvReduce(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) {
@@ -474,7 +495,8 @@ absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved)
     }
   }
   while (op.payload_done < op.bytes) {
-    const size_t n = std::min(op.bytes - op.payload_done, kSingleCopyPiece);
+    const size_t n =
+        op.combiner == nullptr ? op.bytes - op.payload_done : std::min(op.bytes - op.payload_done, kSingleCopyPiece);
     const uint64_t from = op.desc.address + op.payload_done;
     if (op.combiner == nullptr) {
       if (absl::Status s = pair.ReadPeerMemory(from, op.data + op.payload_done, n); !s.ok()) return s;
@@ -550,7 +572,8 @@ absl::Status StreamEndpoint::Progress(bool* moved) {
       if (send_queue != (pass == 0)) continue;
       Queue& queue = queues_[q];
       while (!queue.ops.empty()) {
-        Op* op = Find(queue.ops.front());
+        const uint64_t id = queue.ops.front();
+        Op* op = Find(id);
         bool op_moved = false;
         absl::Status s = op->send ? ProgressSend(*op, &op_moved) : ProgressRecv(*op, &op_moved);
         if (op_moved) {
@@ -558,11 +581,19 @@ absl::Status StreamEndpoint::Progress(bool* moved) {
           pairs_[static_cast<size_t>(op->peer)]->Notify();
         }
         if (!s.ok()) return s;
-        if (!op->done) break;
+        if (!op->done) {
+          if (op->send && op->ticket != 0 && op->desc_done == sizeof(op->desc)) {
+            queue.ops.pop_front();  // descriptor sent: the next message may follow while the peer reads
+            AwaitAck(id);
+            continue;
+          }
+          break;
+        }
         queue.ops.pop_front();
         --pending_;
       }
     }
+  if (!awaiting_ack_.empty()) CheckAcks(moved);
   return absl::OkStatus();
 }
 
@@ -622,6 +653,7 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
   int idle = 0;
   int64_t idle_since = 0;
   int64_t idle_ns = 0;
+  bool long_spin = false;  // spun past spin_ns for an acknowledgement: says nothing about sharing the CPU
   while (true) {
     bool moved = false;
     if (absl::Status s = Progress(&moved); !s.ok()) return Fail(s);
@@ -635,7 +667,10 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
     if (idle++ == 0) idle_since = NowNs();
     if (idle < 8) continue;                               // a few passes before reading the clock at all
     if ((idle & 7) == 0) idle_ns = NowNs() - idle_since;  // then every 8th pass (the clock costs ~20 ns)
-    if (idle_ns < spin_ns) {
+    // Waiting for a peer that is reading our buffer: keep spinning (see kAckSpinNs).
+    const bool acking = !oversubscribed_ && !awaiting_ack_.empty();
+    if (idle_ns < spin_ns || (acking && idle_ns < kAckSpinNs)) {
+      long_spin = long_spin || idle_ns >= spin_ns;
 #if defined(__x86_64__)
       __builtin_ia32_pause();
 #endif
@@ -672,12 +707,12 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
           op->peer, " stuck, or did it call something else?")));
     }
   }
-  if (idle >= 8) {
+  if (idle >= 8 && !long_spin) {
     const int64_t waited = NowNs() - idle_since;
     if (waited <= spin_ns) {
       spin_ns_ = std::max(spin_ns_, spin_ns);  // spinning worked (a probe that worked restores the full spin)
     } else {
-      spin_ns_ = std::max<int64_t>(kOverSpinNs, spin_ns_ / 2);
+      spin_ns_ = std::max<int64_t>(kMinSpinNs, spin_ns_ / 2);
     }
   }
   Retire();

@@ -16,7 +16,7 @@
 // spin is adaptive: when every rank on this host can have a CPU of its own (shm pairs report the node's rank
 // count) a rank spins for up to kSpinUs before yielding, which keeps small-message latency at cache-line
 // round trips; when ranks outnumber CPUs (4 ranks on 2 cores) spinning only delays the peer that needs this
-// core, so the rank yields almost at once and blocks soon after.
+// core, so the rank yields at once (no spin) and blocks only after 2 ms of yielding.
 //
 // Thread-safety: one thread at a time (see Endpoint).
 #pragma once
@@ -99,6 +99,10 @@ class StreamEndpoint final : public Endpoint {
   void NotePair(const Pair* pair);
   Op* Find(uint64_t id);
   bool PeerPending(size_t peer) const;
+  // A single-copy send whose descriptor is in the stream leaves its queue (so the next message on the pair can
+  // go out while the peer reads) and waits here for the peer's acknowledgement.
+  void AwaitAck(uint64_t id);
+  void CheckAcks(bool* moved);
   absl::StatusOr<bool> SkipPad(Op& op, Pair& pair, bool* moved);
   void Retire();
 
@@ -115,6 +119,7 @@ class StreamEndpoint final : public Endpoint {
   uint64_t base_id_ = 0;
   uint64_t pending_ = 0;
   std::vector<Queue> queues_;                  // [peer][dir][lane]
+  std::vector<uint64_t> awaiting_ack_;         // single-copy sends out of their queue, not yet read by the peer
   std::vector<uint64_t> send_seq_, recv_seq_;  // messages posted per peer, per direction
   std::vector<uint8_t> stage_;                 // receive-and-reduce staging when the pair cannot Peek (allocated once)
   int max_lanes_ = 1;

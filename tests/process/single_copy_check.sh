@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hccl-tune bench --check with shm single copy (CMA) at RANKS processes: every algorithm of the collectives whose
-# large messages it carries, sizes 64K..4M (messages at and above the 64 KiB threshold, and below it), then the
+# large messages it carries, sizes 4K..4M (messages at and above the 8 KiB threshold, and below it), then the
 # same with HCCL_TUNE_SINGLE_COPY=off (the ring fallback). Asserts that every rank probed single copy as allowed
 # in the first pass (no "no single copy" line at log level info) and reported the fallback in the second.
 # Usage: single_copy_check.sh HCCL_TUNE_BINARY RANKS
@@ -11,7 +11,7 @@ total=0
 for mode in auto off; do
   for coll in allgather broadcast allreduce reducescatter reduce gather scatter alltoall allgatherv; do
     out=$(HCCL_TUNE_SINGLE_COPY=$mode "$bin" bench --coll "$coll" --ranks "$ranks" --algo all --link shm --check \
-          --min-bytes 64K --max-bytes 4M --iters 2 --warmup 1 --root $((ranks - 1)) 2>&1)
+          --min-bytes 4K --max-bytes 4M --iters 2 --warmup 1 --root $((ranks - 1)) 2>&1)
     ok=$(grep -c 'check ok' <<<"$out" || true)
     if grep -q 'CHECK FAILED' <<<"$out" || [[ $ok -eq 0 ]]; then
       echo "$out"

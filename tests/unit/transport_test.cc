@@ -295,6 +295,64 @@ TEST(ShmTransport, SingleCopyFallbackPerDirection) {
   EXPECT_EQ(eps[2]->stats().single_copy_recvs, 1u);
 }
 
+// Several single-copy sends posted back to back all put their descriptors in the stream at once: the peer
+// reads every one of them while the sender has not called Wait yet (it is busy with local work, as a ring
+// allgather copying its own block), instead of the second waiting for the first's acknowledgement.
+TEST(ShmTransport, SingleCopyQueuedSendsDoNotWaitForAcks) {
+  auto doms = MakeShm(2, 4096, {SingleCopyFrom(1024)});
+  StreamEndpoint a(0, ShmPairs(*doms[0], 2, 0), doms[0]->doorbell(), absl::Seconds(20));
+  StreamEndpoint b(1, ShmPairs(*doms[1], 2, 1), doms[1]->doorbell(), absl::Seconds(20));
+  CallDescriptor gather{3, Collective::kAllgather, DataType::kUint8, ReduceOp::kSum, 3 * 70000, 0};
+  a.SetCall(gather);
+  b.SetCall(gather);
+  std::vector<std::vector<uint8_t>> sent(3), got(3, std::vector<uint8_t>(70000, 0));
+  for (size_t i = 0; i < 3; ++i) {
+    sent[i].resize(70000);
+    for (size_t k = 0; k < sent[i].size(); ++k) sent[i][k] = static_cast<uint8_t>(k * 7 + i * 31 + 1);
+  }
+  std::vector<OpHandle> sends;
+  for (size_t i = 0; i < 3; ++i) sends.push_back(a.Isend(1, sent[i].data(), sent[i].size()));
+  std::atomic<bool> received{false};
+  std::thread reader([&] {
+    for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(b.Recv(0, got[i].data(), got[i].size()).ok()) << i;
+    received = true;
+  });
+  // The sender does not progress until the reader has everything (bounded: a regression fails, not hangs).
+  for (int i = 0; i < 2000 && !received; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(received.load()) << "the reader could not read all three messages while the sender was busy";
+  for (OpHandle h : sends) EXPECT_TRUE(a.Wait(h).ok());
+  reader.join();
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(got[i], sent[i]) << i;
+  EXPECT_EQ(b.stats().single_copy_recvs, 3u);
+}
+
+// Reducing collectives never single-copy (they combine straight out of the ring); the others do at every size
+// from the threshold up.
+TEST(ShmTransport, SingleCopyOnlyForNonReducingCollectives) {
+  ShmOptions from_1k;
+  from_1k.single_copy_min_bytes = 1024;  // the default window's upper end (none)
+  auto doms = MakeShm(2, 1 << 16, {from_1k});
+  StreamEndpoint a(0, ShmPairs(*doms[0], 2, 0), doms[0]->doorbell(), absl::Seconds(20));
+  StreamEndpoint b(1, ShmPairs(*doms[1], 2, 1), doms[1]->doorbell(), absl::Seconds(20));
+  const size_t big = (8u << 20) + 16;
+  std::vector<uint8_t> x(big), y(big, 0);
+  for (size_t k = 0; k < big; ++k) x[k] = static_cast<uint8_t>(k * 13 + 5);
+  uint32_t seq = 1;
+  for (Collective c : {Collective::kAllreduce, Collective::kReducescatter, Collective::kReduce, Collective::kBroadcast,
+                       Collective::kAllgather, Collective::kAlltoall}) {
+    CallDescriptor call{seq++, c, DataType::kUint8, ReduceOp::kSum, big, 0};
+    a.SetCall(call);
+    b.SetCall(call);
+    b.ResetStats();
+    std::fill(y.begin(), y.end(), 0);
+    std::thread t([&] { EXPECT_TRUE(a.Send(1, x.data(), x.size()).ok()); });
+    EXPECT_TRUE(b.Recv(0, y.data(), y.size()).ok());
+    t.join();
+    EXPECT_EQ(y, x) << CollectiveName(c);
+    EXPECT_EQ(b.stats().single_copy_recvs, IsReducing(c) ? 0u : 1u) << CollectiveName(c);
+  }
+}
+
 // Point-to-point sends stay eager (into the ring) so a blocking Send completes before the peer's Recv.
 TEST(ShmTransport, SingleCopyNotForPointToPoint) {
   auto doms = MakeShm(2, 1 << 20, {SingleCopyFrom(1024)});

@@ -12,13 +12,18 @@ absl::Status AllgatherDirect(const CollectiveArgs& args, const Configuration& co
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
   char* mine = At(args.recv, static_cast<size_t>(g.rank) * args.count, g.dsize);
-  CopyBytes(mine, args.send, bytes);
-  if (g.size == 1 || args.count == 0) return absl::OkStatus();
+  if (g.size == 1 || args.count == 0) {
+    CopyBytes(mine, args.send, bytes);
+    return absl::OkStatus();
+  }
   for (int k = 1; k < g.size; ++k) {
     const int from = Mod(g.rank - k, g.size);
     g.ep->Irecv(from, At(args.recv, static_cast<size_t>(from) * args.count, g.dsize), bytes);
   }
-  for (int k = 1; k < g.size; ++k) g.ep->Isend(Mod(g.rank + k, g.size), mine, bytes);
+  // Sent from `send`, so this rank's own copy into place overlaps the transfers (peers reading `send` by
+  // single copy, or the first ring pieces) instead of delaying them.
+  for (int k = 1; k < g.size; ++k) g.ep->Isend(Mod(g.rank + k, g.size), args.send, bytes);
+  CopyBytes(mine, args.send, bytes);
   return g.ep->WaitAll();
 }
 

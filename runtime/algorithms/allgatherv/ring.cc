@@ -16,16 +16,25 @@ absl::Status AllgathervRing(const CollectiveArgs& args, const Configuration& con
     return absl::InvalidArgumentError(absl::StrCat("allgatherv needs ", n, " counts and displs"));
   }
   const size_t r = static_cast<size_t>(g.rank);
-  CopyBytes(At(args.recv, args.displs[r], g.dsize), args.send, args.counts[r] * g.dsize);
+  char* mine = At(args.recv, args.displs[r], g.dsize);
   size_t total = 0;
   for (size_t i = 0; i < n; ++i) total += args.counts[i];
-  if (g.size == 1 || total == 0) return absl::OkStatus();
+  if (g.size == 1 || total == 0) {
+    CopyBytes(mine, args.send, args.counts[r] * g.dsize);
+    return absl::OkStatus();
+  }
   RingLane lane;
   lane.base = static_cast<char*>(args.recv);
   lane.shift = -1;
   lane.block_off.assign(args.displs.begin(), args.displs.begin() + static_cast<std::ptrdiff_t>(n));
   lane.block_cnt.assign(args.counts.begin(), args.counts.begin() + static_cast<std::ptrdiff_t>(n));
-  return RingAllgather(g, {lane}, ChunkElems(config.chunk, g.dsize));
+  lane.owned_src = static_cast<const char*>(args.send);  // the first sends read `send`; the own copy overlaps them
+  const std::vector<RingLane> lanes{lane};
+  const size_t chunk_elems = ChunkElems(config.chunk, g.dsize);
+  RingAllgatherState st;
+  RingAllgatherStart(g, lanes, chunk_elems, &st);
+  CopyBytes(mine, args.send, args.counts[r] * g.dsize);
+  return RingAllgatherFinish(g, lanes, chunk_elems, &st);
 }
 
 }  // namespace hccltune::algo

@@ -8,14 +8,14 @@
 // syscalls: spin briefly, then block.
 //
 // Single copy (cross-memory attach): messages of `single_copy_min_bytes` to `single_copy_max_bytes` travel as an
-// address in the ring (the endpoint uses it only for non-reducing collectives of calls up to 2 MiB, see
-// stream_endpoint.cc); the reader copies them with process_vm_readv straight from the writer's buffer into their
-// destination and acknowledges through a counter in the ring's control block (see Pair). At MapPeers each rank probes,
-// per peer, that the kernel lets it read that peer (same user, Yama ptrace_scope, dumpable, same pid
-// namespace: it reads the peer segment's header at the peer's own address and compares) and publishes the
-// result in the control block of the ring the peer writes into; a peer whose read is refused keeps the
-// two-copy ring, and SingleCopyStatus() says why. With Yama ptrace_scope 1 every rank declares "any process
-// may attach" (PR_SET_PTRACER_ANY), as Open MPI's vader does; scope 2 or 3 refuses single copy.
+// address in the ring (the endpoint uses it only for non-reducing collectives, see stream_endpoint.cc); the reader
+// copies them with process_vm_readv straight from the writer's buffer into their destination and acknowledges through a
+// counter in the ring's control block (see Pair). At MapPeers each rank probes, per peer, that the kernel lets it read
+// that peer (same user, Yama ptrace_scope, dumpable, same pid namespace: it reads the peer segment's header at the
+// peer's own address and compares) and publishes the result in the control block of the ring the peer writes into; a
+// peer whose read is refused keeps the two-copy ring, and SingleCopyStatus() says why. With Yama ptrace_scope 1 every
+// rank declares "any process may attach" (PR_SET_PTRACER_ANY), as Open MPI's vader does; scope 2 or 3 refuses single
+// copy.
 //
 // Thread-safety: a ShmDomain is set up by one thread; its pairs are driven by one thread at a time.
 #pragma once
@@ -34,9 +34,12 @@
 namespace hccltune {
 
 struct ShmOptions {
-  bool single_copy = true;                    // HCCL_TUNE_SINGLE_COPY=off turns it off
-  size_t single_copy_min_bytes = 64u << 10;   // smaller messages stream through the ring (docs/PERFORMANCE.md)
-  size_t single_copy_max_bytes = 512u << 10;  // so do larger ones: CMA slows past the caches (same measurements)
+  bool single_copy = true;  // HCCL_TUNE_SINGLE_COPY=off turns it off
+  // Smaller messages stream through the ring. 8 KiB: a 2-rank broadcast of 8-32 KiB took 1.6-2.6 us single-copied
+  // against 3.3-9.3 us through the ring, an allgather of 16-64 KiB 2.5-4.5 against 3.6-10.5 us; an allgather's
+  // 2-4 KiB messages were faster through the ring (docs/PERFORMANCE.md).
+  size_t single_copy_min_bytes = 8u << 10;
+  size_t single_copy_max_bytes = SIZE_MAX;  // no upper limit (tests narrow the window)
 };
 
 class ShmDomain {
