@@ -22,6 +22,9 @@ absl::Status SpawnLocalRanks(const SpawnOptions& opt) {
   // Like mpirun's default (--bind-to core for <= 2 ranks): when every rank can have a CPU of its own, rank r is
   // bound to the r-th CPU this process may use, so two ranks never start out sharing one CPU (the scheduler
   // spreads forked children only after milliseconds, which turns every wait into a context switch).
+  // More ranks than CPUs: rank r is bound to CPU r mod n (4 ranks on 2 CPUs: 2 + 2). Unbound, ranks that wait
+  // by yielding stay runnable and cache-hot, so the load balancer never moves them apart once the bootstrap's
+  // wake-ups have pulled them together: all four ran on one CPU in every sample (docs/PERFORMANCE.md).
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   std::vector<int> cpus;
@@ -30,7 +33,7 @@ absl::Status SpawnLocalRanks(const SpawnOptions& opt) {
       if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
     }
   }
-  const bool bind = opt.ranks > 1 && static_cast<size_t>(opt.ranks) <= cpus.size();
+  const bool bind = opt.ranks > 1 && cpus.size() > 1;
   for (int r = 0; r < opt.ranks; ++r) {
     std::vector<std::string> env_kv = {absl::StrCat("RANK=", r), absl::StrCat("WORLD_SIZE=", opt.ranks),
                                        absl::StrCat("LOCAL_RANK=", r), absl::StrCat("LOCAL_WORLD_SIZE=", opt.ranks),
@@ -44,7 +47,7 @@ absl::Status SpawnLocalRanks(const SpawnOptions& opt) {
       if (bind) {
         cpu_set_t one;
         CPU_ZERO(&one);
-        CPU_SET(cpus[static_cast<size_t>(r)], &one);
+        CPU_SET(cpus[static_cast<size_t>(r) % cpus.size()], &one);
         (void)::sched_setaffinity(0, sizeof(one), &one);
       }
       for (auto& kv : env_kv) ::putenv(kv.data());
