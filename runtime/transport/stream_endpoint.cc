@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/common/logging.h"
 
 namespace hccltune {
 
@@ -138,7 +140,20 @@ StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doo
 void StreamEndpoint::NotePair(const Pair* pair) {
   static const int cpus = HostCpus();
   static const bool bound = BoundToOneCpu();
-  if (pair->HostRanks() > cpus) oversubscribed_ = true;
+  if (pair->HostRanks() > cpus) {
+    if (!bound) {
+      // Unbound, ranks that wait by yielding end up on one CPU and stay there (docs/PERFORMANCE.md, "Round 4"):
+      // small calls then cost 1.7-1.9x what they cost with the ranks spread. Binding is the launcher's choice.
+      static std::once_flag hint;
+      std::call_once(hint, [&] {
+        Log(LogLevel::kInfo, "shm: ", pair->HostRanks(), " ranks share ", cpus,
+            " CPUs and this rank is not bound to one: small collectives are faster with the ranks bound round-robin "
+            "(hccl-tune bench does; e.g. taskset -c $((LOCAL_RANK % ",
+            cpus, ")) for other launchers)");
+      });
+    }
+    oversubscribed_ = true;
+  }
   own_cpu_ = bound && !oversubscribed_;
 }
 
