@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "python/csrc/sparse.h"
 #include "python/csrc/store_adapter.h"
 #include "runtime/common/config.h"
 #include "runtime/tuning_client/tuning_client.h"
@@ -99,7 +100,9 @@ std::pair<DataType, ReduceOp> ReduceTypes(const at::Tensor& t, const c10d::Reduc
 void CheckTensor(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.defined(), "hccltune: ", what, ": undefined tensor");
   TORCH_CHECK(t.device().is_cpu(), "hccltune: ", what, ": only CPU tensors are supported, got ", t.device());
-  TORCH_CHECK(t.layout() == at::kStrided, "hccltune: ", what, ": only dense (strided) tensors are supported");
+  TORCH_CHECK(t.layout() == at::kStrided, "hccltune: ", what,
+              ": only dense (strided) tensors are supported, got layout ", t.layout(),
+              " (all_reduce with SUM also takes sparse COO tensors)");
 }
 
 void CheckSingle(const std::vector<at::Tensor>& ts, const char* what) {
@@ -281,6 +284,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::broadcast(std::vector<at::T
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::allreduce(std::vector<at::Tensor>& tensors,
                                                                const c10d::AllreduceOptions& opts) {
+  TORCH_CHECK(tensors.size() == 1, "hccltune: allreduce takes exactly one tensor per process, got ", tensors.size());
+  if (tensors[0].defined() && tensors[0].layout() == at::kSparse) {
+    const at::Tensor& t = tensors[0];
+    TORCH_CHECK(t.device().is_cpu(), "hccltune: allreduce: only CPU tensors are supported, got ", t.device());
+    TORCH_CHECK(static_cast<c10d::ReduceOp::RedOpType>(opts.reduceOp) == c10d::ReduceOp::SUM,
+                "hccltune: allreduce of a sparse tensor supports ReduceOp.SUM only (as gloo), got ReduceOp ",
+                static_cast<int>(static_cast<c10d::ReduceOp::RedOpType>(opts.reduceOp)));
+    const at::Tensor in = t.coalesce();
+    return Run(OpType::ALLREDUCE, tensors,
+               [in, out = t](Communicator& c) mutable { return SparseAllreduceSum(c, in, out); });
+  }
   CheckSingle(tensors, "allreduce");
   const auto [dtype, op] = ReduceTypes(tensors[0], opts.reduceOp, "allreduce");
   Staged st = Stage(tensors[0]);
