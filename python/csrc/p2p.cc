@@ -8,7 +8,6 @@
 #include <list>
 #include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -111,8 +110,12 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
   std::thread service;
   int64_t hello_seen = 0;  // service thread only
 
-  absl::Status Wrap(const absl::Status& s, const char* what, int peer) const {
-    return absl::Status(s.code(), absl::StrCat(what, " between ranks ", rank, " and ", peer, ": ", s.message()));
+  // `sending`: the error came from this rank's direction of the pair (whose link numbers this rank 0 and the
+  // peer 1; the other direction the reverse): the message says so, since the runtime's text uses those numbers.
+  absl::Status Wrap(const absl::Status& s, const char* what, int peer, bool sending) const {
+    return absl::Status(s.code(), absl::StrCat(what, " between ranks ", rank, " and ", peer, " (on the link from rank ",
+                                               sending ? rank : peer, " to rank ", sending ? peer : rank,
+                                               ", the sender is rank 0 and the receiver rank 1): ", s.message()));
   }
 
   // REQUIRES: mu held (for all the members below up to the thread loops).
@@ -185,12 +188,11 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
 
   // Gives unmatched receives their sends, in post order (see the header).
   void Match(Later* later) {
-    std::set<int64_t> any_waiting;  // tags of earlier any-source receives still without a send
+    bool any_waiting = false;  // an any-source receive still has no send
     std::vector<std::pair<OpPtr, absl::Status>> failed;
     for (const OpPtr& op : ops) {
       if (op->send || op->phase != Op::kUnmatched) continue;
       if (op->peer != kAnySource) {
-        if (any_waiting.count(op->tag)) continue;
         ChannelPtr ch = ChannelFor(op->peer);
         if (!ch->broken.ok()) {
           failed.emplace_back(op, ch->broken);
@@ -211,14 +213,14 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
         }
       }
       if (best == nullptr) {
-        any_waiting.insert(op->tag);
+        any_waiting = true;
         continue;
       }
       best->announced.erase(best_it);
       Claim(*best, op, best->claimed[op->tag]++);
     }
     // An any-source receive no peer can serve any more: every other rank's pair is broken.
-    if (!any_waiting.empty() && static_cast<int>(channels.size()) == size - 1) {
+    if (any_waiting && static_cast<int>(channels.size()) == size - 1) {
       std::string why;
       for (auto& [peer, ch] : channels) {
         if (ch->broken.ok()) return Fail(failed, later);
@@ -316,7 +318,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       if (c.ok()) {
         comms[mine ? 0 : 1] = *std::move(c);
       } else {
-        status = Wrap(c.status(), "connecting point-to-point", peer);
+        status = Wrap(c.status(), "connecting point-to-point", peer, mine);
       }
     }
     Later later;
@@ -345,8 +347,8 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       }
       lock.lock();
       if (!s.ok()) {
-        if (o.op) Finish(o.op, Wrap(s, "send", peer), &later);
-        Break(*ch, Wrap(s, "point-to-point", peer), &later);
+        if (o.op) Finish(o.op, Wrap(s, "send", peer, true), &later);
+        Break(*ch, Wrap(s, "point-to-point", peer, true), &later);
         break;
       }
       if (o.op) {
@@ -379,7 +381,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       lock.lock();
       if (stopping || !ch->broken.ok()) break;
       if (!s.ok()) {
-        Break(*ch, Wrap(s, "point-to-point", peer), &later);
+        Break(*ch, Wrap(s, "point-to-point", peer, false), &later);
         break;
       }
       if (h.kind == Header::kCts) {
@@ -429,8 +431,8 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
             recv->bytes > 0 ? ch->in->Recv(recv->data, recv->bytes, DataType::kUint8, 0) : absl::OkStatus();
         lock.lock();
         if (!r.ok()) {
-          Finish(recv, Wrap(r, "recv", peer), &later);
-          Break(*ch, Wrap(r, "point-to-point", peer), &later);
+          Finish(recv, Wrap(r, "recv", peer, false), &later);
+          Break(*ch, Wrap(r, "point-to-point", peer, false), &later);
           break;
         }
         Finish(recv, absl::OkStatus(), &later);

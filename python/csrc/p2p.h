@@ -1,11 +1,12 @@
 // Tagged point-to-point for the torch backend, with receives from any source.
 //
-// Matching (gloo's and MPI's rules): the messages one rank sends to another with one tag are received in the
-// order they were sent; messages with different tags, or from different ranks, are independent. A receive
-// takes the next unreceived message with its tag from its peer; a receive from any source takes, among the
-// peers' next unreceived messages with its tag, the one announced first. Receives are served in the order
-// they were posted: a specific receive posted after a still-unmatched any-source receive with the same tag
-// waits until that one has its message, so it cannot take a message the earlier receive should have got.
+// Matching (gloo's rules, so a script behaves the same on both backends): the messages one rank sends to
+// another with one tag are received in the order they were sent; messages with different tags, or from
+// different ranks, are independent. A receive from a given rank claims that rank's next unclaimed message with
+// its tag as soon as it is posted; a receive from any source takes, among the messages with its tag that no
+// receive has claimed, the one whose announcement arrived first. Unlike MPI, a specific receive posted after a
+// still-waiting any-source receive may take the message the any-source one would have got (gloo does the same;
+// tests/python/anysource_test.py checks it on both backends).
 //
 // Protocol (no unbounded buffering: a payload moves only into a posted buffer). Per direction, each send gets
 // a sequence number per tag. Messages, each a 32-byte header on the pair's stream:
