@@ -25,7 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 // One protocol message header (a DATA payload follows as a separate runtime message).
 struct Header {
-  enum Kind : uint32_t { kCts = 1, kRts = 2, kData = 3 };
+  enum Kind : uint32_t { kCts = 1, kRts = 2, kData = 3, kWant = 4 };
   uint32_t kind = 0;
   uint32_t accepted = 0;  // DATA: 1 = the payload follows (sizes agree), 0 = refused, nothing follows
   int64_t tag = 0;
@@ -66,7 +66,9 @@ struct Channel {
   bool ready = false;  // communicators created
   absl::Status broken;
   bool writer_exited = false, reader_exited = false;
-  std::unique_ptr<Communicator> out, in;                 // this rank -> peer, peer -> this rank
+  bool announce = false;                  // the peer asked (WANT) for an RTS for every send that finds no CTS
+  bool want_sent = false;                 // this rank asked the peer (it has posted a receive from any source)
+  std::unique_ptr<Communicator> out, in;  // this rank -> peer, peer -> this rank
   c10::intrusive_ptr<c10d::Store> out_store, in_store;   // their rendezvous stores (the abort key lives there)
   std::deque<Outgoing> outq;                             // for the writer, in order
   std::condition_variable cv;                            // outq, ready, broken, stopping, exits
@@ -103,8 +105,10 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
   std::mutex mu;
   std::condition_variable cv;  // the service thread: new operations, stopping
   bool stopping = false;
-  bool dirty = false;    // something the service thread should look at
-  std::list<OpPtr> ops;  // unfinished operations, in post order
+  bool dirty = false;                                         // something the service thread should look at
+  Clock::time_point service_wake = Clock::time_point::max();  // when the service thread looks next
+  bool any_mode = false;  // this rank has posted a receive from any source: every pair gets a WANT
+  std::list<OpPtr> ops;   // unfinished operations, in post order
   std::map<int, ChannelPtr> channels;
   uint64_t stamp = 0;
   std::thread service;
@@ -135,6 +139,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
     };
     ch->out_store = dir_store(rank, peer);
     ch->in_store = dir_store(peer, rank);
+    if (any_mode) QueueWant(*ch);
     // The threads hold the state and the channel, so a thread that outlives the engine touches nothing freed.
     ch->writer = std::thread([st = shared_from_this(), c = ch] { st->WriterLoop(c); });
     ch->reader = std::thread([st = shared_from_this(), c = ch] { st->ReaderLoop(c); });
@@ -165,8 +170,41 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
         }
       }
     });
-    dirty = true;
-    cv.notify_all();
+    if (!stopping) Match(later);  // an any-source receive may have lost its last live peer
+  }
+
+  void QueueWant(Channel& ch) {
+    if (ch.want_sent) return;
+    ch.want_sent = true;
+    Outgoing o;
+    o.header.kind = Header::kWant;
+    ch.outq.push_back(std::move(o));
+    ch.cv.notify_all();
+  }
+
+  void QueueRts(Channel& ch, const Op& op) {
+    Outgoing o;
+    o.header.kind = Header::kRts;
+    o.header.tag = op.tag;
+    o.header.seq = op.seq;
+    o.header.bytes = op.bytes;
+    ch.outq.push_back(std::move(o));
+    ch.cv.notify_all();
+  }
+
+  // Whether the peer owes this rank a message, so the reader should be reading: a CTS (or WANT) for an
+  // unmatched send, DATA for a claimed receive, an RTS while a receive from any source waits. Otherwise the
+  // reader sleeps outside the transport: an idle pair costs nothing and keeps the runtime's waits tuned for
+  // traffic that comes.
+  bool Expecting(const Channel& ch) const {
+    for (const OpPtr& op : ops) {
+      if (op->send ? op->peer == ch.peer && op->phase == Op::kUnmatched
+                   : (op->phase == Op::kMatched && op->source == ch.peer) ||
+                         (op->peer == kAnySource && op->phase == Op::kUnmatched)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   void Claim(Channel& ch, const OpPtr& op, uint64_t seq) {
@@ -274,14 +312,10 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
             if (it != ch->cts.end()) {
               QueueData(*ch, op, it->second);
               ch->cts.erase(it);
+            } else if (ch->announce) {
+              QueueRts(*ch, *op);
             } else {
-              Outgoing o;
-              o.header.kind = Header::kRts;
-              o.header.tag = op->tag;
-              o.header.seq = op->seq;
-              o.header.bytes = op->bytes;
-              ch->outq.push_back(std::move(o));
-              ch->cv.notify_all();
+              ch->cv.notify_all();  // the reader: a CTS is due
             }
           } else {
             Match(&later);
@@ -289,11 +323,20 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
         }
       } else {
         ops.push_back(op);
+        if (!any_mode) {
+          any_mode = true;
+          for (auto& [peer, ch] : channels) QueueWant(*ch);
+        }
+        for (auto& [peer, ch] : channels) ch->cv.notify_all();  // readers: an RTS may come from any of them
         Match(&later);
       }
       if (!service.joinable() && !stopping) service = std::thread([st = shared_from_this()] { st->ServiceLoop(); });
-      dirty = true;
-      cv.notify_all();
+      // The service thread sleeps until the earliest deadline, which a new operation rarely moves; it polls for
+      // new pairs while an any-source receive waits.
+      if (op->deadline < service_wake || (!op->send && op->peer == kAnySource)) {
+        dirty = true;
+        cv.notify_all();
+      }
     }
     RunAll(later);
   }
@@ -372,10 +415,13 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
     const int peer = ch->peer;
     Later later;
     std::unique_lock<std::mutex> lock(mu);
-    ch->cv.wait(lock, [&] { return stopping || !ch->broken.ok() || ch->ready; });
-    while (!stopping && ch->broken.ok()) {
+    while (true) {
       lock.unlock();
       RunAll(later);
+      lock.lock();
+      ch->cv.wait(lock, [&] { return stopping || !ch->broken.ok() || (ch->ready && Expecting(*ch)); });
+      if (stopping || !ch->broken.ok()) break;
+      lock.unlock();
       Header h;
       absl::Status s = ch->in->Recv(&h, sizeof h, DataType::kUint8, 0);
       lock.lock();
@@ -396,6 +442,11 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
           QueueData(*ch, send, h.bytes);
         } else {
           ch->cts[{h.tag, h.seq}] = h.bytes;
+        }
+      } else if (h.kind == Header::kWant) {
+        ch->announce = true;  // announce the sends already waiting, in order, then every later one
+        for (const OpPtr& op : ops) {
+          if (op->send && op->peer == peer && op->phase == Op::kUnmatched) QueueRts(*ch, *op);
         }
       } else if (h.kind == Header::kRts) {
         if (h.seq >= ch->claimed[h.tag]) {  // else a CTS claimed that send already
@@ -479,7 +530,9 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       lock.unlock();
       RunAll(later);
       lock.lock();
+      service_wake = wake;
       cv.wait_until(lock, wake, [&] { return stopping || dirty; });
+      service_wake = Clock::time_point::max();
     }
   }
 

@@ -11,18 +11,23 @@
 // Protocol (no unbounded buffering: a payload moves only into a posted buffer). Per direction, each send gets
 // a sequence number per tag. Messages, each a 32-byte header on the pair's stream:
 //   CTS(tag, seq, bytes)  receiver -> sender: "I have a buffer of `bytes` for your send number `seq` with `tag`"
-//   RTS(tag, seq, bytes)  sender -> receiver: "my send number `seq` with `tag` is waiting" (an announcement)
-//   DATA(tag, seq, bytes, accepted), then the payload when the sizes agree.
-// A specific receive claims its peer's next sequence number for its tag at once and sends a CTS (the fast
-// path: when the receive was posted first, the send finds the CTS and sends DATA straight away). A send that
-// finds no CTS announces itself with an RTS; an any-source receive claims the first announced, unclaimed send
-// with its tag from any peer and answers it with a CTS. Announcements whose send a CTS already claimed are
-// dropped on arrival. A size mismatch fails both sides naming the sizes; no payload follows, so the stream
-// stays in step and later messages are intact.
+//   DATA(tag, seq, bytes, accepted), then the payload when the sizes agree
+//   WANT                  receiver -> sender, once per pair: "I receive from any source: announce your sends"
+//   RTS(tag, seq, bytes)  sender -> receiver, only after a WANT: "my send number `seq` with `tag` is waiting"
+// A specific receive claims its peer's next sequence number for its tag at once and sends a CTS; a send that
+// finds its CTS sends DATA, otherwise it waits for it — the whole protocol of a program that never receives
+// from any source, as cheap as it was before any-source existed. The first any-source receive sends WANT on
+// every pair (and every pair opened later); from then on a send to that rank that finds no CTS announces
+// itself with an RTS (sends already waiting are announced when the WANT arrives). An any-source receive claims
+// the first announced, unclaimed send with its tag from any peer and answers it with a CTS; announcements whose
+// send a CTS already claimed are dropped on arrival. A size mismatch fails both sides naming the sizes; no
+// payload follows, so the stream stays in step and later messages are intact.
 //
 // Transport: each pair of ranks that talks gets two 2-rank Communicators (one per direction, rendezvousing
 // through the group's c10d store under "p2p/<lo>-<hi>/<from>-<to>/"), a writer thread (connects, then sends
-// headers and payloads in order) and a reader thread (reads whatever the peer sends). Point-to-point therefore
+// headers and payloads in order) and a reader thread, which reads only while the peer owes this rank a message
+// (a CTS or WANT for an unmatched send, DATA for a claimed receive, an RTS while an any-source receive waits)
+// and otherwise sleeps outside the transport. Point-to-point therefore
 // never runs on the collective progress thread. Channels are created on first use by either side; a rank that
 // creates one announces it in the store ("p2p/hello/<to>" counter + entries), and a rank with a pending
 // any-source receive polls that counter and joins the channels peers opened towards it.
