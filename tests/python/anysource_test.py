@@ -8,6 +8,7 @@ the receiver; every value it gets is checked against what the sender it reports 
 3. mixed with specific receives: a specific receive takes the sender's first message, any-source ones the rest;
    a specific receive claims its sender's next message even when an any-source one was posted before it (gloo);
 4. an any-source receive nobody answers fails after the group's timeout, naming it, and the group still works;
+   in a sub-group, the source is reported as a group rank by the work and as a global rank by recv;
 5. (hccltune) a peer that dies: a specific receive from it fails at once naming the pair, an any-source receive
    fails at once when no live peer is left (2 ranks) or after the group's timeout (3 ranks); nothing hangs.
 """
@@ -157,6 +158,20 @@ def main():
         check("any-source after a timeout", src == n - 1 and torch.equal(t, payload(n - 1, 5, 0)), str(decode(t)))
     elif rank == n - 1:
         dist.send(payload(n - 1, 5, 0), 0, tag=5, group=g)
+    dist.barrier()
+    # In a sub-group whose ranks are not the global ones: recv reports the sender's global rank.
+    sub = dist.new_group([0, n - 1])
+    if rank == 0:
+        t = torch.zeros(7)
+        w = dist.irecv(t, tag=8, group=sub)
+        w.wait()
+        src = dist.recv(torch.zeros(7), tag=8, group=sub)
+        check("sub-group: irecv's source rank is the group rank", w._source_rank() == 1, str(w._source_rank()))
+        check("sub-group: recv returns the global rank", src == n - 1 and torch.equal(t, payload(n - 1, 8, 0)),
+              f"{src} {decode(t)}")
+    elif rank == n - 1:
+        for k in range(2):
+            dist.send(payload(n - 1, 8, k), 0, tag=8, group=sub)
     dist.barrier()
 
     if BACKEND == "gloo":
