@@ -66,9 +66,10 @@ struct Channel {
   bool ready = false;  // communicators created
   absl::Status broken;
   bool writer_exited = false, reader_exited = false;
-  bool announce = false;                  // the peer asked (WANT) for an RTS for every send that finds no CTS
-  bool want_sent = false;                 // this rank asked the peer (it has posted a receive from any source)
-  std::unique_ptr<Communicator> out, in;  // this rank -> peer, peer -> this rank
+  bool writer_busy = true, reader_busy = false;  // inside a runtime call (connecting included): not interruptible
+  bool announce = false;                         // the peer asked (WANT) for an RTS for every send that finds no CTS
+  bool want_sent = false;                        // this rank asked the peer (it has posted a receive from any source)
+  std::unique_ptr<Communicator> out, in;         // this rank -> peer, peer -> this rank
   c10::intrusive_ptr<c10d::Store> out_store, in_store;   // their rendezvous stores (the abort key lives there)
   std::deque<Outgoing> outq;                             // for the writer, in order
   std::condition_variable cv;                            // outq, ready, broken, stopping, exits
@@ -366,6 +367,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
     }
     Later later;
     std::unique_lock<std::mutex> lock(mu);
+    ch->writer_busy = false;
     if (!status.ok()) {
       Break(*ch, status, &later);
     } else if (ch->broken.ok() && !stopping) {
@@ -383,12 +385,15 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       Outgoing o = std::move(ch->outq.front());
       ch->outq.pop_front();
       if (o.op) o.op->phase = Op::kTransfer;
+      ch->writer_busy = true;
       lock.unlock();
       absl::Status s = ch->out->Send(&o.header, sizeof o.header, DataType::kUint8, 1);
       if (s.ok() && o.header.kind == Header::kData && o.header.accepted && o.op->bytes > 0) {
         s = ch->out->Send(o.op->data, o.op->bytes, DataType::kUint8, 1);
       }
       lock.lock();
+      ch->writer_busy = false;
+      ch->cv.notify_all();
       if (!s.ok()) {
         if (o.op) Finish(o.op, Wrap(s, "send", peer, true), &later);
         Break(*ch, Wrap(s, "point-to-point", peer, true), &later);
@@ -421,10 +426,13 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       lock.lock();
       ch->cv.wait(lock, [&] { return stopping || !ch->broken.ok() || (ch->ready && Expecting(*ch)); });
       if (stopping || !ch->broken.ok()) break;
+      ch->reader_busy = true;
       lock.unlock();
       Header h;
       absl::Status s = ch->in->Recv(&h, sizeof h, DataType::kUint8, 0);
       lock.lock();
+      ch->reader_busy = false;
+      ch->cv.notify_all();
       if (stopping || !ch->broken.ok()) break;
       if (!s.ok()) {
         Break(*ch, Wrap(s, "point-to-point", peer, false), &later);
@@ -477,10 +485,13 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
           continue;
         }
         recv->phase = Op::kTransfer;
+        ch->reader_busy = true;
         lock.unlock();
         absl::Status r =
             recv->bytes > 0 ? ch->in->Recv(recv->data, recv->bytes, DataType::kUint8, 0) : absl::OkStatus();
         lock.lock();
+        ch->reader_busy = false;
+        ch->cv.notify_all();
         if (!r.ok()) {
           Finish(recv, Wrap(r, "recv", peer, false), &later);
           Break(*ch, Wrap(r, "point-to-point", peer, false), &later);
@@ -521,6 +532,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
         RunAll(later);
         std::vector<int> peers = PollHello();
         lock.lock();
+        if (stopping) break;
         for (int p : peers) ChannelFor(p);
         wake = std::min(wake, Clock::now() + poll);
         poll = std::min<std::chrono::microseconds>(poll * 2, std::chrono::milliseconds(5));
@@ -600,23 +612,27 @@ P2pEngine::~P2pEngine() {
   }
   RunAll(later);
   if (st.service.joinable()) st.service.join();
-  // Threads blocked in a transport call return once the abort key lands (the runtime probes it every 50 ms);
-  // one still connecting or whose store is gone is left to finish on its own (it holds the state).
-  const auto deadline = Clock::now() + std::chrono::seconds(1);
+  // A thread outside the runtime sees `stopping` and exits: it is joined. One inside a runtime call returns
+  // once the abort key lands (the runtime probes it every 50 ms) and is joined too; one still inside after a
+  // few seconds (connecting, or its store is gone) is left to finish on its own (it holds the state).
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
   std::unique_lock<std::mutex> lock(st.mu);
   for (const ChannelPtr& ch : channels) {
-    ch->cv.wait_until(lock, deadline, [&] { return ch->writer_exited && ch->reader_exited; });
-    const bool writer_done = ch->writer_exited, reader_done = ch->reader_exited;
+    ch->cv.wait_until(lock, deadline, [&] {
+      return (ch->writer_exited || !ch->writer_busy) && (ch->reader_exited || !ch->reader_busy);
+    });
+    const bool detach_writer = !ch->writer_exited && ch->writer_busy;
+    const bool detach_reader = !ch->reader_exited && ch->reader_busy;
     lock.unlock();
-    if (writer_done) {
-      ch->writer.join();
-    } else {
+    if (detach_writer) {
       ch->writer.detach();
-    }
-    if (reader_done) {
-      ch->reader.join();
     } else {
+      ch->writer.join();
+    }
+    if (detach_reader) {
       ch->reader.detach();
+    } else {
+      ch->reader.join();
     }
     lock.lock();
   }
