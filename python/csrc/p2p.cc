@@ -72,7 +72,7 @@ struct Channel {
   std::unique_ptr<Communicator> out, in;         // this rank -> peer, peer -> this rank
   c10::intrusive_ptr<c10d::Store> out_store, in_store;   // their rendezvous stores (the abort key lives there)
   std::deque<Outgoing> outq;                             // for the writer, in order
-  std::condition_variable cv;                            // outq, ready, broken, stopping, exits
+  std::condition_variable wcv, rcv, done_cv;             // writer: outq; reader: a message is due; exits
   std::map<std::pair<int64_t, uint64_t>, uint64_t> cts;  // CTS that came before their send: (tag, seq) -> bytes
   std::map<int64_t, uint64_t> next_send;                 // per tag: the number of this rank's next send
   std::map<int64_t, uint64_t> claimed;                   // per tag: the peer's first send no recv has claimed
@@ -161,7 +161,9 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
     ch.outq.clear();
     ch.cts.clear();
     ch.announced.clear();
-    ch.cv.notify_all();
+    ch.wcv.notify_all();
+    ch.rcv.notify_all();
+    ch.done_cv.notify_all();
     const std::string why = std::string(s.message());
     later->push_back([out = ch.out_store, in = ch.in_store, why] {
       for (const auto& st : {out, in}) {
@@ -180,7 +182,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
     Outgoing o;
     o.header.kind = Header::kWant;
     ch.outq.push_back(std::move(o));
-    ch.cv.notify_all();
+    ch.wcv.notify_one();
   }
 
   void QueueRts(Channel& ch, const Op& op) {
@@ -190,7 +192,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
     o.header.seq = op.seq;
     o.header.bytes = op.bytes;
     ch.outq.push_back(std::move(o));
-    ch.cv.notify_all();
+    ch.wcv.notify_one();
   }
 
   // Whether the peer owes this rank a message, so the reader should be reading: a CTS (or WANT) for an
@@ -222,7 +224,8 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
     o.header.seq = seq;
     o.header.bytes = op->bytes;
     ch.outq.push_back(std::move(o));
-    ch.cv.notify_all();
+    ch.wcv.notify_one();
+    ch.rcv.notify_one();  // DATA is due
   }
 
   // Gives unmatched receives their sends, in post order (see the header).
@@ -291,7 +294,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
     o.op = op;
     o.recv_bytes = recv_bytes;
     ch.outq.push_back(std::move(o));
-    ch.cv.notify_all();
+    ch.wcv.notify_one();
   }
 
   void Post(const OpPtr& op) {
@@ -313,10 +316,9 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
             if (it != ch->cts.end()) {
               QueueData(*ch, op, it->second);
               ch->cts.erase(it);
-            } else if (ch->announce) {
-              QueueRts(*ch, *op);
             } else {
-              ch->cv.notify_all();  // the reader: a CTS is due
+              if (ch->announce) QueueRts(*ch, *op);
+              ch->rcv.notify_one();  // the reader: a CTS is due
             }
           } else {
             Match(&later);
@@ -328,7 +330,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
           any_mode = true;
           for (auto& [peer, ch] : channels) QueueWant(*ch);
         }
-        for (auto& [peer, ch] : channels) ch->cv.notify_all();  // readers: an RTS may come from any of them
+        for (auto& [peer, ch] : channels) ch->rcv.notify_one();  // readers: an RTS may come from any of them
         Match(&later);
       }
       if (!service.joinable() && !stopping) service = std::thread([st = shared_from_this()] { st->ServiceLoop(); });
@@ -374,13 +376,13 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       ch->out = std::move(comms[0]);
       ch->in = std::move(comms[1]);
       ch->ready = true;
-      ch->cv.notify_all();
+      ch->rcv.notify_one();
     }
     while (ch->ready) {
       lock.unlock();
       RunAll(later);
       lock.lock();
-      ch->cv.wait(lock, [&] { return stopping || !ch->broken.ok() || !ch->outq.empty(); });
+      ch->wcv.wait(lock, [&] { return stopping || !ch->broken.ok() || !ch->outq.empty(); });
       if (stopping || !ch->broken.ok()) break;
       Outgoing o = std::move(ch->outq.front());
       ch->outq.pop_front();
@@ -393,7 +395,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       }
       lock.lock();
       ch->writer_busy = false;
-      ch->cv.notify_all();
+      if (stopping) ch->done_cv.notify_all();
       if (!s.ok()) {
         if (o.op) Finish(o.op, Wrap(s, "send", peer, true), &later);
         Break(*ch, Wrap(s, "point-to-point", peer, true), &later);
@@ -409,7 +411,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       }
     }
     ch->writer_exited = true;
-    ch->cv.notify_all();
+    ch->done_cv.notify_all();
     lock.unlock();
     RunAll(later);
     comms[0].reset();  // (set only when the channel never became ready)
@@ -424,7 +426,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       lock.unlock();
       RunAll(later);
       lock.lock();
-      ch->cv.wait(lock, [&] { return stopping || !ch->broken.ok() || (ch->ready && Expecting(*ch)); });
+      ch->rcv.wait(lock, [&] { return stopping || !ch->broken.ok() || (ch->ready && Expecting(*ch)); });
       if (stopping || !ch->broken.ok()) break;
       ch->reader_busy = true;
       lock.unlock();
@@ -432,7 +434,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       absl::Status s = ch->in->Recv(&h, sizeof h, DataType::kUint8, 0);
       lock.lock();
       ch->reader_busy = false;
-      ch->cv.notify_all();
+      if (stopping) ch->done_cv.notify_all();
       if (stopping || !ch->broken.ok()) break;
       if (!s.ok()) {
         Break(*ch, Wrap(s, "point-to-point", peer, false), &later);
@@ -491,7 +493,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
             recv->bytes > 0 ? ch->in->Recv(recv->data, recv->bytes, DataType::kUint8, 0) : absl::OkStatus();
         lock.lock();
         ch->reader_busy = false;
-        ch->cv.notify_all();
+        if (stopping) ch->done_cv.notify_all();
         if (!r.ok()) {
           Finish(recv, Wrap(r, "recv", peer, false), &later);
           Break(*ch, Wrap(r, "point-to-point", peer, false), &later);
@@ -504,7 +506,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       }
     }
     ch->reader_exited = true;
-    ch->cv.notify_all();
+    ch->done_cv.notify_all();
     lock.unlock();
     RunAll(later);
   }
@@ -618,7 +620,7 @@ P2pEngine::~P2pEngine() {
   const auto deadline = Clock::now() + std::chrono::seconds(5);
   std::unique_lock<std::mutex> lock(st.mu);
   for (const ChannelPtr& ch : channels) {
-    ch->cv.wait_until(lock, deadline, [&] {
+    ch->done_cv.wait_until(lock, deadline, [&] {
       return (ch->writer_exited || !ch->writer_busy) && (ch->reader_exited || !ch->reader_busy);
     });
     const bool detach_writer = !ch->writer_exited && ch->writer_busy;
