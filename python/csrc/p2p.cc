@@ -519,7 +519,9 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
     while (!stopping) {
       dirty = false;
       const auto now = Clock::now();
-      auto wake = now + std::chrono::hours(1);
+      // Idle, look again one timeout from now: every operation posted later has a deadline at or after that,
+      // so posting one never has to wake this thread (a wake-up per operation costs a context switch).
+      auto wake = now + op_timeout;
       bool any_waiting = false;
       for (const OpPtr& op : std::vector<OpPtr>(ops.begin(), ops.end())) {
         if (op->deadline <= now) {
