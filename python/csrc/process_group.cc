@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "python/csrc/sparse.h"
 #include "python/csrc/store_adapter.h"
 #include "runtime/common/config.h"
 #include "runtime/tuning_client/tuning_client.h"
@@ -99,7 +100,9 @@ std::pair<DataType, ReduceOp> ReduceTypes(const at::Tensor& t, const c10d::Reduc
 void CheckTensor(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.defined(), "hccltune: ", what, ": undefined tensor");
   TORCH_CHECK(t.device().is_cpu(), "hccltune: ", what, ": only CPU tensors are supported, got ", t.device());
-  TORCH_CHECK(t.layout() == at::kStrided, "hccltune: ", what, ": only dense (strided) tensors are supported");
+  TORCH_CHECK(t.layout() == at::kStrided, "hccltune: ", what,
+              ": only dense (strided) tensors are supported, got layout ", t.layout(),
+              " (all_reduce with SUM also takes sparse COO tensors)");
 }
 
 void CheckSingle(const std::vector<at::Tensor>& ts, const char* what) {
@@ -150,15 +153,17 @@ absl::Status Ok() { return absl::OkStatus(); }
 
 class HcclTuneWork final : public c10d::Work {
  public:
-  HcclTuneWork(int rank, OpType type, c10::intrusive_ptr<c10::ivalue::Future> future, int source_rank)
-      : c10d::Work(rank, type), future_(std::move(future)), source_rank_(source_rank) {}
+  // `source_rank`: what sourceRank() returns; a receive from any source sets it when it completes.
+  HcclTuneWork(int rank, OpType type, c10::intrusive_ptr<c10::ivalue::Future> future,
+               std::shared_ptr<std::atomic<int>> source_rank)
+      : c10d::Work(rank, type), future_(std::move(future)), source_rank_(std::move(source_rank)) {}
 
   bool isCompleted() override { return future_->completed(); }
   bool isSuccess() const override { return future_->completed() && !future_->hasError(); }
   std::exception_ptr exception() const override {
     return future_->completed() && future_->hasError() ? future_->exception_ptr() : nullptr;
   }
-  int sourceRank() const override { return source_rank_; }
+  int sourceRank() const override { return source_rank_->load(); }
   std::vector<at::Tensor> result() override {
     future_->wait();
     if (future_->hasError()) std::rethrow_exception(future_->exception_ptr());
@@ -184,7 +189,7 @@ class HcclTuneWork final : public c10d::Work {
 
  private:
   c10::intrusive_ptr<c10::ivalue::Future> future_;
-  int source_rank_;
+  std::shared_ptr<std::atomic<int>> source_rank_;
 };
 
 }  // namespace
@@ -212,7 +217,11 @@ c10::intrusive_ptr<ProcessGroupHcclTune> ProcessGroupHcclTune::Create(const c10:
   // A pair connects when both ranks first reach a send/recv with each other; the later one may be busy for as
   // long as any operation may wait, so connecting waits up to the execution timeout too (as a recv would).
   p2p_env.connect_timeout_s = std::max(p2p_env.connect_timeout_s, p2p_env.exec_timeout_s);
-  auto p2p = std::make_unique<P2pEngine>(rank, size, store, std::move(p2p_env));
+  // The engine enforces the group's timeout per operation; the pairs' transport waits must not time out on
+  // their own, because a reader waits for whatever its peer sends next, for as long as the pair is idle.
+  const std::chrono::milliseconds op_timeout(int64_t{env->exec_timeout_s} * 1000);
+  p2p_env.exec_timeout_s = 24 * 3600;  // the longest HCCL_EXEC_TIMEOUT accepts
+  auto p2p = std::make_unique<P2pEngine>(rank, size, store, std::move(p2p_env), op_timeout);
   return c10::make_intrusive<ProcessGroupHcclTune>(rank, size, std::move(*comm), std::move(p2p));
 }
 
@@ -229,7 +238,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::RunP2p(c10d::OpType type, s
                                                             int source_rank) {
   TORCH_CHECK(p2p_ != nullptr, "hccltune: ", c10d::opTypeToString(type), ": this process group has no point-to-point");
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-  post([future, outputs = std::move(outputs), type](absl::Status s) {
+  auto source = std::make_shared<std::atomic<int>>(source_rank);
+  auto work = c10::make_intrusive<HcclTuneWork>(rank_, type, future, source);
+  post([future, outputs = std::move(outputs), type, source](absl::Status s, int from) {
+    if (from >= 0) source->store(from);  // before completion: a waiter reads it right after
     if (s.ok()) {
       future->markCompleted(c10::IValue(outputs));
     } else {
@@ -237,7 +249,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::RunP2p(c10d::OpType type, s
           std::runtime_error(absl::StrCat("hccltune: ", c10d::opTypeToString(type), " failed: ", s.message()))));
     }
   });
-  return c10::make_intrusive<HcclTuneWork>(rank_, type, future, source_rank);
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::Run(c10d::OpType type, std::vector<at::Tensor> outputs,
@@ -260,7 +272,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::Run(c10d::OpType type, std:
     }
     return s;
   });
-  return c10::make_intrusive<HcclTuneWork>(rank_, type, future, source_rank);
+  return c10::make_intrusive<HcclTuneWork>(rank_, type, future, std::make_shared<std::atomic<int>>(source_rank));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::broadcast(std::vector<at::Tensor>& tensors,
@@ -281,6 +293,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::broadcast(std::vector<at::T
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::allreduce(std::vector<at::Tensor>& tensors,
                                                                const c10d::AllreduceOptions& opts) {
+  TORCH_CHECK(tensors.size() == 1, "hccltune: allreduce takes exactly one tensor per process, got ", tensors.size());
+  if (tensors[0].defined() && tensors[0].layout() == at::kSparse) {
+    const at::Tensor& t = tensors[0];
+    TORCH_CHECK(t.device().is_cpu(), "hccltune: allreduce: only CPU tensors are supported, got ", t.device());
+    TORCH_CHECK(static_cast<c10d::ReduceOp::RedOpType>(opts.reduceOp) == c10d::ReduceOp::SUM,
+                "hccltune: allreduce of a sparse tensor supports ReduceOp.SUM only (as gloo), got ReduceOp ",
+                static_cast<int>(static_cast<c10d::ReduceOp::RedOpType>(opts.reduceOp)));
+    const at::Tensor in = t.coalesce();
+    return Run(OpType::ALLREDUCE, tensors,
+               [in, out = t](Communicator& c) mutable { return SparseAllreduceSum(c, in, out); });
+  }
   CheckSingle(tensors, "allreduce");
   const auto [dtype, op] = ReduceTypes(tensors[0], opts.reduceOp, "allreduce");
   Staged st = Stage(tensors[0]);
@@ -599,7 +622,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::send(std::vector<at::Tensor
       OpType::SEND, tensors,
       [this, in, bytes, dst, tag](P2pEngine::Done done) {
         // The closure keeps the staged tensor alive until the engine is done with it.
-        p2p_->PostSend(dst, tag, in.data_ptr(), bytes, [in, done = std::move(done)](absl::Status s) { done(s); });
+        p2p_->PostSend(dst, tag, in.data_ptr(), bytes,
+                       [in, done = std::move(done)](absl::Status s, int from) { done(s, from); });
       },
       -1);
 }
@@ -608,14 +632,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::recv(std::vector<at::Tensor
   CheckSingle(tensors, "recv");
   TORCH_CHECK(src >= 0 && src < size_ && src != rank_, "hccltune: recv: invalid source rank ", src,
               " (the group has ranks 0..", size_ - 1, ", this is rank ", rank_, ")");
+  return PostRecv(OpType::RECV, tensors, src, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  CheckSingle(tensors, "recv from any source");
+  TORCH_CHECK(size_ > 1, "hccltune: recv from any source in a group of one rank would never complete");
+  return PostRecv(OpType::RECVANYSOURCE, tensors, P2pEngine::kAnySource, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::PostRecv(c10d::OpType type, std::vector<at::Tensor>& tensors,
+                                                              int src, int tag) {
   Staged out = Stage(tensors[0]);
   const auto bytes = static_cast<size_t>(out.buf.numel() * out.buf.element_size());
   return RunP2p(
-      OpType::RECV, tensors,
+      type, tensors,
       [this, out, bytes, src, tag](P2pEngine::Done done) {
-        p2p_->PostRecv(src, tag, out.buf.data_ptr(), bytes, [out, done = std::move(done)](absl::Status s) {
+        p2p_->PostRecv(src, tag, out.buf.data_ptr(), bytes, [out, done = std::move(done)](absl::Status s, int from) {
           if (s.ok()) out.Finish();
-          done(s);
+          done(s, from);
         });
       },
       src);

@@ -5,7 +5,8 @@
 // c10::ivalue::Future with the op's output tensors; DDP's reducer chains on that future. Non-contiguous
 // tensors are staged through contiguous copies; dtypes the runtime has no type for (bool, int16, complex, …)
 // travel as bytes where no reduction is involved (bool reductions map onto uint8 min/max). Send/recv match by
-// (peer, tag) like gloo's and run off the collective progress thread, over per-pair communicators (p2p.h).
+// (peer, tag) like gloo's (a receive may also take any source) and run off the collective progress thread, over
+// per-pair communicators (p2p.h).
 //
 // Thread-safety: operations may be issued from any thread; they run in issue order.
 #pragma once
@@ -74,6 +75,8 @@ class ProcessGroupHcclTune final : public c10d::ProcessGroup {
                                           const c10d::AllToAllOptions& opts = c10d::AllToAllOptions()) override;
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  // The work's sourceRank() is the sender's rank once it completed.
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = c10d::BarrierOptions()) override;
 
   void setSequenceNumberForGroup() override {}
@@ -87,6 +90,9 @@ class ProcessGroupHcclTune final : public c10d::ProcessGroup {
   // Point-to-point work: its future completes from the engine's threads.
   c10::intrusive_ptr<c10d::Work> RunP2p(c10d::OpType type, std::vector<at::Tensor> outputs,
                                         std::function<void(P2pEngine::Done)> post, int source_rank);
+
+  // recv and recvAnysource (src = P2pEngine::kAnySource).
+  c10::intrusive_ptr<c10d::Work> PostRecv(c10d::OpType type, std::vector<at::Tensor>& tensors, int src, int tag);
 
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<P2pEngine> p2p_;  // destroyed before comm_
