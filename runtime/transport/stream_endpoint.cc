@@ -652,7 +652,8 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
     Retire();
     return absl::OkStatus();
   }
-  absl::Duration blocked;
+  absl::Duration blocked;    // time asleep in Block() during this wait (against the exec timeout)
+  absl::Duration unchecked;  // of which since the last liveness / abort check
   // Adaptive: spinning pays only while the peer runs on another CPU. A wait that had to yield before its
   // data came means the peer was waiting for a CPU (e.g. sharing ours right after fork, before the
   // scheduler spreads the ranks): halve the spin. A wait that completed while spinning keeps it. Every 64th
@@ -698,7 +699,13 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
     const absl::Duration slice = absl::Milliseconds(50);
     const absl::Time t0 = absl::Now();
     if (absl::Status s = Block(slice); !s.ok()) return Fail(s);
-    blocked += absl::Now() - t0;
+    const absl::Duration slept = absl::Now() - t0;
+    blocked += slept;
+    unchecked += slept;
+    // The checks below cost a /proc read per peer and a store round trip: only once per slice of blocked time,
+    // not after every wake-up that data caused (a wait woken a few times a millisecond paid them every time).
+    if (unchecked < slice) continue;
+    unchecked = absl::ZeroDuration();
     // Liveness: a peer process that died leaves its shm ring silent forever. Only peers this rank still waits
     // on matter, and what a peer wrote before it exited is still delivered (the ring lives in the reader's
     // segment): drain first, fail only if something for that peer is still pending.
