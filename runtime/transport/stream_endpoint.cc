@@ -681,6 +681,13 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
       continue;
     }
     if (idle++ == 0) idle_since = NowNs();
+    // More ranks than CPUs: nothing moved, so yield at once — the rank we wait for may need this very CPU, and
+    // every further pass delays it (4 ranks on 2 CPUs switch ranks several times per small call).
+    if (oversubscribed_ && idle_ns < yield_ns) {
+      sched_yield();
+      idle_ns = NowNs() - idle_since;  // a yield costs far more than the clock
+      continue;
+    }
     if (idle < 8) continue;                               // a few passes before reading the clock at all
     if ((idle & 7) == 0) idle_ns = NowNs() - idle_since;  // then every 8th pass (the clock costs ~20 ns)
     // Waiting for a peer that is reading our buffer: keep spinning (see kAckSpinNs).
