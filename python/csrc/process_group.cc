@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "python/csrc/layout.h"
 #include "python/csrc/sparse.h"
 #include "python/csrc/store_adapter.h"
 #include "runtime/common/config.h"
@@ -537,16 +538,6 @@ std::vector<size_t> SplitCounts(const at::Tensor& t, const std::vector<int64_t>&
   }
   TORCH_CHECK(sum == rows, "hccltune: all_to_all: ", which, " split sizes sum to ", sum, ", dim 0 is ", rows);
   return counts;
-}
-
-std::vector<size_t> Displacements(const std::vector<size_t>& counts) {
-  std::vector<size_t> d(counts.size());
-  size_t off = 0;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    d[i] = off;
-    off += counts[i];
-  }
-  return d;
 }
 
 }  // namespace

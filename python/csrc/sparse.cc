@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "python/csrc/layout.h"
 
 namespace hccltune::torch_backend {
 namespace {
@@ -25,16 +26,6 @@ std::string Describe(const Meta& m, const std::vector<int64_t>* sizes) {
   }
   absl::StrAppend(&s, ", dtype ", c10::toString(static_cast<at::ScalarType>(m.dtype)));
   return s;
-}
-
-std::vector<size_t> Displacements(const std::vector<size_t>& counts) {
-  std::vector<size_t> d(counts.size());
-  size_t off = 0;
-  for (size_t i = 0; i < counts.size(); ++i) {
-    d[i] = off;
-    off += counts[i];
-  }
-  return d;
 }
 
 }  // namespace
