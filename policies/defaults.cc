@@ -19,14 +19,13 @@ allreduce      9-64     0-64K    recursive_doubling
 allreduce      9-64     64K-     halving_doubling
 allreduce      65-      0-        halving_doubling
 allgather      1-8      0-16K    recursive_doubling
-allgather      3-8      16K-4M   direct
+allgather      3-8      16K-     direct
 allgather      1-        0-       ring(chunk=1M)
 allgatherv     1-        0-       ring(chunk=1M)
 reducescatter  1-8      0-16K    halving_doubling
 reducescatter  1-        0-       ring(chunk=1M)
 broadcast      1-2      0-       binomial_tree
-broadcast      3-8      0-32M    binomial_tree
-broadcast      3-8      32M-     scatter_allgather
+broadcast      3-8      0-       binomial_tree
 broadcast      9-       0-1M     binomial_tree
 broadcast      9-       1M-      scatter_allgather
 reduce         1-        0-256K   binomial_tree
