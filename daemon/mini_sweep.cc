@@ -16,8 +16,6 @@ constexpr int kMergeAttempts = 5;
 // end, 64 MiB, bounds it; a larger lower end is measured alone).
 constexpr uint64_t kOpenRangeFactor = 8;
 constexpr uint64_t kOpenRangeMax = 64ull << 20;
-// A sweep row marked running this recently is a sweep in progress (as `hccl-tune sweep`'s own busy check).
-constexpr int64_t kRunningSweepHorizonMs = 6 * 3600 * 1000;
 
 std::string Describe(const db::EntryKey& k) {
   return absl::StrCat(CollectiveName(k.collective), "/", DataTypeName(k.dtype), " world ", k.world_size, " ",
@@ -252,7 +250,7 @@ MiniSweepEvent MiniSweeper::MaybeStart(absl::Time now) {
       // A sweep started by hand (not through this daemon's runner) keeps its row in this daemon's journal.
       if (auto sweeps = store_->ListSweeps(); sweeps.ok()) {
         for (const db::Sweep& sw : *sweeps) {
-          if (sw.status == db::SweepStatus::kRunning && sw.started_unix_ms > db::NowUnixMs() - kRunningSweepHorizonMs) {
+          if (db::SweepInProgress(sw, db::NowUnixMs())) {
             if (skipped_.insert("running " + sw.id).second) {
               Log(LogLevel::kInfo, "mini-sweep: waiting: sweep ", sw.id, " is marked running in the journal");
             }

@@ -142,6 +142,14 @@ struct Sweep {
   friend bool operator==(const Sweep&, const Sweep&) = default;
 };
 
+// Whether a journal row says a sweep is in progress at `now_unix_ms`: marked running and started less than 6 h
+// ago (a sweep killed with SIGKILL leaves its row running; after that long it no longer holds anything off).
+// One rule for `hccl-tune sweep`'s busy check and the daemon's mini-sweeps.
+inline bool SweepInProgress(const Sweep& s, int64_t now_unix_ms) {
+  constexpr int64_t kRunningHorizonMs = int64_t{6} * 3600 * 1000;
+  return s.status == SweepStatus::kRunning && s.started_unix_ms > now_unix_ms - kRunningHorizonMs;
+}
+
 // One raw measurement of a sweep.
 struct SweepSample {
   Collective collective = Collective::kAllreduce;

@@ -495,8 +495,7 @@ QuietCheck CheckNodeQuiet(db::TuningStore* journal, const std::string& own_id) {
     auto sweeps = journal->ListSweeps();
     if (sweeps.ok()) {
       for (const db::Sweep& s : *sweeps) {
-        if (s.status == db::SweepStatus::kRunning && s.id != own_id &&
-            s.started_unix_ms > db::NowUnixMs() - 6 * 3600 * 1000) {
+        if (s.id != own_id && db::SweepInProgress(s, db::NowUnixMs())) {
           q.warning = absl::StrCat(q.warning.empty() ? "" : "; ", "sweep ", s.id,
                                    " is marked running (if it died, --resume it or pass --force)");
           q.refuse = true;
