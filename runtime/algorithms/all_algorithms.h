@@ -30,6 +30,7 @@ HT_DECLARE_ALGORITHM(ReducescatterDirect);
 
 HT_DECLARE_ALGORITHM(BroadcastBinomialTree);
 HT_DECLARE_ALGORITHM(BroadcastChain);
+HT_DECLARE_ALGORITHM(BroadcastLinear);
 HT_DECLARE_ALGORITHM(BroadcastScatterAllgather);
 
 HT_DECLARE_ALGORITHM(ReduceBinomialTree);

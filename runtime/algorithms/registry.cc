@@ -39,6 +39,7 @@ constexpr Entry kEntries[] = {
     {C::kReducescatter, "direct", &algo::ReducescatterDirect},
     {C::kBroadcast, "binomial_tree", &algo::BroadcastBinomialTree},
     {C::kBroadcast, "chain", &algo::BroadcastChain},
+    {C::kBroadcast, "linear", &algo::BroadcastLinear},
     {C::kBroadcast, "scatter_allgather", &algo::BroadcastScatterAllgather},
     {C::kReduce, "binomial_tree", &algo::ReduceBinomialTree},
     {C::kReduce, "reducescatter_gather", &algo::ReduceReducescatterGather},
