@@ -15,7 +15,6 @@ the receiver; every value it gets is checked against what the sender it reports 
 
 import datetime
 import os
-import sys
 import time
 import warnings
 
@@ -24,18 +23,11 @@ import torch.distributed as dist
 
 warnings.filterwarnings("ignore", message=".*(deprecated|private function).*")
 
-BACKEND = sys.argv[1] if len(sys.argv) > 1 else "hccltune"
-rank = int(os.environ["RANK"])
-n = int(os.environ["WORLD_SIZE"])
-failures = []
-checks = 0
+from rankcheck import BACKEND, n, rank, record, report
 
 
 def check(name, cond, detail=""):
-    global checks
-    checks += 1
-    if not cond:
-        failures.append(f"{name} {detail}")
+    record(cond, f"{name} {detail}")
 
 
 def payload(src, tag, k, count=7):
@@ -214,19 +206,6 @@ def main():
     else:
         time.sleep(5)  # alive but silent while rank 0 waits
     report(exit_now=True)  # the group has a dead rank: no clean shutdown
-
-
-def report(exit_now=False):
-    if failures:
-        print(f"FAIL rank {rank}: {len(failures)} of {checks} checks failed", flush=True)
-        for f in failures[:30]:
-            print("  " + f, flush=True)
-    else:
-        print(f"OK rank {rank}: {checks} checks on {n} ranks, backend {BACKEND}", flush=True)
-    if exit_now:
-        os._exit(1 if failures else 0)
-    if failures:
-        sys.exit(1)
 
 
 if __name__ == "__main__":

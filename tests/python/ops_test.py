@@ -6,8 +6,6 @@ The backend is registered by the .pth hook: this script never imports hccl_tune_
 """
 
 import datetime
-import os
-import sys
 import time
 
 import warnings
@@ -17,20 +15,14 @@ import torch.distributed as dist
 
 warnings.filterwarnings("ignore", message=".*(deprecated|private function).*")
 
-BACKEND = sys.argv[1] if len(sys.argv) > 1 else "hccltune"
-rank = int(os.environ["RANK"])
-n = int(os.environ["WORLD_SIZE"])
-failures = []
-checks = 0
+import rankcheck
+from rankcheck import BACKEND, n, rank, record, report
 
 
 def check(name, got, want, exact=True):
-    global checks
-    checks += 1
     got = got.to(want.dtype)
     ok = torch.equal(got, want) if exact else torch.allclose(got.double(), want.double(), rtol=1e-2, atol=1e-2)
-    if not ok:
-        failures.append(f"{name}: got {got.flatten()[:8].tolist()} want {want.flatten()[:8].tolist()}")
+    record(ok, f"{name}: got {got.flatten()[:8].tolist()} want {want.flatten()[:8].tolist()}" if not ok else "")
 
 
 def data(r, count, dtype, salt=0):
@@ -114,7 +106,7 @@ def main():
     # Bad input is an error on the calling rank, not a hang.
     try:
         dist.all_reduce(torch.ones(3, dtype=torch.float32), op=R.BAND)
-        failures.append("BAND on float32 did not raise")
+        record(False, "BAND on float32 did not raise")
     except RuntimeError as e:
         assert "bitwise" in str(e), e
 
@@ -214,14 +206,14 @@ def main():
     got = [None]
     dist.scatter_object_list(got, [("to", r, "y" * r) for r in range(n)] if rank == 0 else None, src=0)
     assert got == [("to", rank, "y" * rank)], got
-    checks_before = checks
+    checks_before = rankcheck.count()
     try:
         dist.monitored_barrier()
         check("monitored_barrier", torch.tensor(0), torch.tensor(1))  # torch 1.13 allows it on gloo only
     except RuntimeError as e:
         check("monitored_barrier is refused by torch (gloo only)", torch.tensor(int("GLOO" in str(e))),
               torch.tensor(1))
-    assert checks == checks_before + 1
+    assert rankcheck.count() == checks_before + 1
 
     # new_group: a sub-communicator of the first and last rank; the others are not members.
     members = sorted({0, n - 1})
@@ -247,12 +239,7 @@ def main():
     dist.barrier()
     dist.destroy_process_group()
 
-    if failures:
-        print(f"FAIL rank {rank}: {len(failures)} of {checks} checks failed", flush=True)
-        for f in failures[:30]:
-            print("  " + f, flush=True)
-        sys.exit(1)
-    print(f"OK rank {rank}: {checks} checks on {n} ranks, backend {BACKEND}", flush=True)
+    report()
 
 
 if __name__ == "__main__":

@@ -6,8 +6,6 @@ received against values it computes itself.
 """
 
 import datetime
-import os
-import sys
 import warnings
 
 import torch
@@ -15,18 +13,11 @@ import torch.distributed as dist
 
 warnings.filterwarnings("ignore", message=".*(deprecated|private function).*")
 
-BACKEND = sys.argv[1] if len(sys.argv) > 1 else "hccltune"
-rank = int(os.environ["RANK"])
-n = int(os.environ["WORLD_SIZE"])
-failures = []
-checks = 0
+from rankcheck import BACKEND, n, rank, record, report
 
 
 def check(name, cond, detail=""):
-    global checks
-    checks += 1
-    if not cond:
-        failures.append(f"{name} {detail}")
+    record(cond, f"{name} {detail}")
 
 
 def payload(src, dst, tag, count):
@@ -152,12 +143,7 @@ def main():
 
     dist.barrier()
     dist.destroy_process_group()
-    if failures:
-        print(f"FAIL rank {rank}: {len(failures)} of {checks} checks failed", flush=True)
-        for f in failures[:30]:
-            print("  " + f, flush=True)
-        sys.exit(1)
-    print(f"OK rank {rank}: {checks} checks on {n} ranks, backend {BACKEND}", flush=True)
+    report()
 
 
 if __name__ == "__main__":

@@ -17,21 +17,15 @@ import torch.distributed as dist  # noqa: E402
 
 warnings.filterwarnings("ignore", message=".*(deprecated|private function|Sparse CSR).*")
 
-BACKEND = sys.argv[1] if len(sys.argv) > 1 else "hccltune"
-rank = int(os.environ["RANK"])
-n = int(os.environ["WORLD_SIZE"])
-failures = []
-checks = 0
+from rankcheck import BACKEND, n, rank, record, report
 
 
 def check(name, got, want):
-    global checks
-    checks += 1
     if got.layout != torch.sparse_coo or not got.is_coalesced():
-        failures.append(f"{name}: result is not a coalesced sparse COO tensor ({got.layout})")
+        record(False, f"{name}: result is not a coalesced sparse COO tensor ({got.layout})")
         return
-    if got.dtype != want.dtype or not torch.equal(got.to_dense(), want):
-        failures.append(f"{name}: got {got.to_dense().flatten()[:12].tolist()} want {want.flatten()[:12].tolist()}")
+    ok = got.dtype == want.dtype and torch.equal(got.to_dense(), want)
+    record(ok, "" if ok else f"{name}: got {got.to_dense().flatten()[:12].tolist()} want {want.flatten()[:12].tolist()}")
 
 
 def coo(r, shape, dtype, dense_dims=0, salt=0):
@@ -85,42 +79,30 @@ def main():
         check(f"torch's simple_sparse_reduce_tests[{i}]", t.coalesce(), outputs[0].coalesce().to_dense())
 
     # Errors. Another ReduceOp is refused at the call, on every rank, before anything is sent.
-    global checks
-    checks += 1
     try:
         dist.all_reduce(coo(rank, (4, 4), torch.float32), op=dist.ReduceOp.MAX)
-        failures.append("sparse all_reduce with MAX did not raise")
+        record(False, "sparse all_reduce with MAX did not raise")
     except RuntimeError as e:
-        if BACKEND != "gloo" and "SUM only" not in str(e):
-            failures.append(f"sparse MAX: unexpected error {e}")
+        record(BACKEND == "gloo" or "SUM only" in str(e), f"sparse MAX: unexpected error {e}")
     # Shapes that differ between ranks: every rank's work fails naming the ranks and shapes.
     if BACKEND != "gloo":
-        checks += 1
         bad = coo(rank, (4, 4 + (rank == n - 1)), torch.float32, salt=1)
         try:
             dist.all_reduce(bad)
-            failures.append("sparse all_reduce with different shapes did not raise")
+            record(False, "sparse all_reduce with different shapes did not raise")
         except RuntimeError as e:
             want = f"rank {n - 1}'s tensor (sparse_dim 2, dense_dim 0, shape [4, 5], dtype Float) differs from " \
                    "rank 0's (sparse_dim 2, dense_dim 0, shape [4, 4], dtype Float)"
-            if want not in str(e):
-                failures.append(f"shape mismatch: unexpected error {e}")
+            record(want in str(e), f"shape mismatch: unexpected error {e}")
     # The group still works.
     case("after the errors", (5, 5), torch.float32, salt=3)
     x = torch.full((3,), float(rank))
     dist.all_reduce(x)
-    checks += 1
-    if not torch.equal(x, torch.full((3,), float(sum(range(n))))):
-        failures.append(f"dense all_reduce after the sparse errors: {x.tolist()}")
+    record(torch.equal(x, torch.full((3,), float(sum(range(n))))), f"dense all_reduce after the sparse errors: {x.tolist()}")
     dist.barrier()
     dist.destroy_process_group()
 
-    if failures:
-        print(f"FAIL rank {rank}: {len(failures)} of {checks} checks failed", flush=True)
-        for f in failures[:30]:
-            print("  " + f, flush=True)
-        sys.exit(1)
-    print(f"OK rank {rank}: {checks} checks on {n} ranks, backend {BACKEND}", flush=True)
+    report()
 
 
 if __name__ == "__main__":
