@@ -1,5 +1,7 @@
 #include "python/csrc/process_group.h"
 
+#include <Python.h>
+
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
@@ -232,7 +234,16 @@ ProcessGroupHcclTune::ProcessGroupHcclTune(int rank, int size, std::unique_ptr<C
   init();
 }
 
-ProcessGroupHcclTune::~ProcessGroupHcclTune() { p2p_.reset(); }
+ProcessGroupHcclTune::~ProcessGroupHcclTune() {
+  // The engine and the communicator own threads that may drop the last reference to a tensor that has a Python
+  // object (an operation's completion callback), which takes the GIL. Joining them while this thread holds the
+  // GIL deadlocks — torch's test_send_recv_with_tag hung so under load, the main thread in ~P2pEngine's join and
+  // the engine's thread in THPVariable_subclass_dealloc — so the GIL is let go for the joins.
+  PyThreadState* saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
+  p2p_.reset();  // before comm_
+  comm_.reset();
+  if (saved != nullptr) PyEval_RestoreThread(saved);
+}
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::RunP2p(c10d::OpType type, std::vector<at::Tensor> outputs,
                                                             std::function<void(P2pEngine::Done)> post,
