@@ -32,6 +32,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "runtime/common/configuration.h"
+#include "runtime/common/stream_copy.h"
 #include "runtime/common/types.h"
 #include "runtime/transport/endpoint.h"
 
@@ -48,6 +49,9 @@ struct CollectiveArgs {
   // allgatherv: counts/displs of every rank's block in recv. alltoallv: per-peer send and receive layout.
   absl::Span<const size_t> counts, displs;
   absl::Span<const size_t> send_counts, send_displs, recv_counts, recv_displs;
+  // Where writes bypass the caches (the output buffer of a large call; set by the communicator, empty
+  // otherwise): Combine() and the endpoint's receives into it use non-temporal stores.
+  StreamRegion stream;
 };
 
 // The node each rank of the group is on: node_of[i] is a dense node index in [0, num_nodes).

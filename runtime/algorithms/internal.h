@@ -61,6 +61,17 @@ inline const char* At(const void* base, size_t elems, size_t dsize) {
 inline void CopyBytes(void* dst, const void* src, size_t bytes) {
   if (dst != src && bytes != 0) std::memmove(dst, src, bytes);
 }
+// CopyBytes into the call's output: with non-temporal stores when `dst` is in the stream region (and does not
+// overlap `src`).
+inline void CopyOut(const CollectiveArgs& a, void* dst, const void* src, size_t bytes) {
+  const char* d = static_cast<const char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  if (a.stream.Contains(dst, bytes) && (d + bytes <= s || s + bytes <= d)) {
+    CopyStreaming(dst, src, bytes);
+  } else {
+    CopyBytes(dst, src, bytes);
+  }
+}
 
 inline int Mod(int a, int n) { return ((a % n) + n) % n; }
 
@@ -84,12 +95,23 @@ inline size_t ChunkElems(uint64_t chunk_bytes, size_t dsize) {
 inline size_t CeilDiv(size_t a, size_t b) { return (a + b - 1) / b; }
 
 // The reduce op used inside the algorithm: avg accumulates as a sum and is finalised once.
+// Outputs inside the call's stream region (a large call's output buffer) are written with non-temporal stores.
 inline void Combine(const CollectiveArgs& a, void* out, const void* x, const void* y, size_t count) {
-  Reduce(a.dtype, a.op, out, x, y, count);
+  if (a.stream.Contains(out, count * DataTypeSize(a.dtype))) {
+    ReduceStreaming(a.dtype, a.op, out, x, y, count);
+  } else {
+    Reduce(a.dtype, a.op, out, x, y, count);
+  }
 }
 // The Combiner for Endpoint::IrecvReduce: out = local op incoming, as Combine(args, out, local, incoming).
 inline void CombineThunk(const Combiner& c, void* out, const void* local, const void* in, size_t elems) {
-  Reduce(static_cast<DataType>(c.dtype), static_cast<ReduceOp>(c.op), out, local, in, elems);
+  const auto dtype = static_cast<DataType>(c.dtype);
+  const auto op = static_cast<ReduceOp>(c.op);
+  if (c.stream.Contains(out, elems * c.elem_bytes)) {
+    ReduceStreaming(dtype, op, out, local, in, elems);
+  } else {
+    Reduce(dtype, op, out, local, in, elems);
+  }
 }
 inline Combiner MakeCombiner(const CollectiveArgs& a) {
   Combiner c;
@@ -97,6 +119,7 @@ inline Combiner MakeCombiner(const CollectiveArgs& a) {
   c.combine = CombineThunk;
   c.dtype = static_cast<int>(a.dtype);
   c.op = static_cast<int>(a.op);
+  c.stream = a.stream;
   return c;
 }
 

@@ -118,6 +118,46 @@ absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const
   return g.ep->WaitAll();
 }
 
+absl::Status RingAllreducePipelined(const Group& g, const CollectiveArgs& args, const RingLane& lane,
+                                    size_t chunk_elems) {
+  const int n = g.size;
+  const int pos = Position(g, lane);
+  const int next = Next(g, lane);
+  const int prev = Prev(g, lane);
+  const int last = 2 * n - 3;  // steps 0..n-2 reduce-scatter, n-1..last allgather
+  const size_t chunks = RingChunks(lane, chunk_elems);
+  const char* input = lane.src != nullptr ? lane.src : lane.base;
+  const Combiner combiner = MakeCombiner(args);
+  // The buffer block carried by message (c, t) from the previous rank, i.e. received at step t.
+  auto recv_block = [&](int t) { return BufferBlock(g, lane, t <= n - 2 ? pos - t - 1 : pos - (t - (n - 1))); };
+  // Wavefront order: message (c, s) goes out at position c + s, steps in order within a wavefront; the receive
+  // of (c, t) is posted with its forward (c, t + 1), so receives run in the previous rank's send order too.
+  for (size_t w = 0; w < chunks + static_cast<size_t>(last) + 1; ++w) {
+    for (int s = 0; s <= last + 1; ++s) {
+      if (w < static_cast<size_t>(s) || w - static_cast<size_t>(s) >= chunks) continue;
+      const size_t c = w - static_cast<size_t>(s);
+      if (s == 0) {
+        const Piece p = ChunkOf(lane, BufferBlock(g, lane, pos), c, chunk_elems);
+        g.ep->Isend(next, At(input, p.first, g.dsize), p.count * g.dsize);
+        continue;
+      }
+      const int t = s - 1;
+      const Piece p = ChunkOf(lane, recv_block(t), c, chunk_elems);
+      char* out = At(lane.base, p.first, g.dsize);
+      if (t == last) {
+        g.ep->Irecv(prev, out, p.count * g.dsize);
+      } else if (t <= n - 2) {
+        OpHandle send = 0;
+        g.ep->IrecvForward(prev, out, At(input, p.first, g.dsize), p.count * g.dsize, &combiner, next, &send);
+      } else {
+        OpHandle send = 0;
+        g.ep->IrecvForward(prev, out, nullptr, p.count * g.dsize, nullptr, next, &send);
+      }
+    }
+  }
+  return g.ep->WaitAll();
+}
+
 void RingAllgatherStart(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems,
                         RingAllgatherState* st) {
   const int n = g.size;

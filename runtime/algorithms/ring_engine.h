@@ -49,6 +49,17 @@ int RingOwnedBlock(const Group& g, const RingLane& lane);
 absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const std::vector<RingLane>& lanes,
                                size_t chunk_elems, void* slots);
 absl::Status RingAllgather(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems);
+
+// Reduce-scatter and allgather as one pipeline over one lane, for endpoints that SupportsForward(): per chunk
+// c, message (c, 0) carries this rank's block from the input and every later message (c, s) is the previous
+// rank's message (c, s - 1) combined (reduce-scatter steps) or stored (allgather steps) and forwarded at once by
+// Endpoint::IrecvForward — the last reduce-scatter step's result goes straight on as the first allgather
+// message, from the cache. Messages leave in wavefront order (c + s, then s), so at any moment different chunks
+// are at different steps. The same messages and results as RingReduceScatter + RingAllgather (each block
+// reduced once along the ring, then copied); not for avg (the owned block would need finalising first).
+// REQUIRES: g.size >= 2; g.ep->SupportsRecvReduce() and SupportsForward(); args.op != kAvg.
+absl::Status RingAllreducePipelined(const Group& g, const CollectiveArgs& args, const RingLane& lane,
+                                    size_t chunk_elems);
 // The same in two halves, so the caller can work between posting and finishing: RingAllgatherStart posts every
 // receive and the first sends, RingAllgatherFinish forwards and waits. `ops` is the state between the two.
 // REQUIRES: g.size >= 2; Finish is called once after Start with the same lanes; until Finish returns, every

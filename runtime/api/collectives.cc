@@ -111,6 +111,24 @@ uint64_t CallBytes(const CollectiveArgs& a, int n) {
   }
 }
 
+// The bytes a call writes into `recv` on this rank (its output buffer's extent; gather/reduce roots only use it).
+uint64_t OutputBytes(const CollectiveArgs& a, int n) {
+  const uint64_t es = DataTypeSize(a.dtype);
+  switch (a.collective) {
+    case Collective::kAllgather:
+    case Collective::kGather:
+    case Collective::kAlltoall: return a.count * es * static_cast<uint64_t>(n);
+    case Collective::kAllgatherv: return CallBytes(a, n);
+    case Collective::kAlltoallv: {
+      uint64_t total = 0;
+      for (size_t c : a.recv_counts) total += c;
+      return total * es;
+    }
+    case Collective::kBarrier: return 0;
+    default: return a.count * es;
+  }
+}
+
 }  // namespace
 
 absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
@@ -257,9 +275,14 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   call_.root = args.root;
   // alltoallv: each rank knows only its own counts, so the count is not compared.
   if (args.collective == Collective::kAlltoallv) call_.count = 0;
+  CollectiveArgs run = args;
+  stream_ = CallBytes(args, size_) >= env_.nt_stores_bytes
+                ? StreamRegion{static_cast<const char*>(args.recv), OutputBytes(args, size_)}
+                : StreamRegion{};
+  run.stream = stream_;
   const auto t0 = std::chrono::steady_clock::now();
   CallContext ctx(*this, 0, config->channels, {});
-  absl::Status s = registry::Run(args, *config, ctx);
+  absl::Status s = registry::Run(run, *config, ctx);
   if (!env_.test_delays.empty() && !internal_call_ && s.ok()) {
     // Test hook (HCCL_TUNE_TEST_DELAY): this configuration is slow on purpose.
     const double delay = TestDelayUs(args.collective, *config);
@@ -334,6 +357,7 @@ absl::Status CommImpl::PointToPoint(bool send, void* data, size_t count, DataTyp
   }
   // Point-to-point does not advance the collective sequence (other ranks do not take part).
   call_ = CallDescriptor{sequence_, Collective::kSendRecv, dtype, ReduceOp::kSum, count, 0};
+  stream_ = {};
   auto ep = EndpointFor(LinkSpec{}, 1, {rank_, peer});
   if (!ep.ok()) return ep.status();
   const size_t bytes = count * DataTypeSize(dtype);

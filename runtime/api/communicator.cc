@@ -409,6 +409,7 @@ absl::StatusOr<StreamEndpoint*> CommImpl::EndpointFor(const LinkSpec& link, int 
     for (int r : need_tcp) ep->AttachPair(r, (*pairs)[static_cast<size_t>(r)]);
   }
   ep->SetCall(call_);
+  ep->SetStreamRegion(stream_);
   return ep;
 }
 

@@ -153,6 +153,7 @@ class CommImpl final : public Communicator {
   // Calls are serialised by exec_mu_; call_/last_config_/broken_ are guarded by it.
   mutable std::mutex exec_mu_;
   CallDescriptor call_;
+  StreamRegion stream_;  // this call's non-temporal-store region (HCCL_TUNE_NT_STORES), set with call_
   uint32_t sequence_ = 0;
   Configuration last_config_;
   absl::Status broken_;

@@ -234,6 +234,18 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
       return Bad("HCCL_TUNE_SINGLE_COPY", *v, "auto or off");
     }
   }
+  if (auto v = src("HCCL_TUNE_NT_STORES")) {
+    const std::string a = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
+    if (a == "auto") {
+      e.nt_stores_bytes = kDefaultNtStoresBytes;
+    } else if (a == "off" || a == "0") {
+      e.nt_stores_bytes = kUnbounded;
+    } else {
+      auto b = ParseBytes(a);
+      if (!b.ok() || *b == 0) return Bad("HCCL_TUNE_NT_STORES", *v, "auto, off or a call size such as 32M");
+      e.nt_stores_bytes = *b;
+    }
+  }
 
   // Launchers, in order of precedence: torchrun (RANK/WORLD_SIZE), Open MPI, Slurm.
   if (src("RANK") || src("WORLD_SIZE")) {

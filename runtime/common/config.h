@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/common/sizes.h"
 #include "runtime/common/types.h"
 
 namespace hccltune {
@@ -61,6 +62,10 @@ struct Environment {
   int fetch_timeout_ms = 2000;           // HCCL_TUNE_FETCH_TIMEOUT_MS: init's wait for a daemon whose socket exists
   std::vector<TestDelay> test_delays;    // HCCL_TUNE_TEST_DELAY (test hook)
   bool single_copy = true;               // HCCL_TUNE_SINGLE_COPY: auto (default) | off — shm single copy (CMA)
+  // HCCL_TUNE_NT_STORES: auto | off | a size — calls of at least this many bytes write their output buffer with
+  // non-temporal stores (kUnbounded = off). auto = kDefaultNtStoresBytes.
+  uint64_t nt_stores_bytes = kDefaultNtStoresBytes;
+  static constexpr uint64_t kDefaultNtStoresBytes = 32ull << 20;
 
   // --- launchers (torchrun, Open MPI, Slurm) ---
   std::optional<int> rank, world_size, local_rank, local_world_size;  // after precedence torchrun > OMPI > Slurm

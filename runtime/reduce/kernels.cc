@@ -1,8 +1,10 @@
 #include "runtime/reduce/kernels.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
+#include "runtime/common/stream_copy.h"
 #include "runtime/reduce/half.h"
 
 #if defined(__x86_64__)
@@ -260,6 +262,29 @@ void FinalizeAvg(DataType dtype, void* buf, size_t count, int n) {
     }
     default: return;
   }
+}
+
+constexpr size_t kStreamLine = 64;
+
+void ReduceStreaming(DataType dtype, ReduceOp op, void* out, const void* a, const void* b, size_t count) {
+  if (count == 0) return;
+  const size_t es = DataTypeSize(dtype);
+  // Tiles of 8 KiB (L1-resident) aligned to `out`'s lines, so each output line is written by one tile.
+  constexpr size_t kTileBytes = 8192;
+  alignas(64) char tile[kTileBytes];
+  char* o = static_cast<char*>(out);
+  const char* x = static_cast<const char*>(a);
+  const char* y = static_cast<const char*>(b);
+  size_t first = ((kStreamLine - reinterpret_cast<uintptr_t>(o) % kStreamLine) % kStreamLine) / es;
+  if (first == 0) first = kTileBytes / es;
+  for (size_t done = 0; done < count;) {
+    const size_t n = std::min(count - done, done == 0 ? first : kTileBytes / es);
+    const size_t off = done * es;
+    Reduce(dtype, op, tile, x + off, y + off, n);
+    CopyStreamingNoFence(o + off, tile, n * es);
+    done += n;
+  }
+  StreamFence();
 }
 
 }  // namespace hccltune

@@ -27,6 +27,11 @@ inline void ReduceInto(DataType dtype, ReduceOp op, void* inout, const void* in,
   Reduce(dtype, op, inout, inout, in, count);
 }
 
+// Reduce() with `out` written by non-temporal stores (runtime/common/stream_copy.h), for large outputs nobody
+// reads back soon: bit-identical results (the same kernel computes each 8 KiB tile into an L1-resident buffer,
+// which is then streamed out), a store fence at the end. `out` may alias `a` or `b` exactly.
+void ReduceStreaming(DataType dtype, ReduceOp op, void* out, const void* a, const void* b, size_t count);
+
 // buf[i] /= n for floating types (fp16/bf16 through fp32, rounded once); integer types are left unchanged.
 void FinalizeAvg(DataType dtype, void* buf, size_t count, int n);
 

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "runtime/common/stream_copy.h"
 
 namespace hccltune {
 
@@ -32,6 +33,7 @@ struct Combiner {
   void (*combine)(const Combiner& self, void* out, const void* local, const void* in, size_t elems) = nullptr;
   int dtype = 0;  // for `combine`'s own use (the algorithm layer stores DataType / ReduceOp here)
   int op = 0;
+  StreamRegion stream;  // outputs inside it are written with non-temporal stores
 };
 
 struct EndpointStats {
@@ -39,7 +41,8 @@ struct EndpointStats {
   uint64_t recvs = 0;  // messages posted with Irecv
   uint64_t bytes_sent = 0;
   uint64_t bytes_received = 0;
-  uint64_t single_copy_recvs = 0;  // received messages read straight from the sender's memory (Pair single copy)
+  uint64_t single_copy_recvs = 0;     // received messages read straight from the sender's memory (Pair single copy)
+  uint64_t forwarded_from_cache = 0;  // IrecvForward bytes written on as they arrived (not re-read from `out`)
 };
 
 class Endpoint {
@@ -66,6 +69,22 @@ class Endpoint {
   virtual OpHandle IrecvReduce(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) {
     (void)local, (void)combiner;
     return Irecv(peer, out, bytes);
+  }
+
+  // Optional receive-and-forward: receives the next message from `from` into `out` (plain, or out = local op
+  // message through `combiner` when it is not null) and sends the received (or reduced) bytes on to `to` as the
+  // next message of that direction, posted now: the same messages as IrecvReduce/Irecv followed, once that
+  // completes, by Isend(to, out, bytes) — but the send is in its queue from the start and moves each piece as
+  // soon as it has arrived, straight from the cache (a pipelined ring forwards chunk by chunk without re-reading
+  // the output from memory). Returns the receive's handle and stores the send's in *send.
+  // REQUIRES: SupportsForward(); the IrecvReduce / Irecv requirements; to != rank(); `out` is not written by
+  // anyone else until the send completes. Deadlock-free under the usual rule: every rank posts its messages
+  // to a peer in the order that peer posts the receives.
+  virtual bool SupportsForward() const { return false; }
+  virtual OpHandle IrecvForward(int from, void* out, const void* local, size_t bytes, const Combiner* combiner, int to,
+                                OpHandle* send) {
+    (void)from, (void)out, (void)local, (void)bytes, (void)combiner, (void)to, (void)send;
+    return 0;
   }
 
   // Progresses all posted operations until `op` is complete. After an error the endpoint is broken: every

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/common/logging.h"
+#include "runtime/common/stream_copy.h"
 
 namespace hccltune {
 
@@ -119,6 +120,9 @@ struct StreamEndpoint::Op {
   SingleCopyDescriptor desc{};
   size_t desc_done = 0;
   uint64_t ticket = 0;
+  // Receive-and-forward: a send's feeding receive and a receive's forward send (id + 1; 0 = none).
+  uint64_t gate = 0;
+  uint64_t forward = 0;
 };
 
 StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doorbell, absl::Duration timeout)
@@ -177,8 +181,11 @@ StreamEndpoint::Queue& StreamEndpoint::QueueFor(int peer, bool send, int lane) {
                  static_cast<size_t>(lane)];
 }
 
-OpHandle StreamEndpoint::Isend(int peer, const void* data, size_t bytes) {
+OpHandle StreamEndpoint::Isend(int peer, const void* data, size_t bytes) { return PostSend(peer, data, bytes, 0); }
+
+OpHandle StreamEndpoint::PostSend(int peer, const void* data, size_t bytes, uint64_t gate) {
   Op op;
+  op.gate = gate;
   op.peer = peer;
   op.send = true;
   op.data = const_cast<uint8_t*>(static_cast<const uint8_t*>(data));
@@ -204,7 +211,7 @@ OpHandle StreamEndpoint::Isend(int peer, const void* data, size_t bytes) {
   Pair& pair = *pairs_[static_cast<size_t>(peer)];
   op.lane = static_cast<int>(send_seq_[static_cast<size_t>(peer)]++ % static_cast<uint64_t>(pair.lanes()));
   // Single copy for large messages of non-reducing collectives, when the peer can read our memory.
-  if (bytes >= pair.SingleCopyMinBytes() && bytes <= pair.SingleCopyMaxBytes() &&
+  if (gate == 0 && bytes >= pair.SingleCopyMinBytes() && bytes <= pair.SingleCopyMaxBytes() &&
       SingleCopyCollective(call_.collective) && pair.PeerCanReadMemory()) {
     op.header.flags = kFlagSingleCopy;
     op.desc = SingleCopyDescriptor{reinterpret_cast<uintptr_t>(data), bytes};
@@ -300,6 +307,56 @@ OpHandle StreamEndpoint::IrecvReduce(int peer, void* out, const void* local, siz
   return id;
 }
 
+OpHandle StreamEndpoint::IrecvForward(int from, void* out, const void* local, size_t bytes, const Combiner* combiner,
+                                      int to, OpHandle* send) {
+  const OpHandle recv = combiner != nullptr ? IrecvReduce(from, out, local, bytes, combiner) : Irecv(from, out, bytes);
+  *send = PostSend(to, out, bytes, recv + 1);
+  Op* r = Find(recv);
+  if (r != nullptr && !r->done) r->forward = *send + 1;
+  return recv;
+}
+
+StreamEndpoint::Op* StreamEndpoint::FusableForward(const Op& op) {
+  if (op.forward == 0) return nullptr;
+  Op* fwd = Find(op.forward - 1);
+  if (fwd == nullptr || fwd->done || fwd->header_done < sizeof(Header) || fwd->payload_done != op.payload_done) {
+    return nullptr;
+  }
+  const Queue& q = QueueFor(fwd->peer, true, fwd->lane);
+  return !q.ops.empty() && q.ops.front() == op.forward - 1 ? fwd : nullptr;
+}
+
+absl::StatusOr<bool> StreamEndpoint::FuseForward(Op& fwd, const void* src, size_t bytes) {
+  Pair& pair = *pairs_[static_cast<size_t>(fwd.peer)];
+  size_t written = 0;
+  while (written < bytes) {
+    auto n = pair.TryWrite(fwd.lane, static_cast<const uint8_t*>(src) + written, bytes - written);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    written += *n;
+  }
+  fwd.payload_done += written;
+  stats_.forwarded_from_cache += written;
+  if (written > 0) pair.Notify();
+  return written == bytes;
+}
+
+absl::Status StreamEndpoint::StorePlain(Op& op, const void* in, size_t bytes) {
+  uint8_t* dst = op.data + op.payload_done;
+  if (stream_.Contains(op.data, op.bytes)) {
+    CopyStreaming(dst, in, bytes);
+  } else {
+    std::memcpy(dst, in, bytes);
+  }
+  Op* fwd = FusableForward(op);
+  op.payload_done += bytes;
+  if (fwd != nullptr) {
+    auto full = FuseForward(*fwd, in, bytes);
+    if (!full.ok()) return full.status();
+  }
+  return absl::OkStatus();
+}
+
 StreamEndpoint::Op* StreamEndpoint::Find(uint64_t id) {
   if (id < base_id_ || id >= base_id_ + ops_.size()) return nullptr;
   return &ops_[id - base_id_];
@@ -314,7 +371,13 @@ void StreamEndpoint::Retire() {
 
 absl::Status StreamEndpoint::ProgressSend(Op& op, bool* moved) {
   Pair& pair = *pairs_[static_cast<size_t>(op.peer)];
-  if (op.header_done == 0 && op.bytes <= kSmallPayload && !(op.header.flags & kFlagSingleCopy)) {
+  size_t limit = op.bytes;
+  if (op.gate != 0) {
+    // Receive-and-forward: only what the feeding receive has stored (all of it once that is retired).
+    const Op* feed = Find(op.gate - 1);
+    if (feed != nullptr && !feed->done) limit = feed->payload_done;
+  }
+  if (op.header_done == 0 && op.bytes <= kSmallPayload && limit == op.bytes && !(op.header.flags & kFlagSingleCopy)) {
     // Small message: header, payload and padding in one write (one head update for the reader to see).
     uint8_t frame[sizeof(Header) + kSmallPayload + kStreamAlign] = {};
     std::memcpy(frame, &op.header, sizeof(Header));
@@ -356,13 +419,18 @@ absl::Status StreamEndpoint::ProgressSend(Op& op, bool* moved) {
     }
     return absl::OkStatus();
   }
-  while (op.payload_done < op.bytes) {
-    auto n = pair.TryWrite(op.lane, op.data + op.payload_done, op.bytes - op.payload_done);
+  if (op.gate != 0) {
+    const Op* feed = Find(op.gate - 1);
+    limit = feed != nullptr && !feed->done ? feed->payload_done : op.bytes;
+  }
+  while (op.payload_done < limit) {
+    auto n = pair.TryWrite(op.lane, op.data + op.payload_done, limit - op.payload_done);
     if (!n.ok()) return n.status();
     if (*n == 0) return absl::OkStatus();
     op.payload_done += *n;
     *moved = true;
   }
+  if (op.payload_done < op.bytes) return absl::OkStatus();
   static constexpr uint8_t kZeros[kStreamAlign] = {};
   while (op.pad_done < PadFor(op.bytes)) {
     auto n = pair.TryWrite(op.lane, kZeros, PadFor(op.bytes) - op.pad_done);
@@ -482,6 +550,18 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
   }
   if (op.header.flags & kFlagSingleCopy) return ProgressSingleCopy(op, pair, moved);
   if (op.combiner != nullptr) return ProgressReduce(op, pair, moved);
+  if (op.payload_done < op.bytes && (op.forward != 0 || stream_.Contains(op.data, op.bytes))) {
+    // In place from the ring where the pair can Peek: into a large call's output with non-temporal stores, and
+    // forwarded from the ring's (cached) bytes when this receive feeds a send.
+    const void* in = nullptr;
+    size_t avail = 0;
+    while (op.payload_done < op.bytes && pair.Peek(op.lane, &in, &avail) && avail > 0) {
+      const size_t take = std::min(avail, op.bytes - op.payload_done);
+      if (absl::Status s = StorePlain(op, in, take); !s.ok()) return s;
+      pair.Consume(op.lane, take);
+      *moved = true;
+    }
+  }
   while (op.payload_done < op.bytes) {
     auto n = pair.TryRead(op.lane, op.data + op.payload_done, op.bytes - op.payload_done);
     if (!n.ok()) return n.status();
@@ -532,6 +612,40 @@ absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved)
   return absl::OkStatus();
 }
 
+// Combines `bytes` (whole elements) from `in` into op.data at payload_done. With a fusable forward send, tile by
+// tile: each L1-sized result tile is written to the output (non-temporal stores in the stream region) and
+// straight into the forward send's ring, so the reduced bytes are never read back from memory.
+absl::Status StreamEndpoint::CombineForward(Op& op, const void* in, size_t bytes) {
+  const Combiner& c = *op.combiner;
+  const auto* src = static_cast<const uint8_t*>(in);
+  constexpr size_t kTile = 16u << 10;  // a multiple of every element size
+  Op* fwd = FusableForward(op);
+  const bool streamed = c.stream.Contains(op.data, op.bytes);
+  size_t done = 0;
+  while (fwd != nullptr && done < bytes) {
+    if (tile_.size() < kTile) tile_.resize(kTile);
+    const size_t n = std::min(kTile, bytes - done);
+    const size_t at = op.payload_done;
+    c.combine(c, tile_.data(), op.local + at, src + done, n / c.elem_bytes);
+    if (streamed) {
+      CopyStreamingNoFence(op.data + at, tile_.data(), n);
+    } else {
+      std::memcpy(op.data + at, tile_.data(), n);
+    }
+    op.payload_done += n;
+    done += n;
+    auto full = FuseForward(*fwd, tile_.data(), n);
+    if (!full.ok()) return full.status();
+    if (!*full) fwd = nullptr;
+  }
+  if (streamed) StreamFence();
+  if (done < bytes) {
+    c.combine(c, op.data + op.payload_done, op.local + op.payload_done, src + done, (bytes - done) / c.elem_bytes);
+    op.payload_done += bytes - done;
+  }
+  return absl::OkStatus();
+}
+
 // Combines the payload into op.data in pieces as it arrives, so the sender keeps streaming into the space each
 // piece frees. In place from the ring when the pair can Peek; otherwise (TCP, or an element split by the ring's
 // wrap) through stage_, carrying a partial element over to the next read.
@@ -547,9 +661,8 @@ absl::Status StreamEndpoint::ProgressReduce(Op& op, Pair& pair, bool* moved) {
       if (pair.Peek(op.lane, &in, &avail)) {
         const size_t take = std::min(avail, want) / es * es;
         if (take > 0) {
-          c.combine(c, op.data + op.payload_done, op.local + op.payload_done, in, take / es);
+          if (absl::Status s = CombineForward(op, in, take); !s.ok()) return s;
           pair.Consume(op.lane, take);
-          op.payload_done += take;
           *moved = true;
           continue;
         }

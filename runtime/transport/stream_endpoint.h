@@ -62,12 +62,21 @@ class StreamEndpoint final : public Endpoint {
   // Receive-and-reduce: from the shm ring in place (Pair::Peek), otherwise staged through a small buffer.
   bool SupportsRecvReduce() const override { return true; }
   OpHandle IrecvReduce(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) override;
+  // Receive-and-forward: the send waits in its queue, gated by the receive's progress; over shm each piece read
+  // from the ring (or reduced, in L1-sized tiles) is written to the next ring at once when the send is at the
+  // head of its queue and caught up, so the forwarded bytes come from the cache.
+  bool SupportsForward() const override { return true; }
+  OpHandle IrecvForward(int from, void* out, const void* local, size_t bytes, const Combiner* combiner, int to,
+                        OpHandle* send) override;
   absl::Status Wait(OpHandle op) override;
   absl::Status WaitAll() override;
   EndpointStats stats() const override { return stats_; }
   void ResetStats() override { stats_ = {}; }
 
   void SetCall(const CallDescriptor& call) { call_ = call; }
+  // This call's stream region (runtime/common/stream_copy.h): receives whose destination lies in it are written
+  // with non-temporal stores (from the shm ring, or from a single-copy read through an L2-sized stage).
+  void SetStreamRegion(const StreamRegion& region) { stream_ = region; }
   // Adds (or replaces) the link to `peer`; used as sub-groups connect more TCP links.
   // REQUIRES: no operation pending.
   void AttachPair(int peer, Pair* pair);
@@ -87,6 +96,17 @@ class StreamEndpoint final : public Endpoint {
     std::deque<uint64_t> ops;  // op ids, head first
   };
   Queue& QueueFor(int peer, bool send, int lane);
+  // Posts a send; `gate` (id + 1 of a receive, 0 = none) limits its payload to what that receive has stored.
+  OpHandle PostSend(int peer, const void* data, size_t bytes, uint64_t gate);
+  // The forward send of receive `op` when this rank can write the receive's next bytes into it right now.
+  Op* FusableForward(const Op& op);
+  // Writes `bytes` just stored at `op`'s payload_done into its forward send `fwd` (as much as the ring takes).
+  // Returns false when the ring took less (the send then catches up from the output buffer).
+  absl::StatusOr<bool> FuseForward(Op& fwd, const void* bytes_src, size_t bytes);
+  // Stores `bytes` of a plain receive's payload from `in` (ring memory) into op.data (non-temporal stores in the
+  // stream region) and forwards them when the forward send is fusable.
+  absl::Status StorePlain(Op& op, const void* in, size_t bytes);
+  absl::Status CombineForward(Op& op, const void* in, size_t bytes);
   // One pass over every queue head; sets *moved when bytes moved.
   absl::Status Progress(bool* moved);
   absl::Status ProgressSend(Op& op, bool* moved);
@@ -111,6 +131,7 @@ class StreamEndpoint final : public Endpoint {
   Doorbell* doorbell_;
   absl::Duration timeout_;
   CallDescriptor call_;
+  StreamRegion stream_;
   EndpointStats stats_;
   absl::Status broken_;
   std::function<absl::Status()> abort_probe_;
@@ -122,6 +143,7 @@ class StreamEndpoint final : public Endpoint {
   std::vector<uint64_t> awaiting_ack_;         // single-copy sends out of their queue, not yet read by the peer
   std::vector<uint64_t> send_seq_, recv_seq_;  // messages posted per peer, per direction
   std::vector<uint8_t> stage_;                 // receive-and-reduce staging when the pair cannot Peek (allocated once)
+  std::vector<uint8_t> tile_;                  // fused receive-reduce-forward: one L1-sized result tile
   int max_lanes_ = 1;
   bool oversubscribed_ = false;
   bool own_cpu_ = false;         // bound to one CPU and no more shm ranks than CPUs: spin, never yield

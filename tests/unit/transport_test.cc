@@ -234,6 +234,66 @@ TEST(ShmTransport, SingleCopyRingExchange) {
   }
 }
 
+// Receive-and-forward along a chain 0 -> 1 -> 2: rank 1 first sends a message of its own, then forwards what it
+// receives (plain, and reduced with a local operand), into a stream region (non-temporal stores) or not, with
+// messages larger than the 4 KiB ring (the forward is gated and catches up) and small ones (one frame). Every
+// rank's data is checked; with messages below the ring size part of the forwarded bytes come from the cache.
+TEST(ShmTransport, ForwardAlongAChain) {
+  for (bool stream : {false, true}) {
+    auto doms = MakeShm(3, 4096);
+    auto eps = Endpoints(doms);
+    ASSERT_TRUE(eps[1]->SupportsForward());
+    const Combiner add{8, AddInt64, 0, 0};
+    for (size_t count : {size_t{0}, size_t{3}, size_t{100}, size_t{1000}, size_t{10007}}) {
+      const size_t bytes = count * 8;
+      std::vector<int64_t> sent(count), own(count), local(count), mid_plain(count), mid_sum(count);
+      std::vector<int64_t> got_own(count), got_plain(count), got_sum(count);
+      for (size_t i = 0; i < count; ++i) {
+        sent[i] = static_cast<int64_t>(i * 7919 + 3);
+        own[i] = -static_cast<int64_t>(i);
+        local[i] = static_cast<int64_t>(i % 13) * 1000;
+      }
+      if (stream) {
+        eps[1]->SetStreamRegion({reinterpret_cast<const char*>(mid_sum.data()), bytes});
+      }
+      std::thread r0([&] {
+        EXPECT_TRUE(eps[0]->Send(1, sent.data(), bytes).ok());
+        EXPECT_TRUE(eps[0]->Send(1, sent.data(), bytes).ok());
+      });
+      std::thread r2([&] {
+        const OpHandle a = eps[2]->Irecv(1, got_own.data(), bytes);
+        const OpHandle b = eps[2]->Irecv(1, got_plain.data(), bytes);
+        const OpHandle c = eps[2]->Irecv(1, got_sum.data(), bytes);
+        EXPECT_TRUE(eps[2]->Wait(a).ok());
+        EXPECT_TRUE(eps[2]->Wait(b).ok());
+        EXPECT_TRUE(eps[2]->Wait(c).ok());
+      });
+      OpHandle s1 = 0, s2 = 0;
+      const OpHandle mine = eps[1]->Isend(2, own.data(), bytes);
+      const OpHandle h1 = eps[1]->IrecvForward(0, mid_plain.data(), nullptr, bytes, nullptr, 2, &s1);
+      const OpHandle h2 = eps[1]->IrecvForward(0, mid_sum.data(), local.data(), bytes, &add, 2, &s2);
+      EXPECT_TRUE(eps[1]->WaitAll().ok());
+      EXPECT_TRUE(eps[1]->Wait(mine).ok() && eps[1]->Wait(h1).ok() && eps[1]->Wait(h2).ok());
+      EXPECT_TRUE(eps[1]->Wait(s1).ok() && eps[1]->Wait(s2).ok());
+      r0.join();
+      r2.join();
+      eps[1]->SetStreamRegion({});
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(got_own[i], own[i]) << count << " " << i;
+        ASSERT_EQ(mid_plain[i], sent[i]) << count << " " << i;
+        ASSERT_EQ(got_plain[i], sent[i]) << count << " " << i;
+        ASSERT_EQ(mid_sum[i], sent[i] + local[i]) << count << " " << i;
+        ASSERT_EQ(got_sum[i], sent[i] + local[i]) << count << " " << i;
+      }
+    }
+    // 5 messages of each kind per direction; some forwarded bytes went straight from the cache.
+    EXPECT_EQ(eps[1]->stats().sends, 15u);
+    EXPECT_EQ(eps[1]->stats().recvs, 10u);
+    EXPECT_GT(eps[1]->stats().forwarded_from_cache, 0u) << stream;
+    EXPECT_LE(eps[1]->stats().forwarded_from_cache, 2 * 8u * (3 + 100 + 1000 + 10007)) << stream;
+  }
+}
+
 // Two endpoints over the same pairs (as a communicator's sub-groups share them) take turns: acknowledgements
 // are counted per pair, so the second endpoint's send is not completed by the first one's acknowledgement.
 TEST(ShmTransport, SingleCopyEndpointsSharePairs) {

@@ -16,18 +16,18 @@ absl::Status AllgatherBruck(const CollectiveArgs& args, const Configuration& con
   const size_t n = static_cast<size_t>(g.size);
   char* out = static_cast<char*>(args.recv);
   if (g.size == 1 || args.count == 0) {
-    CopyBytes(out + static_cast<size_t>(g.rank) * bytes, args.send, bytes);
+    CopyOut(args, out + static_cast<size_t>(g.rank) * bytes, args.send, bytes);
     return absl::OkStatus();
   }
   char* tmp = static_cast<char*>(ctx.Scratch(n * bytes));
-  CopyBytes(tmp, args.send, bytes);
+  CopyOut(args, tmp, args.send, bytes);
   for (int d = 1; d < g.size; d *= 2) {
     const size_t cnt = static_cast<size_t>(std::min(d, g.size - d));
     HT_RETURN_IF_ERROR(g.ep->SendRecv(Mod(g.rank - d, g.size), tmp, cnt * bytes, Mod(g.rank + d, g.size),
                                       tmp + static_cast<size_t>(d) * bytes, cnt * bytes));
   }
   for (size_t i = 0; i < n; ++i) {
-    CopyBytes(out + static_cast<size_t>(Mod(g.rank + static_cast<int>(i), g.size)) * bytes, tmp + i * bytes, bytes);
+    CopyOut(args, out + static_cast<size_t>(Mod(g.rank + static_cast<int>(i), g.size)) * bytes, tmp + i * bytes, bytes);
   }
   return absl::OkStatus();
 }

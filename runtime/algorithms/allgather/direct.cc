@@ -13,7 +13,7 @@ absl::Status AllgatherDirect(const CollectiveArgs& args, const Configuration& co
   const size_t bytes = args.count * g.dsize;
   char* mine = At(args.recv, static_cast<size_t>(g.rank) * args.count, g.dsize);
   if (g.size == 1 || args.count == 0) {
-    CopyBytes(mine, args.send, bytes);
+    CopyOut(args, mine, args.send, bytes);
     return absl::OkStatus();
   }
   for (int k = 1; k < g.size; ++k) {
@@ -23,7 +23,7 @@ absl::Status AllgatherDirect(const CollectiveArgs& args, const Configuration& co
   // Sent from `send`, so this rank's own copy into place overlaps the transfers (peers reading `send` by
   // single copy, or the first ring pieces) instead of delaying them.
   for (int k = 1; k < g.size; ++k) g.ep->Isend(Mod(g.rank + k, g.size), args.send, bytes);
-  CopyBytes(mine, args.send, bytes);
+  CopyOut(args, mine, args.send, bytes);
   return g.ep->WaitAll();
 }
 

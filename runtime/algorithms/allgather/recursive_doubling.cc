@@ -18,7 +18,7 @@ absl::Status AllgatherRecursiveDoubling(const CollectiveArgs& args, const Config
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
   char* out = static_cast<char*>(args.recv);
-  CopyBytes(out + static_cast<size_t>(g.rank) * bytes, args.send, bytes);
+  CopyOut(args, out + static_cast<size_t>(g.rank) * bytes, args.send, bytes);
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
 
   const Fold fold = MakeFold(g.size);

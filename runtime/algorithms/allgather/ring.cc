@@ -18,7 +18,7 @@ absl::Status AllgatherRing(const CollectiveArgs& args, const Configuration& conf
   const size_t r = static_cast<size_t>(g.rank);
   char* mine = At(args.recv, r * args.count, g.dsize);
   if (g.size == 1 || args.count == 0) {
-    CopyBytes(mine, args.send, args.count * g.dsize);
+    CopyOut(args, mine, args.send, args.count * g.dsize);
     return absl::OkStatus();
   }
   RingLane lane;
@@ -33,7 +33,7 @@ absl::Status AllgatherRing(const CollectiveArgs& args, const Configuration& conf
   const size_t chunk_elems = ChunkElems(config.chunk, g.dsize);
   RingAllgatherState st;
   RingAllgatherStart(g, lanes, chunk_elems, &st);
-  CopyBytes(mine, args.send, args.count * g.dsize);  // `send` stays unchanged: the sends may still read it
+  CopyOut(args, mine, args.send, args.count * g.dsize);  // `send` stays unchanged: the sends may still read it
   return RingAllgatherFinish(g, lanes, chunk_elems, &st);
 }
 

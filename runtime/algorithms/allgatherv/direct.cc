@@ -16,7 +16,7 @@ absl::Status AllgathervDirect(const CollectiveArgs& args, const Configuration& c
   }
   const size_t r = static_cast<size_t>(g.rank);
   char* mine = At(args.recv, args.displs[r], g.dsize);
-  CopyBytes(mine, args.send, args.counts[r] * g.dsize);
+  CopyOut(args, mine, args.send, args.counts[r] * g.dsize);
   size_t total = 0;
   for (size_t i = 0; i < n; ++i) total += args.counts[i];
   if (g.size == 1 || total == 0) return absl::OkStatus();

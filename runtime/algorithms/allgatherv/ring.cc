@@ -20,7 +20,7 @@ absl::Status AllgathervRing(const CollectiveArgs& args, const Configuration& con
   size_t total = 0;
   for (size_t i = 0; i < n; ++i) total += args.counts[i];
   if (g.size == 1 || total == 0) {
-    CopyBytes(mine, args.send, args.counts[r] * g.dsize);
+    CopyOut(args, mine, args.send, args.counts[r] * g.dsize);
     return absl::OkStatus();
   }
   RingLane lane;
@@ -33,7 +33,7 @@ absl::Status AllgathervRing(const CollectiveArgs& args, const Configuration& con
   const size_t chunk_elems = ChunkElems(config.chunk, g.dsize);
   RingAllgatherState st;
   RingAllgatherStart(g, lanes, chunk_elems, &st);
-  CopyBytes(mine, args.send, args.counts[r] * g.dsize);
+  CopyOut(args, mine, args.send, args.counts[r] * g.dsize);
   return RingAllgatherFinish(g, lanes, chunk_elems, &st);
 }
 

@@ -14,6 +14,10 @@
 // 2(n-1) x alpha. recv is the working buffer; out of place, the reduce-scatter reads this rank's blocks from
 // send and writes recv = send op incoming, so the input is never copied first. Over an endpoint that
 // SupportsRecvReduce (shm) each chunk is combined straight out of the shared ring (one copy per hop).
+// Over an endpoint that also SupportsForward (StreamEndpoint: shm and TCP), both phases run as one pipeline
+// (RingAllreducePipelined): every received chunk is forwarded as it arrives, and the last reduce-scatter step's
+// result goes on as the first allgather message straight from the cache instead of being written out and read
+// back; messages leave in wavefront order (chunk + step). Same messages, same results; avg keeps the two phases.
 // config.channels is accepted (striping is the transport's business).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/ring_engine.h"
@@ -36,8 +40,11 @@ absl::Status AllreduceRing(const CollectiveArgs& args, const Configuration& conf
     lane.block_off.push_back(BlockStart(args.count, g.size, b));
     lane.block_cnt.push_back(BlockCount(args.count, g.size, b));
   }
-  const std::vector<RingLane> lanes = {lane};
   const size_t ce = ChunkElems(config.chunk, g.dsize);
+  if (g.ep->SupportsRecvReduce() && g.ep->SupportsForward() && args.op != ReduceOp::kAvg) {
+    return RingAllreducePipelined(g, args, lane, ce);
+  }
+  const std::vector<RingLane> lanes = {lane};
   void* slots = g.ep->SupportsRecvReduce() ? nullptr : ctx.Scratch(RingSlotBytes(lanes, ce, g.dsize));
   HT_RETURN_IF_ERROR(RingReduceScatter(g, args, lanes, ce, slots));
   if (args.op == ReduceOp::kAvg) {

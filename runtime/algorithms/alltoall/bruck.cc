@@ -18,7 +18,7 @@ absl::Status AlltoallBruck(const CollectiveArgs& args, const Configuration& conf
   const size_t n = static_cast<size_t>(g.size);
   if (args.count == 0) return absl::OkStatus();
   if (g.size == 1) {
-    CopyBytes(args.recv, args.send, bytes);
+    CopyOut(args, args.recv, args.send, bytes);
     return absl::OkStatus();
   }
   char* rot = static_cast<char*>(ctx.Scratch(3 * n * bytes));

@@ -22,7 +22,7 @@ absl::Status AlltoallPairwise(const CollectiveArgs& args, const Configuration& c
   }
   char* out = static_cast<char*>(args.recv);
   const size_t r = static_cast<size_t>(g.rank);
-  CopyBytes(out + r * bytes, in + r * bytes, bytes);
+  CopyOut(args, out + r * bytes, in + r * bytes, bytes);
   for (int k = 1; k < g.size; ++k) {
     const int to = Mod(g.rank + k, g.size), from = Mod(g.rank - k, g.size);
     HT_RETURN_IF_ERROR(g.ep->SendRecv(to, in + static_cast<size_t>(to) * bytes, bytes, from,

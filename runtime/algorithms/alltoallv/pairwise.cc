@@ -30,8 +30,8 @@ absl::Status AlltoallvPairwise(const CollectiveArgs& args, const Configuration& 
     return absl::InvalidArgumentError(absl::StrCat("alltoallv: rank ", r, " sends ", args.send_counts[r],
                                                    " elements to itself but expects ", args.recv_counts[r]));
   }
-  CopyBytes(At(args.recv, args.recv_displs[r], g.dsize), At(in, args.send_displs[r], g.dsize),
-            args.send_counts[r] * g.dsize);
+  CopyOut(args, At(args.recv, args.recv_displs[r], g.dsize), At(in, args.send_displs[r], g.dsize),
+          args.send_counts[r] * g.dsize);
   for (int k = 1; k < g.size; ++k) {
     const size_t to = static_cast<size_t>(Mod(g.rank + k, g.size)), from = static_cast<size_t>(Mod(g.rank - k, g.size));
     HT_RETURN_IF_ERROR(g.ep->SendRecv(

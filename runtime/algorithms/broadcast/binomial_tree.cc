@@ -13,7 +13,7 @@ absl::Status BroadcastBinomialTree(const CollectiveArgs& args, const Configurati
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
   if (g.size == 1 || args.count == 0) {
-    if (g.rank == args.root) CopyBytes(args.recv, args.send, bytes);
+    if (g.rank == args.root) CopyOut(args, args.recv, args.send, bytes);
     return absl::OkStatus();
   }
   const int v = Mod(g.rank - args.root, g.size);
@@ -29,7 +29,7 @@ absl::Status BroadcastBinomialTree(const CollectiveArgs& args, const Configurati
   for (int d = low >> 1; d >= 1; d >>= 1) {
     if (v + d < g.size) g.ep->Isend(Mod(v + d + args.root, g.size), from, bytes);
   }
-  if (v == 0) CopyBytes(args.recv, args.send, bytes);
+  if (v == 0) CopyOut(args, args.recv, args.send, bytes);
   return g.ep->WaitAll();
 }
 

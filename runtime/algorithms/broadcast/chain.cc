@@ -12,7 +12,7 @@ absl::Status BroadcastChain(const CollectiveArgs& args, const Configuration& con
   absl::StatusOr<Group> group = Open(args, config, ctx);
   if (!group.ok()) return group.status();
   const Group& g = *group;
-  if (g.rank == args.root) CopyBytes(args.recv, args.send, args.count * g.dsize);
+  if (g.rank == args.root) CopyOut(args, args.recv, args.send, args.count * g.dsize);
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
   const int v = Mod(g.rank - args.root, g.size);
   const int prev = Mod(g.rank - 1, g.size), next = Mod(g.rank + 1, g.size);

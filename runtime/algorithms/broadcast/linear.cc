@@ -14,13 +14,13 @@ absl::Status BroadcastLinear(const CollectiveArgs& args, const Configuration& co
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
   if (g.size == 1 || args.count == 0) {
-    if (g.rank == args.root) CopyBytes(args.recv, args.send, bytes);
+    if (g.rank == args.root) CopyOut(args, args.recv, args.send, bytes);
     return absl::OkStatus();
   }
   if (g.rank != args.root) return g.ep->Recv(args.root, args.recv, bytes);
   // Sends first, from the input, so the copy into `recv` (out of place) overlaps the receivers' reads.
   for (int d = 1; d < g.size; ++d) g.ep->Isend(Mod(args.root + d, g.size), args.send, bytes);
-  CopyBytes(args.recv, args.send, bytes);
+  CopyOut(args, args.recv, args.send, bytes);
   return g.ep->WaitAll();
 }
 

@@ -12,7 +12,7 @@ absl::Status BroadcastScatterAllgather(const CollectiveArgs& args, const Configu
   absl::StatusOr<Group> group = Open(args, config, ctx);
   if (!group.ok()) return group.status();
   const Group& g = *group;
-  if (g.rank == args.root) CopyBytes(args.recv, args.send, args.count * g.dsize);
+  if (g.rank == args.root) CopyOut(args, args.recv, args.send, args.count * g.dsize);
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
   RingLane lane;
   lane.base = static_cast<char*>(args.recv);

@@ -15,7 +15,7 @@ absl::Status GatherBinomialTree(const CollectiveArgs& args, const Configuration&
   const size_t bytes = args.count * g.dsize;
   const bool root = g.rank == args.root;
   if (g.size == 1 || args.count == 0) {
-    if (root) CopyBytes(args.recv, args.send, bytes);
+    if (root) CopyOut(args, args.recv, args.send, bytes);
     return absl::OkStatus();
   }
   const int v = Mod(g.rank - args.root, g.size);
@@ -32,8 +32,8 @@ absl::Status GatherBinomialTree(const CollectiveArgs& args, const Configuration&
   }
   char* out = static_cast<char*>(args.recv);
   for (int j = 0; j < g.size; ++j) {
-    CopyBytes(out + static_cast<size_t>(Mod(j + args.root, g.size)) * bytes, tmp + static_cast<size_t>(j) * bytes,
-              bytes);
+    CopyOut(args, out + static_cast<size_t>(Mod(j + args.root, g.size)) * bytes, tmp + static_cast<size_t>(j) * bytes,
+            bytes);
   }
   return absl::OkStatus();
 }

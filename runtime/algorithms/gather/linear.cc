@@ -16,7 +16,7 @@ absl::Status GatherLinear(const CollectiveArgs& args, const Configuration& confi
     return g.ep->Send(args.root, args.send, bytes);
   }
   char* out = static_cast<char*>(args.recv);
-  CopyBytes(out + static_cast<size_t>(g.rank) * bytes, args.send, bytes);
+  CopyOut(args, out + static_cast<size_t>(g.rank) * bytes, args.send, bytes);
   if (args.count == 0) return absl::OkStatus();
   for (int i = 0; i < g.size; ++i) {
     if (i != g.rank) g.ep->Irecv(i, out + static_cast<size_t>(i) * bytes, bytes);

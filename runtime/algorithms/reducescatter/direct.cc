@@ -15,7 +15,7 @@ absl::Status ReducescatterDirect(const CollectiveArgs& args, const Configuration
   const size_t r = static_cast<size_t>(g.rank);
   const char* own = At(args.send, r * args.count, g.dsize);
   if (g.size == 1 || args.count == 0) {
-    CopyBytes(args.recv, own, bytes);
+    CopyOut(args, args.recv, own, bytes);
     return absl::OkStatus();
   }
   char* slots = static_cast<char*>(ctx.Scratch(bytes * static_cast<size_t>(g.size)));

@@ -22,7 +22,7 @@ absl::Status ReducescatterHalvingDoubling(const CollectiveArgs& args, const Conf
   const size_t bytes = args.count * g.dsize;
   const size_t r = static_cast<size_t>(g.rank);
   if (g.size == 1 || args.count == 0) {
-    CopyBytes(args.recv, At(args.send, r * args.count, g.dsize), bytes);
+    CopyOut(args, args.recv, At(args.send, r * args.count, g.dsize), bytes);
     return absl::OkStatus();
   }
   const Fold fold = MakeFold(g.size);
@@ -64,7 +64,7 @@ absl::Status ReducescatterHalvingDoubling(const CollectiveArgs& args, const Conf
   if (g.rank < 2 * fold.extra) {
     HT_RETURN_IF_ERROR(g.ep->Send(g.rank - 1, work + (r - 1) * bytes, bytes));
   }
-  CopyBytes(args.recv, work + r * bytes, bytes);
+  CopyOut(args, args.recv, work + r * bytes, bytes);
   MaybeFinalizeAvg(args, args.recv, args.count, g.size);
   return absl::OkStatus();
 }

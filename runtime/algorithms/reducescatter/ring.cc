@@ -19,7 +19,7 @@ absl::Status ReducescatterRing(const CollectiveArgs& args, const Configuration& 
   const size_t bytes = args.count * g.dsize;
   const char* my_input = At(args.send, static_cast<size_t>(g.rank) * args.count, g.dsize);
   if (g.size == 1 || args.count == 0) {
-    CopyBytes(args.recv, my_input, bytes);
+    CopyOut(args, args.recv, my_input, bytes);
     return absl::OkStatus();
   }
   RingLane lane;
@@ -35,7 +35,7 @@ absl::Status ReducescatterRing(const CollectiveArgs& args, const Configuration& 
   lane.base = scratch;
   lane.src = static_cast<const char*>(args.send);
   HT_RETURN_IF_ERROR(RingReduceScatter(g, args, {lane}, ce, scratch + n * bytes));
-  CopyBytes(args.recv, scratch + static_cast<size_t>(g.rank) * bytes, bytes);
+  CopyOut(args, args.recv, scratch + static_cast<size_t>(g.rank) * bytes, bytes);
   MaybeFinalizeAvg(args, args.recv, args.count, g.size);
   return absl::OkStatus();
 }

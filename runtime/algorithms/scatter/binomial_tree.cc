@@ -15,7 +15,7 @@ absl::Status ScatterBinomialTree(const CollectiveArgs& args, const Configuration
   const size_t bytes = args.count * g.dsize;
   const bool root = g.rank == args.root;
   if (g.size == 1 || args.count == 0) {
-    if (root) CopyBytes(args.recv, At(args.send, static_cast<size_t>(g.rank) * args.count, g.dsize), bytes);
+    if (root) CopyOut(args, args.recv, At(args.send, static_cast<size_t>(g.rank) * args.count, g.dsize), bytes);
     return absl::OkStatus();
   }
   const int v = Mod(g.rank - args.root, g.size);
@@ -40,7 +40,7 @@ absl::Status ScatterBinomialTree(const CollectiveArgs& args, const Configuration
     }
   }
   HT_RETURN_IF_ERROR(g.ep->WaitAll());
-  CopyBytes(args.recv, tmp, bytes);
+  CopyOut(args, args.recv, tmp, bytes);
   return absl::OkStatus();
 }
 

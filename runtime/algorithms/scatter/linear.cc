@@ -15,7 +15,7 @@ absl::Status ScatterLinear(const CollectiveArgs& args, const Configuration& conf
     return g.ep->Recv(args.root, args.recv, bytes);
   }
   const char* in = static_cast<const char*>(args.send);
-  CopyBytes(args.recv, in + static_cast<size_t>(g.rank) * bytes, bytes);
+  CopyOut(args, args.recv, in + static_cast<size_t>(g.rank) * bytes, bytes);
   if (args.count == 0) return absl::OkStatus();
   for (int i = 0; i < g.size; ++i) {
     if (i != g.rank) g.ep->Isend(i, in + static_cast<size_t>(i) * bytes, bytes);

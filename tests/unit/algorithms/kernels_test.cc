@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "runtime/common/stream_copy.h"
 #include "runtime/reduce/half.h"
 
 namespace hccltune {
@@ -197,6 +198,55 @@ TEST(KernelsTest, HalfAndBfloat) {
       ASSERT_EQ(avg[i], from(want));
     }
   }
+}
+
+// Non-temporal variants: byte-identical to memcpy / Reduce for every dtype and op, at every output alignment
+// within a line, across tile boundaries, and in place (out aliasing a).
+TEST(KernelsTest, StreamingMatchesPlain) {
+  std::mt19937 rng(11);
+  const size_t max_bytes = 3 * 8192 + 200;  // several 8 KiB tiles plus an unaligned tail
+  std::vector<uint8_t> a(max_bytes + 64), b(max_bytes + 64);
+  for (auto& x : a) x = static_cast<uint8_t>(rng());
+  for (auto& x : b) x = static_cast<uint8_t>(rng());
+  for (size_t shift : {size_t{0}, size_t{4}, size_t{8}, size_t{16}, size_t{40}}) {
+    for (size_t bytes : {size_t{0}, size_t{8}, size_t{64}, size_t{200}, size_t{8192}, max_bytes}) {
+      std::vector<uint8_t> got(max_bytes + 128, 0xAB), want(max_bytes + 128, 0xAB);
+      CopyStreaming(got.data() + shift, a.data() + 3, bytes);
+      std::memcpy(want.data() + shift, a.data() + 3, bytes);
+      ASSERT_EQ(got, want) << "copy shift " << shift << " bytes " << bytes;
+    }
+    for (DataType dt : {DataType::kInt8, DataType::kUint8, DataType::kInt32, DataType::kInt64, DataType::kFloat16,
+                        DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64}) {
+      const size_t es = DataTypeSize(dt);
+      if (shift % es != 0) continue;
+      const size_t count = max_bytes / es;
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kBxor}) {
+        if (!CheckReduceSupported(op, dt).ok()) continue;
+        std::vector<uint8_t> got(max_bytes + 128, 0xCD), want(max_bytes + 128, 0xCD);
+        ReduceStreaming(dt, op, got.data() + shift, a.data(), b.data(), count);
+        Reduce(dt, op, want.data() + shift, a.data(), b.data(), count);
+        ASSERT_EQ(got, want) << DataTypeName(dt) << " " << ReduceOpName(op) << " shift " << shift;
+        // In place: out == a.
+        std::vector<uint8_t> io(max_bytes + 128), io_want(max_bytes + 128);
+        std::memcpy(io.data() + shift, a.data(), count * es);
+        std::memcpy(io_want.data() + shift, a.data(), count * es);
+        ReduceStreaming(dt, op, io.data() + shift, io.data() + shift, b.data(), count);
+        Reduce(dt, op, io_want.data() + shift, io_want.data() + shift, b.data(), count);
+        ASSERT_EQ(io, io_want) << DataTypeName(dt) << " " << ReduceOpName(op) << " in place, shift " << shift;
+      }
+    }
+  }
+}
+
+TEST(KernelsTest, StreamRegionContains) {
+  char buf[100];
+  const StreamRegion r{buf + 10, 50};
+  EXPECT_TRUE(r.Contains(buf + 10, 50));
+  EXPECT_TRUE(r.Contains(buf + 30, 10));
+  EXPECT_FALSE(r.Contains(buf + 9, 2));
+  EXPECT_FALSE(r.Contains(buf + 50, 11));
+  EXPECT_FALSE(StreamRegion{}.Contains(buf, 1));
+  EXPECT_FALSE((StreamRegion{nullptr, 100}.Contains(buf, 1)));
 }
 
 }  // namespace

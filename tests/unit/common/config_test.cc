@@ -36,6 +36,7 @@ TEST(Environment, ParsesEveryVariable) {
       {"HCCL_TUNE_TABLE_VERSION", "12"},
       {"HCCL_TUNE_TORCH_ALIAS", "0"},
       {"HCCL_TUNE_SINGLE_COPY", "Off"},
+      {"HCCL_TUNE_NT_STORES", "16M"},
       {"RANK", "1"},
       {"WORLD_SIZE", "4"},
       {"LOCAL_RANK", "1"},
@@ -54,10 +55,23 @@ TEST(Environment, ParsesEveryVariable) {
   EXPECT_EQ(*e->table_version, 12);
   EXPECT_FALSE(e->torch_alias);
   EXPECT_FALSE(e->single_copy);
+  EXPECT_EQ(e->nt_stores_bytes, 16u << 20);
   EXPECT_EQ(e->launcher, "torchrun");
   EXPECT_EQ(*e->rank, 1);
   EXPECT_EQ(*e->world_size, 4);
   EXPECT_EQ(*e->launcher_master_port, 29500);
+}
+
+TEST(Environment, NtStores) {
+  auto def = Environment::LoadFrom(std::map<std::string, std::string>{});
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->nt_stores_bytes, Environment::kDefaultNtStoresBytes);
+  auto off = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_NT_STORES", " OFF "}});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->nt_stores_bytes, kUnbounded);
+  auto aut = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_NT_STORES", "auto"}});
+  ASSERT_TRUE(aut.ok());
+  EXPECT_EQ(aut->nt_stores_bytes, Environment::kDefaultNtStoresBytes);
 }
 
 TEST(Environment, LauncherPrecedence) {
@@ -90,6 +104,8 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
       {"HCCL_TUNE_STORE", "/tmp/x", "file:///"},
       {"HCCL_TUNE_TORCH_ALIAS", "maybe", "0 or 1"},
       {"HCCL_TUNE_SINGLE_COPY", "yes", "auto or off"},
+      {"HCCL_TUNE_NT_STORES", "lots", "auto, off or a call size"},
+      {"HCCL_TUNE_NT_STORES", "0B", "auto, off or a call size"},
       {"HCCL_TUNE_FETCH_TIMEOUT_MS", "61000", "an integer from 0 to 60000"},
       {"RANK", "x", "an integer"},
   };
