@@ -622,19 +622,18 @@ absl::Status StreamEndpoint::CombineForward(Op& op, const void* in, size_t bytes
   Op* fwd = FusableForward(op);
   const bool streamed = c.stream.Contains(op.data, op.bytes);
   size_t done = 0;
+  if (fwd != nullptr && streamed && tile_.size() < kTile) tile_.resize(kTile);
   while (fwd != nullptr && done < bytes) {
-    if (tile_.size() < kTile) tile_.resize(kTile);
     const size_t n = std::min(kTile, bytes - done);
     const size_t at = op.payload_done;
-    c.combine(c, tile_.data(), op.local + at, src + done, n / c.elem_bytes);
-    if (streamed) {
-      CopyStreamingNoFence(op.data + at, tile_.data(), n);
-    } else {
-      std::memcpy(op.data + at, tile_.data(), n);
-    }
+    // Streamed outputs leave the cache, so the tile is computed in L1 first; otherwise straight into the output,
+    // which is then still in L1 for the forward.
+    uint8_t* result = streamed ? tile_.data() : op.data + at;
+    c.combine(c, result, op.local + at, src + done, n / c.elem_bytes);
+    if (streamed) CopyStreamingNoFence(op.data + at, result, n);
     op.payload_done += n;
     done += n;
-    auto full = FuseForward(*fwd, tile_.data(), n);
+    auto full = FuseForward(*fwd, result, n);
     if (!full.ok()) return full.status();
     if (!*full) fwd = nullptr;
   }
