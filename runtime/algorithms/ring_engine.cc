@@ -78,6 +78,13 @@ absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const
     const RingLane& lane = lanes[op.lane];
     return ChunkOf(lane, BufferBlock(g, lane, Position(g, lane) - op.step - 1), op.chunk, chunk_elems);
   };
+  // Where op's result goes: `base`, or owned_out for the last step's (owned) block.
+  auto out_of = [&](const Op& op, const Piece& p) {
+    const RingLane& lane = lanes[op.lane];
+    if (op.step + 2 < n || lane.owned_out == nullptr) return At(lane.base, p.first, g.dsize);
+    const size_t start = lane.block_off[static_cast<size_t>(RingOwnedBlock(g, lane))];
+    return At(lane.owned_out, p.first - start, g.dsize);
+  };
   if (g.ep->SupportsRecvReduce()) {
     // Single copy: every receive combines straight out of the transport into `base`; forward once reduced.
     const Combiner combiner = MakeCombiner(args);
@@ -85,7 +92,7 @@ absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const
     for (size_t i = 0; i < ops.size(); ++i) {
       const RingLane& lane = lanes[ops[i].lane];
       const Piece p = piece_of(ops[i]);
-      handles[i] = g.ep->IrecvReduce(Prev(g, lane), At(lane.base, p.first, g.dsize), At(input(lane), p.first, g.dsize),
+      handles[i] = g.ep->IrecvReduce(Prev(g, lane), out_of(ops[i], p), At(input(lane), p.first, g.dsize),
                                      p.count * g.dsize, &combiner);
     }
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -111,7 +118,7 @@ absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const
     HT_RETURN_IF_ERROR(g.ep->Wait(current));
     const RingLane& lane = lanes[ops[i].lane];
     const Piece p = piece_of(ops[i]);
-    char* dst = At(lane.base, p.first, g.dsize);
+    char* dst = out_of(ops[i], p);
     Combine(args, dst, At(input(lane), p.first, g.dsize), slot[i % 2], p.count);
     if (ops[i].step + 2 < n) g.ep->Isend(Next(g, lane), dst, p.count * g.dsize);
   }

@@ -35,6 +35,10 @@ struct RingLane {
   // `base` (null: `base` holds it). The caller posts the ring and copies that block into `base` while the first
   // sends are in flight, instead of copying before the first send.
   const char* owned_src = nullptr;
+  // Reduce-scatter only: where the last step writes the block this rank ends up owning (RingOwnedBlock), laid
+  // out from that block's start (null: in `base`). A reduce-scatter whose result is the caller's output writes it
+  // there at once instead of into the working buffer and then copying it.
+  char* owned_out = nullptr;
 };
 
 // Chunks per block for these lanes (at least 1).
