@@ -52,13 +52,29 @@ absl::StatusOr<std::vector<BenchRow>> RunBench(Communicator& comm, const BenchOp
     sizes.push_back(b);
     if (b == 0 && o.max_bytes == 0) break;
   }
+  // One pair of buffers for the largest size, reused by every size (as the peers' benchmark does: fresh
+  // allocations per size put each size on different, freshly faulted pages, which moved large-size times by
+  // ~10% between runs).
+  const size_t es = DataTypeSize(o.dtype);
+  auto send_bytes = [&](size_t count) {
+    const CheckCase cc{o.collective, o.dtype, o.op, comm.rank(), n, o.root, count};
+    return std::max<size_t>(1, std::max(SendElements(cc), count) * es);
+  };
+  auto recv_bytes = [&](size_t count) {
+    const CheckCase cc{o.collective, o.dtype, o.op, comm.rank(), n, o.root, count};
+    return std::max<size_t>(1, std::max(RecvElements(cc), count * static_cast<size_t>(n)) * es);
+  };
+  Buffers b;
+  for (uint64_t bytes : sizes) {
+    const size_t count = CountFor(o.collective, bytes, o.dtype, n);
+    b.send.resize(std::max(b.send.size(), send_bytes(count)));
+    b.recv.resize(std::max(b.recv.size(), recv_bytes(count)));
+  }
   for (uint64_t bytes : sizes) {
     const size_t count = CountFor(o.collective, bytes, o.dtype, n);
     CheckCase cc{o.collective, o.dtype, o.op, comm.rank(), n, o.root, count};
-    Buffers b;
-    const size_t es = DataTypeSize(o.dtype);
-    b.send.resize(std::max<size_t>(1, std::max(SendElements(cc), count) * es));
-    b.recv.resize(std::max<size_t>(1, std::max(RecvElements(cc), count * static_cast<size_t>(n)) * es));
+    b.counts.clear();
+    b.displs.clear();
     for (int r = 0; r < n; ++r) {
       b.counts.push_back(count);
       b.displs.push_back(static_cast<size_t>(r) * count);
@@ -78,17 +94,31 @@ absl::StatusOr<std::vector<BenchRow>> RunBench(Communicator& comm, const BenchOp
       row.collective = std::string(CollectiveName(o.collective));
       row.ranks = n;
       row.bytes = bytes;
+      // Broadcast is timed in place, like MPI_Bcast in the peers' benchmark (and torch's broadcast); --check
+      // verifies the out-of-place call first, then the in-place one.
+      const CallSpec spec{o.collective, o.dtype, o.op, o.root, o.collective == Collective::kBroadcast};
       if (o.check) {
         FillInput(cc, b.send.data());
         std::fill(b.recv.begin(), b.recv.end(), uint8_t{0xcd});
-        if (absl::Status s = Call(comm, CallSpec{o.collective, o.dtype, o.op, o.root}, count, b, co); !s.ok()) return s;
+        CallSpec out_of_place = spec;
+        out_of_place.in_place = false;
+        if (absl::Status s = Call(comm, out_of_place, count, b, co); !s.ok()) return s;
         if (o.collective != Collective::kSendRecv) {
           row.error = Verify(cc, b.recv.data());
         } else if (comm.rank() == 0 && n > 1 &&
                    std::memcmp(b.recv.data(), b.send.data(), count * DataTypeSize(o.dtype)) != 0) {
           row.error = "sendrecv: rank 0 got back different bytes than it sent to rank 1";
         }
+        if (spec.in_place && row.error.empty()) {
+          std::fill(b.recv.begin(), b.recv.end(), uint8_t{0xcd});
+          if (comm.rank() == o.root) std::memcpy(b.recv.data(), b.send.data(), count * DataTypeSize(o.dtype));
+          if (absl::Status s = Call(comm, spec, count, b, co); !s.ok()) return s;
+          row.error = Verify(cc, b.recv.data());
+          if (!row.error.empty()) row.error = "in place: " + row.error;
+        }
         row.checked = true;
+      } else if (spec.in_place && comm.rank() == o.root) {
+        std::memcpy(b.recv.data(), b.send.data(), count * DataTypeSize(o.dtype));
       }
       const int iters = o.iters > 0 ? o.iters : (bytes <= (1u << 20) ? 50 : bytes <= (16u << 20) ? 10 : 5);
       const int warmup = o.warmup > 0 ? o.warmup : std::max(2, iters / 10);
@@ -97,7 +127,7 @@ absl::StatusOr<std::vector<BenchRow>> RunBench(Communicator& comm, const BenchOp
       for (int it = 0; it < warmup + iters; ++it) {
         if (absl::Status s = comm.Barrier(barrier_opt); !s.ok()) return s;
         const auto t0 = std::chrono::steady_clock::now();
-        if (absl::Status s = Call(comm, CallSpec{o.collective, o.dtype, o.op, o.root}, count, b, co); !s.ok()) return s;
+        if (absl::Status s = Call(comm, spec, count, b, co); !s.ok()) return s;
         const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
         if (it >= warmup) durations.push_back(us);
       }

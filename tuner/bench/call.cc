@@ -28,7 +28,8 @@ absl::Status Call(Communicator& comm, const CallSpec& o, size_t count, Buffers& 
     case Collective::kAllgather: return comm.Allgather(b.send.data(), b.recv.data(), count, o.dtype, co);
     case Collective::kAllgatherv: return comm.Allgatherv(b.send.data(), b.recv.data(), b.counts, b.displs, o.dtype, co);
     case Collective::kReducescatter: return comm.Reducescatter(b.send.data(), b.recv.data(), count, o.dtype, o.op, co);
-    case Collective::kBroadcast: return comm.Broadcast(b.send.data(), b.recv.data(), count, o.dtype, o.root, co);
+    case Collective::kBroadcast:
+      return comm.Broadcast(o.in_place ? b.recv.data() : b.send.data(), b.recv.data(), count, o.dtype, o.root, co);
     case Collective::kReduce: return comm.Reduce(b.send.data(), b.recv.data(), count, o.dtype, o.op, o.root, co);
     case Collective::kGather: return comm.Gather(b.send.data(), b.recv.data(), count, o.dtype, o.root, co);
     case Collective::kScatter: return comm.Scatter(b.send.data(), b.recv.data(), count, o.dtype, o.root, co);

@@ -25,6 +25,8 @@ struct CallSpec {
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
+  // Broadcast only: in place on every rank (recv is both buffers), as MPI_Bcast and torch's broadcast are.
+  bool in_place = false;
 };
 
 // Buffers for `bytes` on `rank` of `n`, the send side filled with the checker's input; sets *count.
