@@ -56,6 +56,28 @@ class Pair {
   // Writer: numbers single-copy messages in the order they are posted on this pair (shared by every endpoint
   // that uses the pair); the message is read once PeerReadsAcked() reaches its number.
   virtual uint64_t TakeSingleCopyTicket() { return 0; }
+  // Shared single copy (optional; shm): a large single-copy message is copied by both sides at once. The reader
+  // asks the writer — which only waits for the acknowledgement meanwhile — to write the message's first `bytes`
+  // straight into the reader's buffer at `dst` (process_vm_writev) while the reader reads the rest; the front
+  // part is then claimed by whichever side gets to it first (the writer while it waits, else the reader once
+  // its own part is done), so a busy writer never delays the reader. Message `ticket` is the reader's next
+  // single-copy message (NextReadTicket()).
+  // Reader: whether the writer can write into this process (the peer's probe) and help is worth asking.
+  virtual bool PeerCanWriteMemory() const { return false; }
+  virtual uint64_t NextReadTicket() const { return 0; }
+  virtual void RequestPeerWrite(uint64_t ticket, void* dst, size_t bytes) { (void)ticket, (void)dst, (void)bytes; }
+  // Reader, after its own part: true once the front part is in place — copied by the writer, or read here from
+  // `remote` because the writer had not claimed it (or failed). False: the writer is still copying; call again.
+  virtual absl::StatusOr<bool> CompletePeerWrite(uint64_t ticket, uint64_t remote, void* dst, size_t bytes) {
+    (void)ticket, (void)remote, (void)dst, (void)bytes;
+    return true;
+  }
+  // Writer, while waiting for message `ticket`'s acknowledgement (its payload starts at `src`): copies the
+  // front part if the reader asked and it is not claimed yet; true when it did.
+  virtual bool ServePeerWrite(uint64_t ticket, const void* src) {
+    (void)ticket, (void)src;
+    return false;
+  }
   // Called after bytes moved, so a sleeping peer can be woken (shm doorbells). Default: nothing.
   virtual void Notify() {}
   // File descriptors to poll while blocked (TCP). Default: none (the endpoint's doorbell is used).

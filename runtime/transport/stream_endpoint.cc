@@ -42,6 +42,8 @@ constexpr uint8_t kFlagSingleCopy = 1;
 // read. A plain receive reads the whole message with one process_vm_readv (the kernel pins and copies page by
 // page either way; pieces only add system calls).
 constexpr size_t kSingleCopyPiece = 256u << 10;
+// Single-copy messages from this size are shared between reader and writer (Pair::RequestPeerWrite).
+constexpr size_t kSharedCopyMinBytes = 64u << 10;
 // Idle waiting (nothing moved): spin, then yield, then block. Times, not pass counts: a pass over many queues
 // costs more than one over a few.
 constexpr int64_t kSpinNs = 50'000;  // every rank may have a CPU (not bound): round trips are ~0.1-1 us
@@ -123,6 +125,10 @@ struct StreamEndpoint::Op {
   // Receive-and-forward: a send's feeding receive and a receive's forward send (id + 1; 0 = none).
   uint64_t gate = 0;
   uint64_t forward = 0;
+  // Shared single copy (receiver): the front part the sender was asked to write, and that message's ticket.
+  bool shared_asked = false;
+  size_t front = 0;
+  uint64_t front_ticket = 0;
 };
 
 StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doorbell, absl::Duration timeout)
@@ -286,6 +292,8 @@ void StreamEndpoint::CheckAcks(bool* moved) {
   size_t kept = 0;
   for (uint64_t id : awaiting_ack_) {
     Op& op = ops_[id - base_id_];
+    // Shared single copy: write the front part if the reader asked and has not taken it itself.
+    if (pairs_[static_cast<size_t>(op.peer)]->ServePeerWrite(op.ticket, op.data)) *moved = true;
     if (pairs_[static_cast<size_t>(op.peer)]->PeerReadsAcked() >= op.ticket) {
       op.done = true;  // the peer has read the buffer: it is the caller's again
       --pending_;
@@ -589,6 +597,17 @@ absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved)
                                               " bytes from rank ", op.peer, " for a ", op.bytes, "-byte message"));
     }
   }
+  if (op.combiner == nullptr && !op.shared_asked) {
+    op.shared_asked = true;
+    if (op.bytes >= kSharedCopyMinBytes && pair.PeerCanWriteMemory()) {
+      // Shared: the sender, waiting for our acknowledgement anyway, writes the front half into op.data while we
+      // read the back half (Pair::RequestPeerWrite); the front is page aligned.
+      op.front = op.bytes / 2 / 4096 * 4096;
+      op.front_ticket = pair.NextReadTicket();
+      pair.RequestPeerWrite(op.front_ticket, op.data, op.front);
+      op.payload_done = op.front;
+    }
+  }
   while (op.payload_done < op.bytes) {
     const size_t n =
         op.combiner == nullptr ? op.bytes - op.payload_done : std::min(op.bytes - op.payload_done, kSingleCopyPiece);
@@ -603,6 +622,13 @@ absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved)
       c.combine(c, op.data + op.payload_done, op.local + op.payload_done, stage_.data(), n / c.elem_bytes);
     }
     op.payload_done += n;
+    *moved = true;
+  }
+  if (op.front > 0) {
+    auto front = pair.CompletePeerWrite(op.front_ticket, op.desc.address, op.data, op.front);
+    if (!front.ok()) return front.status();
+    if (!*front) return absl::OkStatus();  // the sender is still writing the front part
+    op.front = 0;
     *moved = true;
   }
   pair.AckPeerRead();

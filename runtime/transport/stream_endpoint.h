@@ -4,7 +4,9 @@
 // whose peer can read this process's memory (shm with CMA, Pair::PeerCanReadMemory), by a 16-byte descriptor
 // (address, size): the receiver copies the payload straight from the sender's buffer and acknowledges, and
 // the send completes on that acknowledgement (single copy; the sender's buffer must stay unchanged until its
-// send completes, as for every Isend). The header carries the payload size and
+// send completes, as for every Isend). From 64 KiB the two sides share that copy: the sender, while it waits for
+// the acknowledgement, writes the front half into the receiver's buffer (Pair::RequestPeerWrite), so both cores
+// copy. The header carries the payload size and
 // the *call descriptor* of the collective that sent it (operation sequence number, collective, dtype, op,
 // count, root), so a rank that disagrees with its peer about the call is reported by name and value
 // ("rank 2 called allreduce with 1000 elements, rank 0 with 1024") instead of hanging or corrupting memory.

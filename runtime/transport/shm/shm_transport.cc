@@ -45,7 +45,35 @@ struct alignas(kLine) RingControl {
   // Single copy: messages the consumer has read straight from the producer's memory, and whether it can.
   alignas(kLine) std::atomic<uint64_t> reads_done{0};
   std::atomic<uint32_t> reader_cma{kCmaUnknown};
+  // Shared single copy (Pair::RequestPeerWrite): the consumer's request for message `ticket`, as
+  // ticket << 3 | HelpState; the front part's destination and size in the consumer's address space.
+  alignas(kLine) std::atomic<uint64_t> help{0};
+  uint64_t help_dst = 0;
+  uint64_t help_bytes = 0;
 };
+
+// The state of a shared single copy's front part (RingControl::help, low bits).
+enum HelpState : uint64_t { kHelpAsked = 1, kHelpWriting = 2, kHelpWritten = 3, kHelpReaderTook = 4, kHelpFailed = 5 };
+constexpr uint64_t Help(uint64_t ticket, HelpState s) { return ticket << 3 | s; }
+
+// Copies into another process's memory; retries partial transfers. errno-style result: 0 or the error.
+int WriteRemote(int pid, const void* src, uint64_t remote, size_t bytes) {
+  const auto* in = static_cast<const uint8_t*>(src);
+  while (bytes > 0) {
+    iovec local{const_cast<uint8_t*>(in), bytes};
+    iovec to{reinterpret_cast<void*>(static_cast<uintptr_t>(remote)), bytes};
+    const ssize_t n = ::process_vm_writev(pid, &local, 1, &to, 1, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return EFAULT;
+    in += n;
+    remote += static_cast<uint64_t>(n);
+    bytes -= static_cast<size_t>(n);
+  }
+  return 0;
+}
 
 // Copies from another process's memory; retries partial transfers. errno-style result: 0 or the error.
 int ReadRemote(int pid, uint64_t remote, void* dst, size_t bytes) {
@@ -208,6 +236,40 @@ class ShmPair final : public Pair {
   }
   uint64_t PeerReadsAcked() const override { return out_ctl_->reads_done.load(std::memory_order_acquire); }
   uint64_t TakeSingleCopyTicket() override { return ++single_posted_; }
+
+  // Shared single copy. The request lives in the control block of the ring the writer writes into (in the
+  // reader's segment): the reader stores it through in_ctl_, the writer finds it through out_ctl_.
+  bool PeerCanWriteMemory() const override { return PeerCanReadMemory(); }
+  uint64_t NextReadTicket() const override { return in_ctl_->reads_done.load(std::memory_order_relaxed) + 1; }
+  void RequestPeerWrite(uint64_t ticket, void* dst, size_t bytes) override {
+    in_ctl_->help_dst = reinterpret_cast<uintptr_t>(dst);
+    in_ctl_->help_bytes = bytes;
+    in_ctl_->help.store(Help(ticket, kHelpAsked), std::memory_order_release);
+    Ring(peer_bell_);  // a writer asleep in its wait for the acknowledgement can take the front part
+  }
+  absl::StatusOr<bool> CompletePeerWrite(uint64_t ticket, uint64_t remote, void* dst, size_t bytes) override {
+    uint64_t state = Help(ticket, kHelpAsked);
+    if (in_ctl_->help.compare_exchange_strong(state, Help(ticket, kHelpReaderTook), std::memory_order_acq_rel) ||
+        state == Help(ticket, kHelpFailed)) {
+      if (absl::Status s = ReadPeerMemory(remote, dst, bytes); !s.ok()) return s;
+      return true;
+    }
+    return state == Help(ticket, kHelpWritten);
+  }
+  bool ServePeerWrite(uint64_t ticket, const void* src) override {
+    uint64_t state = Help(ticket, kHelpAsked);
+    // Only a writer the kernel lets into the reader (this rank's own probe of it) takes the front part.
+    if (in_ctl_->reader_cma.load(std::memory_order_acquire) != kCmaOk ||
+        out_ctl_->help.load(std::memory_order_acquire) != state ||
+        !out_ctl_->help.compare_exchange_strong(state, Help(ticket, kHelpWriting), std::memory_order_acq_rel)) {
+      return false;
+    }
+    const int err = WriteRemote(peer_pid_, src, out_ctl_->help_dst, out_ctl_->help_bytes);
+    // Failed (the reader died, or the kernel refused): the reader copies the front part itself.
+    out_ctl_->help.store(Help(ticket, err == 0 ? kHelpWritten : kHelpFailed), std::memory_order_release);
+    Ring(peer_bell_);
+    return true;
+  }
 
   void Notify() override { Ring(peer_bell_); }
 
