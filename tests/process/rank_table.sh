@@ -10,7 +10,7 @@ pids=()
 trap 'for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; rm -rf "$d"' EXIT
 unset RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE MASTER_ADDR MASTER_PORT HCCL_TUNE_STORE HCCL_TUNE_NODE_ID
 export HCCL_CONNECT_TIMEOUT=20 HCCL_EXEC_TIMEOUT=30 HCCL_TUNE_DAEMON=off
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(/usr/bin/python3 "$(dirname "$0")/../python/free_port.py" $$)
 table() {  # device id of rank 1
   cat >"$d/table.json" <<JSON
 {"version": "1.0", "server_count": "1", "status": "completed",

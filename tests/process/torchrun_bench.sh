@@ -7,7 +7,7 @@
 set -euo pipefail
 bin=$1 torchrun=${2:-/usr/bin/torchrun}
 export HCCL_CONNECT_TIMEOUT=30 HCCL_EXEC_TIMEOUT=60 HCCL_TUNE_DAEMON=off
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(/usr/bin/python3 "$(dirname "$0")/../python/free_port.py" $$)
 total=0
 for coll in allreduce allgather broadcast alltoall; do
   out=$(timeout 120 "$torchrun" --redirects 9:0 --tee 9:0 --nnodes 1 --nproc_per_node 2 \

@@ -8,17 +8,13 @@ job outlives the timeout (then every rank is killed).
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from free_port import free_port  # noqa: E402
 
 
 def pump(rank, stream):
