@@ -8,13 +8,15 @@
 // reads 2 and writes 1, so a memory-bound reduction runs at about 2/3 of memcpy's figure. Sizes: 256 KiB
 // (in L2, what the shm receive-and-reduce path combines per piece) and 64 MiB (memory). Memcpy also runs on
 // two threads (separate buffers): the machine's whole copy bandwidth, which tests/perf/compare-peers.sh
-// uses for the bound.
+// uses for the bound. The *Streaming variants write with non-temporal stores (runtime/common/stream_copy.h,
+// HCCL_TUNE_NT_STORES): what the runtime uses for the output of calls of 32 MiB and more.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "runtime/common/stream_copy.h"
 #include "runtime/common/types.h"
 #include "runtime/reduce/kernels.h"
 
@@ -33,6 +35,28 @@ void BM_Memcpy(benchmark::State& state) {
   Buffers buf(bytes);
   for (auto _ : state) {
     std::memcpy(buf.out.data(), buf.a.data(), bytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+}
+
+void BM_CopyStreaming(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  Buffers buf(bytes);
+  for (auto _ : state) {
+    hccltune::CopyStreaming(buf.out.data(), buf.a.data(), bytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+}
+
+template <DataType T>
+void BM_ReduceStreaming(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  const size_t count = bytes / hccltune::DataTypeSize(T);
+  Buffers buf(bytes);
+  for (auto _ : state) {
+    hccltune::ReduceStreaming(T, ReduceOp::kSum, buf.out.data(), buf.a.data(), buf.b.data(), count);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
@@ -68,6 +92,8 @@ constexpr int64_t kLarge = 64 << 20;
 
 BENCHMARK(BM_Memcpy)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_Memcpy)->Arg(kLarge)->Threads(2)->UseRealTime();
+BENCHMARK(BM_CopyStreaming)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_CopyStreaming)->Arg(kLarge)->Threads(2)->UseRealTime();
 BENCHMARK(BM_Reduce<DataType::kInt8, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_Reduce<DataType::kUint8, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_Reduce<DataType::kInt32, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
@@ -77,6 +103,8 @@ BENCHMARK(BM_Reduce<DataType::kBfloat16, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLar
 BENCHMARK(BM_Reduce<DataType::kFloat32, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_Reduce<DataType::kFloat64, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_Reduce<DataType::kFloat32, ReduceOp::kMax>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_ReduceStreaming<DataType::kFloat32>)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_ReduceStreaming<DataType::kBfloat16>)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_ReduceInto<DataType::kFloat32>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 
 }  // namespace

@@ -94,6 +94,18 @@ int ReadRemote(int pid, uint64_t remote, void* dst, size_t bytes) {
   return 0;
 }
 
+// Makes every page of [p, p + bytes) writable in this process's page tables without changing its contents
+// (MADV_POPULATE_WRITE, Linux 5.14; else a zero written to each page, for memory nobody uses yet).
+void PrefaultForWriting(void* p, size_t bytes) {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;
+#endif
+  if (::madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  auto* c = static_cast<volatile uint8_t*>(p);
+  for (size_t off = 0; off < bytes; off += page) c[off] = 0;
+}
+
 // Yama's ptrace_scope: -1 when Yama is absent.
 int YamaScope() {
   std::ifstream f("/proc/sys/kernel/yama/ptrace_scope");
@@ -356,6 +368,7 @@ absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std
     ::shm_unlink(d->name_.c_str());
     return s;
   }
+  PrefaultForWriting(p, d->map_bytes_);  // nothing is in it yet
   auto* seg = static_cast<Segment*>(p);
   seg->owner_rank = rank;
   seg->owner_pid = static_cast<int32_t>(::getpid());
@@ -406,6 +419,11 @@ absl::Status ShmDomain::MapPeers(const std::map<int, std::string>& names) {
     }
     peers_[peer] = seg;
     const size_t me = pos(rank_), them = pos(peer);
+    // Write-fault the ring this rank writes into now: MAP_POPULATE maps a shared mapping's pages for reading
+    // only, so each first write to one of its pages took a minor fault — a 2-rank 64 KiB allreduce ran at 19 us
+    // for its first ~64 calls (one pass through the 4 MiB ring) and 8 us after. The ring is empty, and only
+    // this rank writes it.
+    PrefaultForWriting(seg->ring(me), ring_bytes_);
     pairs_[peer] =
         std::make_unique<ShmPair>(peer, seg->owner_pid, &seg->controls()[me], seg->ring(me), &own_->controls()[them],
                                   own_->ring(them), ring_bytes_, &seg->bell, static_cast<int>(local_ranks_.size()),
