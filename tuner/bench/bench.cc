@@ -120,8 +120,10 @@ absl::StatusOr<std::vector<BenchRow>> RunBench(Communicator& comm, const BenchOp
       } else if (spec.in_place && comm.rank() == o.root) {
         std::memcpy(b.recv.data(), b.send.data(), count * DataTypeSize(o.dtype));
       }
-      const int iters = o.iters > 0 ? o.iters : (bytes <= (1u << 20) ? 50 : bytes <= (16u << 20) ? 10 : 5);
-      const int warmup = o.warmup > 0 ? o.warmup : std::max(2, iters / 10);
+      // Adaptive counts as in the peers' benchmark (../shared/peers/mpi_coll_bench.c): 200 iterations below
+      // 1 MiB, 40 below 16 MiB, 10 above, after 5 warm-up calls.
+      const int iters = o.iters > 0 ? o.iters : (bytes < (1u << 20) ? 200 : bytes < (16u << 20) ? 40 : 10);
+      const int warmup = o.warmup > 0 ? o.warmup : 5;
       std::vector<double> durations;
       CallOptions barrier_opt;
       for (int it = 0; it < warmup + iters; ++it) {

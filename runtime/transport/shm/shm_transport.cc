@@ -377,6 +377,12 @@ absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std
   seg->owner_addr = reinterpret_cast<uintptr_t>(p);
   new (&seg->bell) BellWord();
   for (size_t i = 0; i < local_ranks.size(); ++i) new (&seg->controls()[i]) RingControl();
+  // Bring the inbound rings into the caches once: the kernel clears fresh pages without leaving them there, and a
+  // ring's first pass then misses on every line (a 2-rank 64 KiB allreduce: 12 us per call during the ring's
+  // first pass, 9 with the rings warmed here, 8 in steady state). Restarting an empty ring at its start instead
+  // (so small messages reuse a few lines) was slower in steady state: 12 us, each line then moves between the two
+  // cores' caches on every message.
+  std::memset(seg->ring(0), 0, local_ranks.size() * d->ring_bytes_);
   std::atomic_thread_fence(std::memory_order_release);
   seg->magic = kSegmentMagic;
   d->own_ = seg;
