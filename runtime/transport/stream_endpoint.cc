@@ -286,6 +286,19 @@ bool StreamEndpoint::PeerPending(size_t peer) const {
   return false;
 }
 
+bool StreamEndpoint::SendingTo(int peer) const {
+  for (int lane = 0; lane < max_lanes_; ++lane) {
+    if (!queues_[(static_cast<size_t>(peer) * 2 + 1) * static_cast<size_t>(max_lanes_) + static_cast<size_t>(lane)]
+             .ops.empty()) {
+      return true;
+    }
+  }
+  for (uint64_t id : awaiting_ack_) {
+    if (ops_[id - base_id_].peer == peer) return true;
+  }
+  return false;
+}
+
 void StreamEndpoint::AwaitAck(uint64_t id) { awaiting_ack_.push_back(id); }
 
 void StreamEndpoint::CheckAcks(bool* moved) {
@@ -602,7 +615,9 @@ absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved)
     // Oversubscribed, the "idle" sender shares a CPU with another rank: from 128 KiB only (4 ranks on 2 cores, a
     // 64 KiB linear broadcast took 12.8 us shared against 10.6 unshared; 128 KiB 16-18 against 21).
     const size_t min_bytes = oversubscribed_ ? 2 * kSharedCopyMinBytes : kSharedCopyMinBytes;
-    if (op.bytes >= min_bytes && pair.PeerCanWriteMemory()) {
+    // Only a sender that is not itself busy with a message from this rank (an exchange, as in a 2-rank
+    // allgather) is idle enough to help: there, sharing cost 10-15% at 128-512 KiB.
+    if (op.bytes >= min_bytes && pair.PeerCanWriteMemory() && !SendingTo(op.peer)) {
       // Shared: the sender, waiting for our acknowledgement anyway, writes the front half into op.data while we
       // read the back half (Pair::RequestPeerWrite); the front is page aligned.
       op.front = op.bytes / 2 / 4096 * 4096;

@@ -121,6 +121,8 @@ class StreamEndpoint final : public Endpoint {
   void NotePair(const Pair* pair);
   Op* Find(uint64_t id);
   bool PeerPending(size_t peer) const;
+  // Whether a send to `peer` is queued or waits for its single-copy acknowledgement.
+  bool SendingTo(int peer) const;
   // A single-copy send whose descriptor is in the stream leaves its queue (so the next message on the pair can
   // go out while the peer reads) and waits here for the peer's acknowledgement.
   void AwaitAck(uint64_t id);
