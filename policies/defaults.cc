@@ -13,6 +13,7 @@ namespace {
 
 constexpr absl::string_view kDefaults = R"(
 # collective   world    bytes    configuration
+allreduce      3-8      0-512    one_shot
 allreduce      1-8      0-32K    recursive_doubling
 allreduce      1-8      32K-     ring(chunk=1M)
 allreduce      9-64     0-64K    recursive_doubling
