@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
 # hccl-tune bench --check with shm single copy (CMA) at RANKS processes: every algorithm of the collectives whose
 # large messages it carries, sizes 4K..4M (messages at and above the 8 KiB threshold, and below it), then the
-# same with HCCL_TUNE_SINGLE_COPY=off (the ring fallback). Asserts that every rank probed single copy as allowed
-# in the first pass (no "no single copy" line at log level info) and reported the fallback in the second.
+# same with HCCL_TUNE_SINGLE_COPY=off (the ring fallback), then single copy with non-temporal stores for every call
+# from 4 KiB (HCCL_TUNE_NT_STORES=4K: streamed reductions, ring copies and own-block copies into the output).
+# Asserts that every rank probed single copy as allowed in the first and third passes (no "no single copy" line at
+# log level info) and reported the fallback in the second.
 # Usage: single_copy_check.sh HCCL_TUNE_BINARY RANKS
 set -euo pipefail
 bin=$1 ranks=$2
 export HCCL_CONNECT_TIMEOUT=30 HCCL_EXEC_TIMEOUT=60 HCCL_TUNE_DAEMON=off HCCL_TUNE_LOG_LEVEL=info
 total=0
-for mode in auto off; do
+for mode in auto off nt; do
   for coll in allgather broadcast allreduce reducescatter reduce gather scatter alltoall allgatherv; do
-    out=$(HCCL_TUNE_SINGLE_COPY=$mode "$bin" bench --coll "$coll" --ranks "$ranks" --algo all --link shm --check \
+    sc=$mode nt=auto
+    [[ $mode == nt ]] && sc=auto nt=4K
+    out=$(HCCL_TUNE_SINGLE_COPY=$sc HCCL_TUNE_NT_STORES=$nt "$bin" bench --coll "$coll" --ranks "$ranks" --algo all --link shm --check \
           --min-bytes 4K --max-bytes 4M --iters 2 --warmup 1 --root $((ranks - 1)) 2>&1)
     ok=$(grep -c 'check ok' <<<"$out" || true)
     if grep -q 'CHECK FAILED' <<<"$out" || [[ $ok -eq 0 ]]; then
       echo "$out"
-      echo "FAILED: $coll at $ranks ranks, HCCL_TUNE_SINGLE_COPY=$mode" >&2
+      echo "FAILED: $coll at $ranks ranks, mode $mode (HCCL_TUNE_SINGLE_COPY=$sc HCCL_TUNE_NT_STORES=$nt)" >&2
       exit 1
     fi
     fallback=$(grep -c 'no single copy' <<<"$out" || true)
-    if [[ $mode == auto && $fallback -ne 0 ]] || [[ $mode == off && $fallback -eq 0 ]]; then
+    if [[ $mode != off && $fallback -ne 0 ]] || [[ $mode == off && $fallback -eq 0 ]]; then
       grep 'single copy' <<<"$out" >&2 || true
       echo "FAILED: $coll at $ranks ranks, HCCL_TUNE_SINGLE_COPY=$mode: $fallback fallback lines" >&2
       exit 1
