@@ -87,6 +87,12 @@ class CallContext final : public AlgorithmContext {
   std::vector<std::unique_ptr<SubEndpoint>> subs_;
 };
 
+uint64_t Sum(absl::Span<const size_t> counts) {
+  uint64_t total = 0;
+  for (size_t c : counts) total += c;
+  return total;
+}
+
 // Bytes as CONVENTIONS.md defines them for a call.
 uint64_t CallBytes(const CollectiveArgs& a, int n) {
   const uint64_t es = DataTypeSize(a.dtype);
@@ -96,16 +102,8 @@ uint64_t CallBytes(const CollectiveArgs& a, int n) {
     case Collective::kReducescatter:
     case Collective::kScatter:
     case Collective::kAlltoall: return a.count * es * static_cast<uint64_t>(n);
-    case Collective::kAllgatherv: {
-      uint64_t total = 0;
-      for (size_t c : a.counts) total += c;
-      return total * es;
-    }
-    case Collective::kAlltoallv: {
-      uint64_t total = 0;
-      for (size_t c : a.send_counts) total += c;
-      return total * es;
-    }
+    case Collective::kAllgatherv: return Sum(a.counts) * es;
+    case Collective::kAlltoallv: return Sum(a.send_counts) * es;
     case Collective::kBarrier: return 0;
     default: return a.count * es;
   }
@@ -119,11 +117,7 @@ uint64_t OutputBytes(const CollectiveArgs& a, int n) {
     case Collective::kGather:
     case Collective::kAlltoall: return a.count * es * static_cast<uint64_t>(n);
     case Collective::kAllgatherv: return CallBytes(a, n);
-    case Collective::kAlltoallv: {
-      uint64_t total = 0;
-      for (size_t c : a.recv_counts) total += c;
-      return total * es;
-    }
+    case Collective::kAlltoallv: return Sum(a.recv_counts) * es;
     case Collective::kBarrier: return 0;
     default: return a.count * es;
   }

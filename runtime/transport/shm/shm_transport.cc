@@ -60,42 +60,31 @@ struct alignas(kLine) RingControl {
 enum HelpState : uint64_t { kHelpAsked = 1, kHelpWriting = 2, kHelpWritten = 3, kHelpReaderTook = 4, kHelpFailed = 5 };
 constexpr uint64_t Help(uint64_t ticket, HelpState s) { return ticket << 3 | s; }
 
-// Copies into another process's memory; retries partial transfers. errno-style result: 0 or the error.
-int WriteRemote(int pid, const void* src, uint64_t remote, size_t bytes) {
-  const auto* in = static_cast<const uint8_t*>(src);
+// Copies between this process's `local` and another process's `remote` with process_vm_readv or
+// process_vm_writev (`move`); retries partial transfers. errno-style result: 0 or the error.
+using RemoteMove = ssize_t (*)(pid_t, const iovec*, unsigned long, const iovec*, unsigned long, unsigned long);
+int MoveRemote(RemoteMove move, int pid, uint8_t* local, uint64_t remote, size_t bytes) {
   while (bytes > 0) {
-    iovec local{const_cast<uint8_t*>(in), bytes};
-    iovec to{reinterpret_cast<void*>(static_cast<uintptr_t>(remote)), bytes};
-    const ssize_t n = ::process_vm_writev(pid, &local, 1, &to, 1, 0);
+    iovec mine{local, bytes};
+    iovec theirs{reinterpret_cast<void*>(static_cast<uintptr_t>(remote)), bytes};
+    const ssize_t n = move(pid, &mine, 1, &theirs, 1, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       return errno;
     }
     if (n == 0) return EFAULT;
-    in += n;
+    local += n;
     remote += static_cast<uint64_t>(n);
     bytes -= static_cast<size_t>(n);
   }
   return 0;
 }
-
-// Copies from another process's memory; retries partial transfers. errno-style result: 0 or the error.
 int ReadRemote(int pid, uint64_t remote, void* dst, size_t bytes) {
-  auto* out = static_cast<uint8_t*>(dst);
-  while (bytes > 0) {
-    iovec local{out, bytes};
-    iovec from{reinterpret_cast<void*>(static_cast<uintptr_t>(remote)), bytes};
-    const ssize_t n = ::process_vm_readv(pid, &local, 1, &from, 1, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (n == 0) return EFAULT;
-    out += n;
-    remote += static_cast<uint64_t>(n);
-    bytes -= static_cast<size_t>(n);
-  }
-  return 0;
+  return MoveRemote(::process_vm_readv, pid, static_cast<uint8_t*>(dst), remote, bytes);
+}
+int WriteRemote(int pid, const void* src, uint64_t remote, size_t bytes) {
+  // process_vm_writev only reads the local buffer.
+  return MoveRemote(::process_vm_writev, pid, const_cast<uint8_t*>(static_cast<const uint8_t*>(src)), remote, bytes);
 }
 
 // Makes every page of [p, p + bytes) writable in this process's page tables without changing its contents
