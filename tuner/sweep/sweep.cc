@@ -182,7 +182,8 @@ class CommMeasurer final : public Measurer {
     const std::string& config = cmd[2] < 0 ? space_.defaults[pi] : space_.candidates[pi][static_cast<size_t>(cmd[2])];
     const int iters = static_cast<int>(cmd[3]), warmup = static_cast<int>(cmd[4]);
     const int n = comm_.size();
-    const bench::CallSpec spec{p.collective, p.dtype, ReduceOp::kSum, 0};
+    // Broadcast in place, as torch and MPI_Bcast run it (and as `hccl-tune bench` times it).
+    const bench::CallSpec spec{p.collective, p.dtype, ReduceOp::kSum, 0, p.collective == Collective::kBroadcast};
     if (pi != buffers_point_) {
       buffers_ = bench::MakeBuffers(spec, comm_.rank(), n, p.bytes, &count_);
       buffers_point_ = pi;
