@@ -26,8 +26,8 @@ args=("$@")
 ctest --output-on-failure --parallel "$(nproc)" --timeout 900 "${args[@]}"
 cd "$root"
 
-# The runtime tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and the algorithm suites under
-# ThreadSanitizer (only the targets they need are built). HCCL_TUNE_SKIP_SANITIZERS=1 skips this part; it
+# The runtime tests again under AddressSanitizer + UndefinedBehaviorSanitizer, and the algorithm suites and the shm
+# transport under ThreadSanitizer (only the targets they need are built). HCCL_TUNE_SKIP_SANITIZERS=1 skips this part; it
 # also does not run when ctest arguments were given (a developer running a chosen set).
 if [[ ${HCCL_TUNE_SKIP_SANITIZERS:-0} != 1 && $# -eq 0 && -z ${HCCL_TUNE_SANITIZE:-} ]]; then
   for pass in "address,undefined:sanitize:build-asan" "thread:tsan:build-tsan"; do
@@ -38,7 +38,7 @@ if [[ ${HCCL_TUNE_SKIP_SANITIZERS:-0} != 1 && $# -eq 0 && -z ${HCCL_TUNE_SANITIZ
       -DHCCL_TUNE_BUILD_BENCHMARKS=OFF >/dev/null
     if [[ $label == tsan ]]; then
       cmake --build "$dir" --parallel "$(nproc)" --target algorithms_kernels_test algorithms_pattern_test \
-        algorithms_collectives_test
+        algorithms_collectives_test transport_test
     else
       cmake --build "$dir" --parallel "$(nproc)" --target transport_test communicator_test communicator_api_test \
         fault_test algorithms_kernels_test algorithms_pattern_test algorithms_collectives_test tuning_switch_test
