@@ -1,0 +1,323 @@
+// StreamEndpoint, the receive side: headers, plain / single-copy / reduced payloads, receive-and-forward.
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/common/stream_copy.h"
+#include "runtime/transport/stream_endpoint_internal.h"
+
+namespace hccltune {
+
+using namespace stream_internal;  // NOLINT(build/namespaces): this class's own constants
+
+StreamEndpoint::Op* StreamEndpoint::FusableForward(const Op& op) {
+  if (op.forward == 0) return nullptr;
+  Op* fwd = Find(op.forward - 1);
+  if (fwd == nullptr || fwd->done || fwd->header_done < sizeof(Header) || fwd->payload_done != op.payload_done) {
+    return nullptr;
+  }
+  const Queue& q = QueueFor(fwd->peer, true, fwd->lane);
+  return !q.ops.empty() && q.ops.front() == op.forward - 1 ? fwd : nullptr;
+}
+
+absl::StatusOr<bool> StreamEndpoint::FuseForward(Op& fwd, const void* src, size_t bytes) {
+  Pair& pair = *pairs_[static_cast<size_t>(fwd.peer)];
+  size_t written = 0;
+  while (written < bytes) {
+    auto n = pair.TryWrite(fwd.lane, static_cast<const uint8_t*>(src) + written, bytes - written);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    written += *n;
+  }
+  fwd.payload_done += written;
+  stats_.forwarded_from_cache += written;
+  if (written > 0) pair.Notify();
+  return written == bytes;
+}
+
+absl::Status StreamEndpoint::StorePlain(Op& op, const void* in, size_t bytes) {
+  uint8_t* dst = op.data + op.payload_done;
+  if (stream_.Contains(op.data, op.bytes)) {
+    CopyStreaming(dst, in, bytes);
+  } else {
+    std::memcpy(dst, in, bytes);
+  }
+  Op* fwd = FusableForward(op);
+  op.payload_done += bytes;
+  if (fwd != nullptr) {
+    auto full = FuseForward(*fwd, in, bytes);
+    if (!full.ok()) return full.status();
+  }
+  return absl::OkStatus();
+}
+
+// Reads the padding after a received payload; true once it is consumed.
+absl::StatusOr<bool> StreamEndpoint::SkipPad(Op& op, Pair& pair, bool* moved) {
+  uint8_t sink[kStreamAlign];
+  while (op.pad_done < PadFor(op.bytes)) {
+    auto n = pair.TryRead(op.lane, sink, PadFor(op.bytes) - op.pad_done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return false;
+    op.pad_done += *n;
+    *moved = true;
+  }
+  return true;
+}
+
+// Compares a received header with this rank's call; the strings are built only for an error.
+absl::Status StreamEndpoint::CheckHeader(const Op& op) const {
+  const Header& h = op.header;
+  const auto them = [&] { return absl::StrCat("rank ", op.peer); };
+  const auto me = [&] { return absl::StrCat("rank ", rank_); };
+  if (h.magic != kHeaderMagic) {
+    return absl::DataLossError(absl::StrCat(me(), " received a corrupt message header from ", them()));
+  }
+  const auto coll = static_cast<Collective>(h.collective);
+  if (h.sequence != call_.sequence) {
+    auto describe = [](Collective c, int32_t root) {
+      const bool rooted = c == Collective::kBroadcast || c == Collective::kReduce || c == Collective::kGather ||
+                          c == Collective::kScatter;
+      return rooted ? absl::StrCat(CollectiveName(c), ", root ", root) : std::string(CollectiveName(c));
+    };
+    return absl::FailedPreconditionError(
+        absl::StrCat(them(), " is at operation ", h.sequence, " (", describe(coll, h.root), "), ", me(),
+                     " at operation ", call_.sequence, " (", describe(call_.collective, call_.root),
+                     "): the ranks issued different sequences of calls or disagreed on a root"));
+  }
+  if (coll != call_.collective) {
+    return absl::FailedPreconditionError(absl::StrCat(them(), " called ", CollectiveName(coll), ", ", me(), " called ",
+                                                      CollectiveName(call_.collective), " (operation ", call_.sequence,
+                                                      ")"));
+  }
+  if (h.count != call_.count) {
+    return absl::FailedPreconditionError(absl::StrCat(them(), " called ", CollectiveName(coll), " with ", h.count,
+                                                      " elements, ", me(), " with ", call_.count));
+  }
+  if (h.dtype != static_cast<uint8_t>(call_.dtype)) {
+    return absl::FailedPreconditionError(absl::StrCat(them(), " called ", CollectiveName(coll), " with dtype ",
+                                                      DataTypeName(static_cast<DataType>(h.dtype)), ", ", me(),
+                                                      " with ", DataTypeName(call_.dtype)));
+  }
+  if (IsReducing(coll) && h.op != static_cast<uint8_t>(call_.op)) {
+    return absl::FailedPreconditionError(absl::StrCat(them(), " called ", CollectiveName(coll), " with op ",
+                                                      ReduceOpName(static_cast<ReduceOp>(h.op)), ", ", me(), " with ",
+                                                      ReduceOpName(call_.op)));
+  }
+  if (h.root != call_.root) {
+    return absl::FailedPreconditionError(absl::StrCat(them(), " called ", CollectiveName(coll), " with root ", h.root,
+                                                      ", ", me(), " with root ", call_.root));
+  }
+  if (h.bytes != op.bytes) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        them(), " sent a ", h.bytes, "-byte message where ", me(), " expected ", op.bytes, " bytes (",
+        CollectiveName(coll), ", operation ", call_.sequence, "): the ranks run different configurations"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
+  Pair& pair = *pairs_[static_cast<size_t>(op.peer)];
+  if (op.header_done == 0 && op.bytes <= kSmallPayload) {
+    // Small message: header, payload and padding in one look at the ring and one release of it (one tail
+    // update for the writer to see instead of three).
+    const void* in = nullptr;
+    size_t avail = 0;
+    const size_t frame = sizeof(Header) + op.bytes + PadFor(op.bytes);
+    if (pair.Peek(op.lane, &in, &avail) && avail >= frame) {
+      std::memcpy(&op.header, in, sizeof(Header));
+      op.header_done = sizeof(Header);
+      *moved = true;
+      if (absl::Status s = CheckHeader(op); !s.ok()) return s;
+      if (!(op.header.flags & kFlagSingleCopy)) {
+        const uint8_t* payload = static_cast<const uint8_t*>(in) + sizeof(Header);
+        if (op.combiner != nullptr) {
+          const Combiner& c = *op.combiner;
+          if (op.bytes > 0) c.combine(c, op.data, op.local, payload, op.bytes / c.elem_bytes);
+        } else if (op.bytes > 0) {
+          std::memcpy(op.data, payload, op.bytes);
+        }
+        pair.Consume(op.lane, frame);
+        op.payload_done = op.bytes;
+        op.pad_done = PadFor(op.bytes);
+        op.done = true;
+        return absl::OkStatus();
+      }
+      pair.Consume(op.lane, sizeof(Header));
+    }
+  }
+  while (op.header_done < sizeof(Header)) {
+    auto n =
+        pair.TryRead(op.lane, reinterpret_cast<uint8_t*>(&op.header) + op.header_done, sizeof(Header) - op.header_done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    op.header_done += *n;
+    *moved = true;
+    if (op.header_done == sizeof(Header)) {
+      if (absl::Status s = CheckHeader(op); !s.ok()) return s;
+    }
+  }
+  if (op.header.flags & kFlagSingleCopy) return ProgressSingleCopy(op, pair, moved);
+  if (op.combiner != nullptr) return ProgressReduce(op, pair, moved);
+  if (op.payload_done < op.bytes && (op.forward != 0 || stream_.Contains(op.data, op.bytes))) {
+    // In place from the ring where the pair can Peek: into a large call's output with non-temporal stores, and
+    // forwarded from the ring's (cached) bytes when this receive feeds a send.
+    const void* in = nullptr;
+    size_t avail = 0;
+    while (op.payload_done < op.bytes && pair.Peek(op.lane, &in, &avail) && avail > 0) {
+      const size_t take = std::min(avail, op.bytes - op.payload_done);
+      if (absl::Status s = StorePlain(op, in, take); !s.ok()) return s;
+      pair.Consume(op.lane, take);
+      *moved = true;
+    }
+  }
+  while (op.payload_done < op.bytes) {
+    auto n = pair.TryRead(op.lane, op.data + op.payload_done, op.bytes - op.payload_done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    op.payload_done += *n;
+    *moved = true;
+  }
+  auto padded = SkipPad(op, pair, moved);
+  if (!padded.ok()) return padded.status();
+  op.done = *padded;
+  return absl::OkStatus();
+}
+
+// A single-copy message: read the descriptor from the stream, then the payload straight from the sender's
+// memory (into op.data, or in L2-sized pieces through stage_ for receive-and-reduce), then acknowledge.
+absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved) {
+  while (op.desc_done < sizeof(op.desc)) {
+    auto n = pair.TryRead(op.lane, reinterpret_cast<uint8_t*>(&op.desc) + op.desc_done, sizeof(op.desc) - op.desc_done);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    op.desc_done += *n;
+    *moved = true;
+    if (op.desc_done == sizeof(op.desc) && op.desc.bytes != op.bytes) {
+      return absl::DataLossError(absl::StrCat("rank ", rank_, " received a single-copy descriptor of ", op.desc.bytes,
+                                              " bytes from rank ", op.peer, " for a ", op.bytes, "-byte message"));
+    }
+  }
+  if (op.combiner == nullptr && !op.shared_asked) {
+    op.shared_asked = true;
+    // Oversubscribed, the "idle" sender shares a CPU with another rank: from 128 KiB only (4 ranks on 2 cores, a
+    // 64 KiB linear broadcast took 12.8 us shared against 10.6 unshared; 128 KiB 16-18 against 21).
+    const size_t min_bytes = oversubscribed_ ? 2 * kSharedCopyMinBytes : kSharedCopyMinBytes;
+    // Only a sender that is not itself busy with a message from this rank (an exchange, as in a 2-rank
+    // allgather) is idle enough to help: there, sharing cost 10-15% at 128-512 KiB.
+    if (op.bytes >= min_bytes && pair.PeerCanWriteMemory() && !SendingTo(op.peer)) {
+      // Shared: the sender, waiting for our acknowledgement anyway, writes the front half into op.data while we
+      // read the back half (Pair::RequestPeerWrite); the front is page aligned.
+      op.front = op.bytes / 2 / 4096 * 4096;
+      op.front_ticket = pair.NextReadTicket();
+      pair.RequestPeerWrite(op.front_ticket, op.data, op.front);
+      op.payload_done = op.front;
+    }
+  }
+  while (op.payload_done < op.bytes) {
+    const size_t n =
+        op.combiner == nullptr ? op.bytes - op.payload_done : std::min(op.bytes - op.payload_done, kSingleCopyPiece);
+    const uint64_t from = op.desc.address + op.payload_done;
+    if (op.combiner == nullptr) {
+      if (absl::Status s = pair.ReadPeerMemory(from, op.data + op.payload_done, n); !s.ok()) return s;
+    } else {
+      // kSingleCopyPiece is a multiple of every element size, so pieces hold whole elements.
+      if (stage_.size() < kSingleCopyPiece) stage_.resize(kSingleCopyPiece);
+      if (absl::Status s = pair.ReadPeerMemory(from, stage_.data(), n); !s.ok()) return s;
+      const Combiner& c = *op.combiner;
+      c.combine(c, op.data + op.payload_done, op.local + op.payload_done, stage_.data(), n / c.elem_bytes);
+    }
+    op.payload_done += n;
+    *moved = true;
+  }
+  if (op.front > 0) {
+    auto front = pair.CompletePeerWrite(op.front_ticket, op.desc.address, op.data, op.front);
+    if (!front.ok()) return front.status();
+    if (!*front) return absl::OkStatus();  // the sender is still writing the front part
+    op.front = 0;
+    *moved = true;
+  }
+  pair.AckPeerRead();
+  ++stats_.single_copy_recvs;
+  *moved = true;
+  op.done = true;
+  return absl::OkStatus();
+}
+
+// Combines `bytes` (whole elements) from `in` into op.data at payload_done. With a fusable forward send, tile by
+// tile: each L1-sized result tile is written to the output (non-temporal stores in the stream region) and
+// straight into the forward send's ring, so the reduced bytes are never read back from memory.
+absl::Status StreamEndpoint::CombineForward(Op& op, const void* in, size_t bytes) {
+  const Combiner& c = *op.combiner;
+  const auto* src = static_cast<const uint8_t*>(in);
+  constexpr size_t kTile = 16u << 10;  // a multiple of every element size
+  Op* fwd = FusableForward(op);
+  const bool streamed = c.stream.Contains(op.data, op.bytes);
+  size_t done = 0;
+  if (fwd != nullptr && streamed && tile_.size() < kTile) tile_.resize(kTile);
+  while (fwd != nullptr && done < bytes) {
+    const size_t n = std::min(kTile, bytes - done);
+    const size_t at = op.payload_done;
+    // Streamed outputs leave the cache, so the tile is computed in L1 first; otherwise straight into the output,
+    // which is then still in L1 for the forward.
+    uint8_t* result = streamed ? tile_.data() : op.data + at;
+    c.combine(c, result, op.local + at, src + done, n / c.elem_bytes);
+    if (streamed) CopyStreamingNoFence(op.data + at, result, n);
+    op.payload_done += n;
+    done += n;
+    auto full = FuseForward(*fwd, result, n);
+    if (!full.ok()) return full.status();
+    if (!*full) fwd = nullptr;
+  }
+  if (streamed) StreamFence();
+  if (done < bytes) {
+    c.combine(c, op.data + op.payload_done, op.local + op.payload_done, src + done, (bytes - done) / c.elem_bytes);
+    op.payload_done += bytes - done;
+  }
+  return absl::OkStatus();
+}
+
+// Combines the payload into op.data in pieces as it arrives, so the sender keeps streaming into the space each
+// piece frees. In place from the ring when the pair can Peek; otherwise (TCP, or an element split by the ring's
+// wrap) through stage_, carrying a partial element over to the next read.
+absl::Status StreamEndpoint::ProgressReduce(Op& op, Pair& pair, bool* moved) {
+  const Combiner& c = *op.combiner;
+  const size_t es = c.elem_bytes;
+  constexpr size_t kPiece = 256u << 10;  // fits L2 beside the operands; frees ring space early
+  while (op.payload_done < op.bytes) {
+    const size_t want = std::min(op.bytes - op.payload_done, kPiece);
+    if (op.carried == 0) {
+      const void* in = nullptr;
+      size_t avail = 0;
+      if (pair.Peek(op.lane, &in, &avail)) {
+        const size_t take = std::min(avail, want) / es * es;
+        if (take > 0) {
+          if (absl::Status s = CombineForward(op, in, take); !s.ok()) return s;
+          pair.Consume(op.lane, take);
+          *moved = true;
+          continue;
+        }
+        if (avail == 0) return absl::OkStatus();
+        // Fewer than one element before the wrap: stage it below.
+      }
+    }
+    if (stage_.empty()) stage_.resize(kPiece);
+    std::memcpy(stage_.data(), op.carry, op.carried);
+    const size_t room = std::min(want, stage_.size()) - op.carried;
+    auto n = pair.TryRead(op.lane, stage_.data() + op.carried, room);
+    if (!n.ok()) return n.status();
+    if (*n == 0) return absl::OkStatus();
+    *moved = true;
+    const size_t have = op.carried + *n;
+    const size_t whole = have / es * es;
+    if (whole > 0) c.combine(c, op.data + op.payload_done, op.local + op.payload_done, stage_.data(), whole / es);
+    op.payload_done += whole;
+    op.carried = have - whole;
+    std::memcpy(op.carry, stage_.data() + whole, op.carried);
+  }
+  auto padded = SkipPad(op, pair, moved);
+  if (!padded.ok()) return padded.status();
+  op.done = *padded;
+  return absl::OkStatus();
+}
+
+}  // namespace hccltune
