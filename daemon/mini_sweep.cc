@@ -289,27 +289,10 @@ MiniSweepEvent MiniSweeper::MaybeStart(absl::Time now) {
 }
 
 void MiniSweeper::Start() {
-  if (!options_.enabled || thread_.joinable()) return;
-  thread_ = std::thread([this] { Run(); });
+  if (!options_.enabled) return;
+  worker_.Start(absl::Milliseconds(options_.interval_ms), [this] { Tick(); });
 }
 
-void MiniSweeper::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
-}
-
-void MiniSweeper::Run() {
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Milliseconds(options_.interval_ms))) return;
-    }
-    Tick();
-  }
-}
+void MiniSweeper::Stop() { worker_.Stop(); }
 
 }  // namespace hccltune::daemon

@@ -41,6 +41,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "daemon/activity.h"
+#include "daemon/periodic_worker.h"
 #include "daemon/sweep_runner.h"
 #include "db/tuning_store.h"
 
@@ -116,7 +117,6 @@ class MiniSweeper {
   MiniSweepEvent Follow(absl::Time now);
   MiniSweepEvent MaybeStart(absl::Time now);
   MiniSweepEvent Merge(const Running& r, const std::string& done_json);
-  void Run();
 
   db::TuningStore* const store_;
   const Publisher publish_;
@@ -130,8 +130,7 @@ class MiniSweeper {
   std::set<std::string> skipped_;   // Tick() only: unmeasurable entries already logged
   mutable absl::Mutex mu_;
   std::string running_id_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  PeriodicWorker worker_;  // last member: stopped before the state it uses goes away
 };
 
 }  // namespace hccltune::daemon

@@ -242,28 +242,13 @@ absl::StatusOr<std::vector<PolicyAction>> OnlinePolicy::Evaluate(absl::Time now)
 }
 
 void OnlinePolicy::Start() {
-  if (!options_.enabled || thread_.joinable()) return;
-  thread_ = std::thread([this] { Run(); });
-}
-
-void OnlinePolicy::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
-}
-
-void OnlinePolicy::Run() {
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stop), absl::Milliseconds(options_.interval_ms))) return;
-    }
+  if (!options_.enabled) return;
+  worker_.Start(absl::Milliseconds(options_.interval_ms), [this] {
     auto r = Evaluate();
     if (!r.ok()) Log(LogLevel::kWarn, "online policy: ", r.status().message());
-  }
+  });
 }
+
+void OnlinePolicy::Stop() { worker_.Stop(); }
 
 }  // namespace hccltune::daemon

@@ -49,6 +49,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "daemon/periodic_worker.h"
 #include "db/tuning_store.h"
 
 namespace hccltune::daemon {
@@ -135,7 +136,6 @@ class OnlinePolicy {
   // Judges one entry; fills `out` (a replacement entry) and returns the action when the entry changes.
   std::optional<PolicyAction> Judge(const std::string& fp, const db::TunedEntry& e, EntryState& st, absl::Time now,
                                     db::TunedEntry* out);
-  void Run();
 
   db::TuningStore* const store_;
   const Publisher publish_;
@@ -144,11 +144,10 @@ class OnlinePolicy {
   absl::Mutex mu_;
   std::map<std::string, std::vector<db::LiveSample>> pending_ ABSL_GUARDED_BY(mu_);
   size_t pending_count_ ABSL_GUARDED_BY(mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 
   std::map<std::string, TopologyState> state_;  // Evaluate() only
   std::atomic<uint64_t> dropped_{0}, published_{0}, conflicts_{0};
-  std::thread thread_;
+  PeriodicWorker worker_;  // last member: stopped before the state it uses goes away
 };
 
 }  // namespace hccltune::daemon
