@@ -217,21 +217,31 @@ class ShmPair final : public Pair {
         cap_(ring_bytes),
         peer_bell_(peer_bell),
         single_copy_min_(single_copy_min),
-        single_copy_max_(single_copy_max) {}
+        single_copy_max_(single_copy_max),
+        out_head_(out_ctl->head.load(std::memory_order_relaxed)),
+        out_tail_seen_(out_ctl->tail.load(std::memory_order_acquire)) {}
 
   int lanes() const override { return 1; }
   int HostRanks() const override { return host_ranks_; }
 
+  // The writer keeps its own head and the last tail it saw, and reads the consumer's tail line only when that
+  // old tail leaves too little room: each read of it is a cache miss on a line the consumer's core owns (~150 ns
+  // between this VM's CPUs, 79% of TryWrite's samples in a 4-rank 8 B allreduce), and not reading it lets the
+  // consumer's tail stores stay in its own cache. The room seen is never more than the room there is.
   absl::StatusOr<size_t> TryWrite(int, const void* data, size_t bytes) override {
-    const uint64_t head = out_ctl_->head.load(std::memory_order_relaxed);
-    const uint64_t tail = out_ctl_->tail.load(std::memory_order_acquire);
-    const size_t n = std::min({bytes, kPiece, cap_ - static_cast<size_t>(head - tail)});
+    const uint64_t head = out_head_;
+    const size_t want = std::min(bytes, kPiece);
+    if (cap_ - static_cast<size_t>(head - out_tail_seen_) < want) {
+      out_tail_seen_ = out_ctl_->tail.load(std::memory_order_acquire);
+    }
+    const size_t n = std::min(want, cap_ - static_cast<size_t>(head - out_tail_seen_));
     if (n == 0) return size_t{0};
     const size_t at = static_cast<size_t>(head % cap_);
     const size_t first = std::min(n, cap_ - at);
     std::memcpy(out_ring_ + at, data, first);
     if (n > first) std::memcpy(out_ring_, static_cast<const uint8_t*>(data) + first, n - first);
-    out_ctl_->head.store(head + n, std::memory_order_release);
+    out_head_ = head + n;
+    out_ctl_->head.store(out_head_, std::memory_order_release);
     return n;
   }
 
@@ -357,6 +367,10 @@ class ShmPair final : public Pair {
   size_t single_copy_min_;
   size_t single_copy_max_;
   uint64_t single_posted_ = 0;  // single-copy messages posted to the peer (tickets)
+  // Writer side (TryWrite): this rank is the only writer of out_ctl_->head, so its own copy is the value; the
+  // consumer's tail as last read (only ever behind the real one).
+  uint64_t out_head_ = 0;
+  uint64_t out_tail_seen_ = 0;
 };
 
 absl::Status Errno(absl::string_view what, const std::string& name) {
