@@ -13,7 +13,9 @@ namespace {
 
 constexpr absl::string_view kDefaults = R"(
 # collective   world    bytes    configuration
-allreduce      3-8      0-512    one_shot
+allreduce      3-8      0-1K     one_shot
+allreduce      4        8K-512K  halving_doubling
+allreduce      8        32K-128K halving_doubling
 allreduce      1-8      0-32K    recursive_doubling
 allreduce      1-8      32K-     ring(chunk=1M)
 allreduce      9-64     0-64K    recursive_doubling
