@@ -28,8 +28,10 @@ allgatherv     1-        0-       ring(chunk=1M)
 reducescatter  1-8      0-16K    halving_doubling
 reducescatter  1-        0-       ring(chunk=1M)
 broadcast      1-2      0-       binomial_tree
-broadcast      3-8      0-4M     linear
-broadcast      3-8      4M-      binomial_tree
+broadcast      3-4      0-2M     linear
+broadcast      3-4      2M-      chain(chunk=1M)
+broadcast      5-8      0-4M     linear
+broadcast      5-8      4M-      binomial_tree
 broadcast      9-       0-1M     binomial_tree
 broadcast      9-       1M-      scatter_allgather
 reduce         1-        0-256K   binomial_tree
