@@ -362,34 +362,36 @@ absl::Status StreamEndpoint::ProgressSend(Op& op, bool* moved) {
 absl::Status StreamEndpoint::Progress(bool* moved) {
   // Sends first: a header that leaves early lets the peer detect a mismatched call by itself even when this
   // rank stops at a mismatch found in one of its receives.
+  // queues_ is [peer][dir][lane]: walked by index, no division per queue (a 64-bit divide per queue per pass
+  // was 4% of a 4-rank 8 B allreduce).
   const size_t lanes = static_cast<size_t>(max_lanes_);
+  const size_t peers = pairs_.size();
   for (size_t pass = 0; pass < 2; ++pass)
-    for (size_t q = 0; q < queues_.size(); ++q) {
-      const bool send_queue = (q / lanes) % 2 == 1;
-      if (send_queue != (pass == 0)) continue;
-      Queue& queue = queues_[q];
-      while (!queue.ops.empty()) {
-        const uint64_t id = queue.ops.front();
-        Op* op = Find(id);
-        bool op_moved = false;
-        absl::Status s = op->send ? ProgressSend(*op, &op_moved) : ProgressRecv(*op, &op_moved);
-        if (op_moved) {
-          *moved = true;
-          pairs_[static_cast<size_t>(op->peer)]->Notify();
-        }
-        if (!s.ok()) return s;
-        if (!op->done) {
-          if (op->send && op->ticket != 0 && op->desc_done == sizeof(op->desc)) {
-            queue.ops.pop_front();  // descriptor sent: the next message may follow while the peer reads
-            AwaitAck(id);
-            continue;
+    for (size_t q0 = (pass == 0 ? lanes : 0); q0 < peers * 2 * lanes; q0 += 2 * lanes)
+      for (size_t q = q0; q < q0 + lanes; ++q) {
+        Queue& queue = queues_[q];
+        while (!queue.ops.empty()) {
+          const uint64_t id = queue.ops.front();
+          Op* op = Find(id);
+          bool op_moved = false;
+          absl::Status s = op->send ? ProgressSend(*op, &op_moved) : ProgressRecv(*op, &op_moved);
+          if (op_moved) {
+            *moved = true;
+            pairs_[static_cast<size_t>(op->peer)]->Notify();
           }
-          break;
+          if (!s.ok()) return s;
+          if (!op->done) {
+            if (op->send && op->ticket != 0 && op->desc_done == sizeof(op->desc)) {
+              queue.ops.pop_front();  // descriptor sent: the next message may follow while the peer reads
+              AwaitAck(id);
+              continue;
+            }
+            break;
+          }
+          queue.ops.pop_front();
+          --pending_;
         }
-        queue.ops.pop_front();
-        --pending_;
       }
-    }
   if (!awaiting_ack_.empty()) CheckAcks(moved);
   return absl::OkStatus();
 }

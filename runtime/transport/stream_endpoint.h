@@ -33,6 +33,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "runtime/common/block_queue.h"
 #include "runtime/common/types.h"
 #include "runtime/transport/endpoint.h"
 #include "runtime/transport/pair.h"
@@ -140,7 +141,7 @@ class StreamEndpoint final : public Endpoint {
   absl::Status broken_;
   std::function<absl::Status()> abort_probe_;
 
-  std::deque<Op> ops_;  // ops_[i] has id base_id_ + i
+  BlockQueue<Op> ops_;  // ops_[i] has id base_id_ + i (no allocation per operation)
   uint64_t base_id_ = 0;
   uint64_t pending_ = 0;
   std::vector<Queue> queues_;                  // [peer][dir][lane]
