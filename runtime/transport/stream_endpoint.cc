@@ -295,9 +295,10 @@ absl::Status StreamEndpoint::ProgressSend(Op& op, bool* moved) {
   }
   if (op.header_done == 0 && op.bytes <= kSmallPayload && limit == op.bytes && !(op.header.flags & kFlagSingleCopy)) {
     // Small message: header, payload and padding in one write (one head update for the reader to see).
-    uint8_t frame[sizeof(Header) + kSmallPayload + kStreamAlign] = {};
+    uint8_t frame[sizeof(Header) + kSmallPayload + kStreamAlign];
     std::memcpy(frame, &op.header, sizeof(Header));
     if (op.bytes > 0) std::memcpy(frame + sizeof(Header), op.data, op.bytes);
+    std::memset(frame + sizeof(Header) + op.bytes, 0, PadFor(op.bytes));
     const size_t total = sizeof(Header) + op.bytes + PadFor(op.bytes);
     auto n = pair.TryWrite(op.lane, frame, total);
     if (!n.ok()) return n.status();

@@ -195,6 +195,47 @@ TEST(ShmTransport, RecvReduceAcrossWrap) {
   }
 }
 
+// Messages around the one-frame limit (header + payload + padding in one ring write) through a 4 KiB ring, so
+// frames start at every 16-byte offset and straddle the wrap; plain and receive-and-reduce; every byte checked.
+TEST(ShmTransport, SmallFramesAcrossWrapAtEveryOffset) {
+  auto doms = MakeShm(2, 4096);
+  StreamEndpoint a(0, ShmPairs(*doms[0], 2, 0), doms[0]->doorbell(), absl::Seconds(20));
+  StreamEndpoint b(1, ShmPairs(*doms[1], 2, 1), doms[1]->doorbell(), absl::Seconds(20));
+  const Combiner add{8, AddInt64, 0, 0};
+  const std::vector<size_t> sizes = {0, 8, 16, 24, 200, 224, 232, 504, 984, 992, 1000, 1008, 1992, 2040};
+  constexpr int kRounds = 40;
+  std::thread t([&] {
+    for (int round = 0; round < kRounds; ++round) {
+      for (size_t bytes : sizes) {
+        std::vector<int64_t> v(bytes / 8);
+        for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>(round * 100000 + bytes * 10 + i);
+        ASSERT_TRUE(a.Send(1, v.data(), bytes).ok());
+        ASSERT_TRUE(a.Send(1, v.data(), bytes).ok());  // the second one is reduced on arrival
+      }
+      const char odd[5] = {1, 2, 3, 4, 5};  // shifts the next round's frames by 16 bytes in the stream
+      ASSERT_TRUE(a.Send(1, odd, 5).ok());
+    }
+  });
+  for (int round = 0; round < kRounds; ++round) {
+    for (size_t bytes : sizes) {
+      std::vector<int64_t> got(bytes / 8, -1), local(bytes / 8), reduced(bytes / 8, -1);
+      for (size_t i = 0; i < local.size(); ++i) local[i] = static_cast<int64_t>(i) * 3 - 7;
+      ASSERT_TRUE(b.Recv(0, got.data(), bytes).ok());
+      const OpHandle h = b.IrecvReduce(0, reduced.data(), local.data(), bytes, &add);
+      ASSERT_TRUE(b.Wait(h).ok());
+      for (size_t i = 0; i < got.size(); ++i) {
+        const int64_t want = static_cast<int64_t>(round * 100000 + bytes * 10 + i);
+        ASSERT_EQ(got[i], want) << "round " << round << ", " << bytes << " bytes, element " << i;
+        ASSERT_EQ(reduced[i], want + local[i]) << "round " << round << ", " << bytes << " bytes, element " << i;
+      }
+    }
+    char odd_in[5] = {};
+    ASSERT_TRUE(b.Recv(0, odd_in, 5).ok());
+    ASSERT_EQ(odd_in[4], 5);
+  }
+  t.join();
+}
+
 ShmOptions SingleCopyFrom(size_t min_bytes) {
   ShmOptions o;
   o.single_copy = true;
