@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/common/host.h"
 #include "runtime/common/logging.h"
 #include "runtime/common/stream_copy.h"
 #include "runtime/transport/stream_endpoint_internal.h"
@@ -52,19 +53,6 @@ int64_t NowNs() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
-
-// CPUs of the host (not this process's affinity: a launcher may bind each rank to one CPU of its own).
-int HostCpus() {
-  const long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n < 1 ? 1 : static_cast<int>(std::min<long>(n, INT_MAX));
-}
-
-// Whether a launcher bound this process to a single CPU (mpirun --bind-to core, hccl-tune bench).
-bool BoundToOneCpu() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  return ::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
-}
 }  // namespace
 
 StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doorbell, absl::Duration timeout)
@@ -84,9 +72,9 @@ StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doo
 }
 
 void StreamEndpoint::NotePair(const Pair* pair) {
-  static const int cpus = HostCpus();
+  const int cpus = HostCpus();
   static const bool bound = BoundToOneCpu();
-  if (pair->HostRanks() > cpus) {
+  if (Oversubscribed(pair->HostRanks())) {
     if (!bound) {
       // Unbound, ranks that wait by yielding end up on one CPU and stay there (docs/PERFORMANCE.md, "Round 4"):
       // small calls then cost 1.7-1.9x what they cost with the ranks spread. Binding is the launcher's choice.
