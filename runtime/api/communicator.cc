@@ -230,11 +230,12 @@ absl::Status CommImpl::Setup() {
     shm_options.single_copy = env_.single_copy;
     if (Oversubscribed(static_cast<int>(local_ranks_.size()))) {
       // Ranks taking turns on the CPUs: a reader's process_vm_readv pins the sender's pages while the other
-      // readers do the same (one page-table lock), and nothing runs alongside it. 4 ranks on 2 cores, messages
-      // through the ring instead of single copy: broadcast of 8 / 16 / 32 KiB 4.4 / 6.2 / 8.3 against 6.0 / 7.1 /
-      // 8.8 us, allgather of 32 / 64 KiB (8 / 16 KiB messages) 9.9 / 14.0 against 12.1 / 15.0; from 32 KiB
-      // messages single copy wins (allgather of 128 KiB 20.7 against 24.8, broadcast of 64 KiB 10.1 against 13.3).
-      shm_options.single_copy_min_bytes = std::max<size_t>(shm_options.single_copy_min_bytes, 32u << 10);
+      // readers do the same (one page-table lock), and nothing runs alongside it. 4 ranks on 2 cores, 8 KiB
+      // messages through the ring instead of single copy: broadcast of 8 KiB 4.8 against 6.0 us, allgather of
+      // 32 KiB 12.2 against 13.1 (compare-peers, 7 repetitions). 16 KiB messages stay single copy: through the
+      // ring they won only in long runs (allgather of 64 KiB, 2000 calls: 15.0 against 15.7 us) and lost in
+      // the bench's 200 (18.6 against 16.0, the rings' first pass).
+      shm_options.single_copy_min_bytes = std::max<size_t>(shm_options.single_copy_min_bytes, 16u << 10);
     }
     auto shm = ShmDomain::Create(rank_, local_ranks_, ring, absl::StrCat("hccltune-", ::getpid(), "-", absl::Hex(tag_)),
                                  shm_options);

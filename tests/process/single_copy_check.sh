@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # hccl-tune bench --check with shm single copy (CMA) at RANKS processes: every algorithm of the collectives whose
-# large messages it carries, sizes 4K..4M (messages at and above the threshold — 8 KiB, 32 KiB when the ranks
+# large messages it carries, sizes 4K..4M (messages at and above the threshold — 8 KiB, 16 KiB when the ranks
 # outnumber the CPUs — and below it), then the
 # same with HCCL_TUNE_SINGLE_COPY=off (the ring fallback), then single copy with non-temporal stores for every call
 # from 4 KiB (HCCL_TUNE_NT_STORES=4K: streamed reductions, ring copies and own-block copies into the output).
