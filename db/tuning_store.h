@@ -142,13 +142,20 @@ struct Sweep {
   friend bool operator==(const Sweep&, const Sweep&) = default;
 };
 
-// Whether a journal row says a sweep is in progress at `now_unix_ms`: marked running and started less than 6 h
-// ago (a sweep killed with SIGKILL leaves its row running; after that long it no longer holds anything off).
-// One rule for `hccl-tune sweep`'s busy check and the daemon's mini-sweeps.
-inline bool SweepInProgress(const Sweep& s, int64_t now_unix_ms) {
-  constexpr int64_t kRunningHorizonMs = int64_t{6} * 3600 * 1000;
-  return s.status == SweepStatus::kRunning && s.started_unix_ms > now_unix_ms - kRunningHorizonMs;
-}
+// The process running a sweep, for its row's params_json ("owner"): this boot of this machine (boot_id), its pid
+// namespace, its pid and that pid's start time — enough to tell later whether that very process still runs.
+std::string ThisProcessOwnerJson();
+
+// Whether the row names an owner that ran on this boot of this machine, in this pid namespace, and that process
+// is gone: exited, killed (a zombie not yet reaped counts), or its pid now names another process. False whenever
+// it cannot tell (no owner recorded, another host or boot or container).
+bool SweepOwnerGone(const Sweep& s);
+
+// Whether a journal row says a sweep is in progress at `now_unix_ms`: marked running, started less than 6 h ago,
+// and its owner not known to be gone (a sweep killed with SIGKILL leaves its row running: on its own machine the
+// dead owner shows it at once, elsewhere the 6 h horizon). One rule for `hccl-tune sweep`'s busy check and the
+// daemon's mini-sweeps.
+bool SweepInProgress(const Sweep& s, int64_t now_unix_ms);
 
 // One raw measurement of a sweep.
 struct SweepSample {

@@ -126,7 +126,14 @@ pid=""
 id=$(sqlite3 "$d/k.db" "SELECT id FROM sweeps")
 [[ $(sqlite3 "$d/k.db" "SELECT status FROM sweeps") == running ]] || fail "sweep row not running"
 kept=$(sqlite3 "$d/k.db" "SELECT count(*) FROM sweep_samples")
-# Without --force the stale "running" row is reported; resuming that very sweep is allowed.
+# The killed sweep holds nothing off: its row names its process, which is gone, so the busy check (on a copy of
+# the journal) reports it as interrupted with the command that continues it, not as a sweep in progress.
+sqlite3 "$d/k.db" ".backup '$d/k2.db'"
+"$bin" sweep --ranks 2 --db "$d/k2.db" --coll allreduce --min-bytes 1K --max-bytes 1K --links shm --cap-ms 20 \
+  --no-table --force --plain > "$d/after_kill.txt" 2>&1 || fail "sweep after SIGKILL: $(cat "$d/after_kill.txt")"
+grep -q "sweep $id was interrupted (its process is gone); hccl-tune sweep --resume $id" "$d/after_kill.txt" \
+  || fail "dead owner not reported: $(cat "$d/after_kill.txt")"
+! grep -q "is marked running" "$d/after_kill.txt" || fail "dead owner still holds the node: $(cat "$d/after_kill.txt")"
 "$bin" sweep --resume "$id" --db "$d/k.db" --force --plain > "$d/resumed.txt" 2>&1 || fail "resume: $(cat "$d/resumed.txt")"
 grep -q "replayed from the journal" "$d/resumed.txt" || fail "resume replayed nothing: $(cat "$d/resumed.txt")"
 [[ $(sqlite3 "$d/k.db" "SELECT status FROM sweeps") == done ]] || fail "resumed sweep not done"

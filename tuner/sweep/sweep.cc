@@ -496,10 +496,16 @@ QuietCheck CheckNodeQuiet(db::TuningStore* journal, const std::string& own_id) {
     auto sweeps = journal->ListSweeps();
     if (sweeps.ok()) {
       for (const db::Sweep& s : *sweeps) {
-        if (s.id != own_id && db::SweepInProgress(s, db::NowUnixMs())) {
-          q.warning = absl::StrCat(q.warning.empty() ? "" : "; ", "sweep ", s.id,
+        if (s.id == own_id || s.status != db::SweepStatus::kRunning) continue;
+        if (db::SweepInProgress(s, db::NowUnixMs())) {
+          q.warning = absl::StrCat(q.warning, q.warning.empty() ? "" : "; ", "sweep ", s.id,
                                    " is marked running (if it died, --resume it or pass --force)");
           q.refuse = true;
+        } else if (db::SweepOwnerGone(s)) {
+          // Killed (SIGKILL, OOM) before it could mark its row: nothing holds the node; say how to continue it.
+          q.warning =
+              absl::StrCat(q.warning, q.warning.empty() ? "" : "; ", "sweep ", s.id,
+                           " was interrupted (its process is gone); hccl-tune sweep --resume ", s.id, " continues it");
         }
       }
     }
@@ -592,6 +598,12 @@ absl::StatusOr<SweepOutcome> RunSweep(Communicator& comm, const SweepSpec& spec_
       row.status = db::SweepStatus::kRunning;
       row.finished_unix_ms = 0;
       row.message = io.resume ? "resumed" : "";
+      // This process owns the running row now: a later busy check can tell when it died without a word.
+      json params = json::parse(row.params_json, nullptr, false);
+      if (params.is_object()) {
+        params["owner"] = json::parse(db::ThisProcessOwnerJson());
+        row.params_json = params.dump();
+      }
       setup = io.journal->PutSweep(row);
     }
     wire = setup.ok() ? spec.ToJson() : std::string("!") + std::string(setup.message());
