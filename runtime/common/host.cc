@@ -16,10 +16,16 @@ int HostCpus() {
   return cpus;
 }
 
-bool BoundToOneCpu() {
+bool BoundToOneCpu() { return BoundCpu() >= 0; }
+
+int BoundCpu() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  return ::sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
+  if (::sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) != 1) return -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) return c;
+  }
+  return -1;
 }
 
 }  // namespace hccltune

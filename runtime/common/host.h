@@ -11,6 +11,9 @@ int HostCpus();
 // Whether a launcher bound this process to a single CPU (mpirun --bind-to core, hccl-tune bench).
 bool BoundToOneCpu();
 
+// The CPU this process is bound to when it is bound to exactly one, else -1.
+int BoundCpu();
+
 // Whether `host_ranks` ranks on this host outnumber its CPUs (4 ranks on 2 cores): ranks then take turns on the
 // CPUs, so waiting yields instead of spinning and work that only pays with both sides running at once (single
 // copy of mid-size messages) is avoided.

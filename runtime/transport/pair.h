@@ -64,6 +64,10 @@ class Pair {
   // single-copy message (NextReadTicket()).
   // Reader: whether the writer can write into this process (the peer's probe) and help is worth asking.
   virtual bool PeerCanWriteMemory() const { return false; }
+  // Whether this rank and the peer are bound to the same single CPU (shm; false when either is not bound to
+  // one, or the transport cannot tell): then they never run at once, and splitting a copy between them only
+  // adds the handshake.
+  virtual bool SharesCpuWithPeer() const { return false; }
   virtual uint64_t NextReadTicket() const { return 0; }
   virtual void RequestPeerWrite(uint64_t ticket, void* dst, size_t bytes) { (void)ticket, (void)dst, (void)bytes; }
   // Reader, after its own part: true once the front part is in place — copied by the writer, or read here from

@@ -203,8 +203,12 @@ absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved)
     // 64 KiB linear broadcast took 12.8 us shared against 10.6 unshared; 128 KiB 16-18 against 21).
     const size_t min_bytes = oversubscribed_ ? 2 * kSharedCopyMinBytes : kSharedCopyMinBytes;
     // Only a sender that is not itself busy with a message from this rank (an exchange, as in a 2-rank
-    // allgather) is idle enough to help: there, sharing cost 10-15% at 128-512 KiB.
-    if (op.bytes >= min_bytes && pair.PeerCanWriteMemory() && !SendingTo(op.peer)) {
+    // allgather) is idle enough to help: there, sharing cost 10-15% at 128-512 KiB. Nor one bound to this
+    // rank's CPU: the two never copy at once (4 ranks on 2 cores, linear broadcast of 256 KiB / 512 KiB / 1 MiB:
+    // 36-37 / 61-68 / 121-137 us sharing only across CPUs, against 40-42 / 85-89 / 163-170 sharing with every
+    // receiver, three runs; 128 KiB within noise).
+    const bool same_cpu = pair.SharesCpuWithPeer();
+    if (op.bytes >= min_bytes && pair.PeerCanWriteMemory() && !SendingTo(op.peer) && !same_cpu) {
       // Shared: the sender, waiting for our acknowledgement anyway, writes the front half into op.data while we
       // read the back half (Pair::RequestPeerWrite); the front is page aligned.
       op.front = op.bytes / 2 / 4096 * 4096;

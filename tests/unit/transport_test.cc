@@ -1,5 +1,6 @@
 // StreamEndpoint over the real shm and TCP transports, ranks as threads; and the rendezvous stores.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -234,6 +235,31 @@ TEST(ShmTransport, SmallFramesAcrossWrapAtEveryOffset) {
     ASSERT_EQ(odd_in[4], 5);
   }
   t.join();
+}
+
+// Ranks bound to the same single CPU know it of each other (no shared single copy between them: they never
+// copy at once); unbound ranks, or ranks on different CPUs, do not claim it.
+TEST(ShmTransport, PairsKnowWhenBothAreBoundToOneCpu) {
+  cpu_set_t saved;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(saved), &saved), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  int cpu = 0;
+  while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &saved)) ++cpu;
+  ASSERT_LT(cpu, CPU_SETSIZE);
+  CPU_SET(cpu, &one);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0);
+  {
+    auto doms = MakeShm(2, 4096);  // both segments created by this thread, bound to `cpu`
+    EXPECT_TRUE(doms[0]->pair(1)->SharesCpuWithPeer());
+    EXPECT_TRUE(doms[1]->pair(0)->SharesCpuWithPeer());
+  }
+  ASSERT_EQ(::sched_setaffinity(0, sizeof(saved), &saved), 0);
+  if (CPU_COUNT(&saved) > 1) {
+    auto doms = MakeShm(2, 4096);  // not bound to one CPU: cannot tell, so no
+    EXPECT_FALSE(doms[0]->pair(1)->SharesCpuWithPeer());
+    EXPECT_FALSE(doms[1]->pair(0)->SharesCpuWithPeer());
+  }
 }
 
 ShmOptions SingleCopyFrom(size_t min_bytes) {

@@ -21,11 +21,12 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/common/host.h"
 
 namespace hccltune {
 namespace {
 
-constexpr uint64_t kSegmentMagic = 0x48434c5453484d31ull;  // "HCLTSHM1"
+constexpr uint64_t kSegmentMagic = 0x48434c5453484d32ull;  // "HCLTSHM2"
 constexpr size_t kLine = 64;
 // Bytes one TryWrite/TryRead moves at most. The reader sees the head advance piece by piece instead of after
 // a multi-megabyte memcpy, so it copies or reduces while the writer is still writing (pipelining inside one
@@ -160,6 +161,7 @@ struct ShmDomain::Segment {
   uint32_t num_local;
   uint64_t ring_bytes;
   uint64_t owner_addr;  // where the owner mapped this segment (peers probe single copy by reading it there)
+  int32_t owner_cpu;    // the CPU the owner is bound to, -1 when not bound to a single one
   BellWord bell;
   // followed by RingControl[num_local], then num_local rings of ring_bytes each (indexed by local position)
   RingControl* controls() { return reinterpret_cast<RingControl*>(reinterpret_cast<uint8_t*>(this) + Offset()); }
@@ -206,7 +208,8 @@ class ShmDoorbell final : public Doorbell {
 class ShmPair final : public Pair {
  public:
   ShmPair(int peer, int peer_pid, RingControl* out_ctl, uint8_t* out_ring, RingControl* in_ctl, uint8_t* in_ring,
-          size_t ring_bytes, BellWord* peer_bell, int host_ranks, size_t single_copy_min, size_t single_copy_max)
+          size_t ring_bytes, BellWord* peer_bell, int host_ranks, size_t single_copy_min, size_t single_copy_max,
+          bool same_cpu)
       : peer_(peer),
         host_ranks_(host_ranks),
         peer_pid_(peer_pid),
@@ -218,6 +221,7 @@ class ShmPair final : public Pair {
         peer_bell_(peer_bell),
         single_copy_min_(single_copy_min),
         single_copy_max_(single_copy_max),
+        same_cpu_(same_cpu),
         out_head_(out_ctl->head.load(std::memory_order_relaxed)),
         out_tail_seen_(out_ctl->tail.load(std::memory_order_acquire)) {}
 
@@ -296,6 +300,7 @@ class ShmPair final : public Pair {
   // Shared single copy. The request lives in the control block of the ring the writer writes into (in the
   // reader's segment): the reader stores it through in_ctl_, the writer finds it through out_ctl_.
   bool PeerCanWriteMemory() const override { return PeerCanReadMemory(); }
+  bool SharesCpuWithPeer() const override { return same_cpu_; }
   uint64_t NextReadTicket() const override { return in_ctl_->reads_done.load(std::memory_order_relaxed) + 1; }
   void RequestPeerWrite(uint64_t ticket, void* dst, size_t bytes) override {
     in_ctl_->help_dst = reinterpret_cast<uintptr_t>(dst);
@@ -366,6 +371,7 @@ class ShmPair final : public Pair {
   BellWord* peer_bell_;
   size_t single_copy_min_;
   size_t single_copy_max_;
+  bool same_cpu_;               // both bound to the same single CPU
   uint64_t single_posted_ = 0;  // single-copy messages posted to the peer (tickets)
   // Writer side (TryWrite): this rank is the only writer of out_ctl_->head, so its own copy is the value; the
   // consumer's tail as last read (only ever behind the real one).
@@ -423,6 +429,7 @@ absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std
   seg->num_local = static_cast<uint32_t>(local_ranks.size());
   seg->ring_bytes = d->ring_bytes_;
   seg->owner_addr = reinterpret_cast<uintptr_t>(p);
+  seg->owner_cpu = BoundCpu();
   new (&seg->bell) BellWord();
   seg->bell.asymmetric.store(MembarrierRegistered() ? 1 : 0, std::memory_order_relaxed);
   for (size_t i = 0; i < local_ranks.size(); ++i) new (&seg->controls()[i]) RingControl();
@@ -478,10 +485,10 @@ absl::Status ShmDomain::MapPeers(const std::map<int, std::string>& names) {
     // for its first ~64 calls (one pass through the 4 MiB ring) and 8 us after. The ring is empty, and only
     // this rank writes it.
     PrefaultForWriting(seg->ring(me), ring_bytes_);
-    pairs_[peer] =
-        std::make_unique<ShmPair>(peer, seg->owner_pid, &seg->controls()[me], seg->ring(me), &own_->controls()[them],
-                                  own_->ring(them), ring_bytes_, &seg->bell, static_cast<int>(local_ranks_.size()),
-                                  options_.single_copy_min_bytes, options_.single_copy_max_bytes);
+    pairs_[peer] = std::make_unique<ShmPair>(
+        peer, seg->owner_pid, &seg->controls()[me], seg->ring(me), &own_->controls()[them], own_->ring(them),
+        ring_bytes_, &seg->bell, static_cast<int>(local_ranks_.size()), options_.single_copy_min_bytes,
+        options_.single_copy_max_bytes, seg->owner_cpu >= 0 && seg->owner_cpu == own_->owner_cpu);
     // Single copy: can this rank read the peer's memory? Read the peer's segment header at the peer's own
     // address and compare it with what the mapping shows (a pid from another namespace reads something else).
     absl::Status cma = absl::OkStatus();
