@@ -18,7 +18,8 @@
 // write the front half into the reader's buffer with process_vm_writev while it reads the back half; the front
 // half goes to whichever side claims it first (a compare-and-swap on a word in the same control block), so a busy
 // writer costs the reader nothing, and a failed write (the reader died, the kernel refused) falls back to the
-// reader. With Yama ptrace_scope 1 every
+// reader; each segment records the CPU its owner is bound to, and two ranks bound to the same CPU do not share
+// (Pair::SharesCpuWithPeer: they never copy at once). With Yama ptrace_scope 1 every
 // rank declares "any process may attach" (PR_SET_PTRACER_ANY), as Open MPI's vader does; scope 2 or 3 refuses single
 // copy.
 //
