@@ -213,9 +213,144 @@ __attribute__((target("avx2"))) void ReduceAvx2(DataType dtype, ReduceOp op, voi
 }
 #endif
 
+#if defined(__x86_64__)
+// 16-bit floats, fused: 8 elements per step are widened in registers, combined in fp32 and rounded back, with no
+// fp32 tile written and re-read in between (the tiled path above: 6.1-6.3 GB/s of output in L2 against fp32's
+// 30). Same results bit for bit: widening is exact, the fp32 operation is the scalar one (VMINPS / VMAXPS are
+// `a < b ? a : b` / `a > b ? a : b`, like Min / Max), and both roundings are the portable ones — F16C's
+// nearest-even for fp16, and for bf16 the same integer rounding and quiet-NaN rule as FloatToBf16.
+__attribute__((target("avx2"))) HT_INLINE __m256 Combine8(Sum, __m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+__attribute__((target("avx2"))) HT_INLINE __m256 Combine8(Prod, __m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+__attribute__((target("avx2"))) HT_INLINE __m256 Combine8(Min, __m256 a, __m256 b) { return _mm256_min_ps(a, b); }
+__attribute__((target("avx2"))) HT_INLINE __m256 Combine8(Max, __m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+
+__attribute__((target("avx2"))) HT_INLINE __m256 Bf16x8ToFloat(const uint16_t* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+__attribute__((target("avx2"))) HT_INLINE void FloatToBf16x8(__m256 f, uint16_t* p) {
+  const __m256i u = _mm256_castps_si256(f);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  const __m256i nan =
+      _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+  const __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);  // every lane holds 0..0xffff
+  // packus works per 128-bit half: [r0..r3 r0..r3 | r4..r7 r4..r7]; gather the two low quads.
+  const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+}
+
+template <bool kBf16, typename F>
+__attribute__((target("avx2,f16c"))) HT_INLINE void Apply16Fused(void* out, const void* a, const void* b, size_t count,
+                                                                 F f) {
+  uint16_t* o = static_cast<uint16_t*>(out);
+  const uint16_t* x = static_cast<const uint16_t*>(a);
+  const uint16_t* y = static_cast<const uint16_t*>(b);
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    if constexpr (kBf16) {
+      FloatToBf16x8(Combine8(f, Bf16x8ToFloat(x + i), Bf16x8ToFloat(y + i)), o + i);
+    } else {
+      const __m256 fx = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+      const __m256 fy = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(y + i)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + i),
+                       _mm256_cvtps_ph(Combine8(f, fx, fy), _MM_FROUND_TO_NEAREST_INT));
+    }
+  }
+  for (; i < count; ++i) {
+    o[i] = kBf16 ? FloatToBf16(f(Bf16ToFloat(x[i]), Bf16ToFloat(y[i])))
+                 : FloatToHalf(f(HalfToFloat(x[i]), HalfToFloat(y[i])));
+  }
+}
+
+template <bool kBf16>
+__attribute__((target("avx2,f16c"))) void Reduce16Fused(ReduceOp op, void* out, const void* a, const void* b,
+                                                        size_t count) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: return Apply16Fused<kBf16>(out, a, b, count, Sum{});
+    case ReduceOp::kProd: return Apply16Fused<kBf16>(out, a, b, count, Prod{});
+    case ReduceOp::kMin: return Apply16Fused<kBf16>(out, a, b, count, Min{});
+    case ReduceOp::kMax: return Apply16Fused<kBf16>(out, a, b, count, Max{});
+    default: return;  // bitwise ops are for integers only
+  }
+}
+
+// bf16 with AVX-512 (F + BW): the same rounding in 16 lanes, narrowed by VPMOVDW; 2x the AVX2 loop, whose
+// integer rounding is what bounds it (fp16 has its conversions in hardware and runs at fp32's speed on AVX2).
+// The _maskz_ forms with every lane set: GCC 12's plain forms pass an undefined vector that -Wmaybe-uninitialized
+// (an error here) reports.
+constexpr __mmask16 kAll16 = 0xffff;
+
+__attribute__((target("avx512f,avx512bw"))) HT_INLINE __m512 Combine16(Sum, __m512 a, __m512 b) {
+  return _mm512_add_ps(a, b);
+}
+__attribute__((target("avx512f,avx512bw"))) HT_INLINE __m512 Combine16(Prod, __m512 a, __m512 b) {
+  return _mm512_mul_ps(a, b);
+}
+__attribute__((target("avx512f,avx512bw"))) HT_INLINE __m512 Combine16(Min, __m512 a, __m512 b) {
+  return _mm512_maskz_min_ps(kAll16, a, b);
+}
+__attribute__((target("avx512f,avx512bw"))) HT_INLINE __m512 Combine16(Max, __m512 a, __m512 b) {
+  return _mm512_maskz_max_ps(kAll16, a, b);
+}
+
+__attribute__((target("avx512f,avx512bw"))) HT_INLINE __m512 Bf16x16ToFloat(const uint16_t* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll16, _mm512_maskz_cvtepu16_epi32(kAll16, h), 16));
+}
+
+template <typename F>
+__attribute__((target("avx512f,avx512bw"))) HT_INLINE void ApplyBf16Avx512(void* out, const void* a, const void* b,
+                                                                           size_t count, F f) {
+  uint16_t* o = static_cast<uint16_t*>(out);
+  const uint16_t* x = static_cast<const uint16_t*>(a);
+  const uint16_t* y = static_cast<const uint16_t*>(b);
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m512i u = _mm512_castps_si512(Combine16(f, Bf16x16ToFloat(x + i), Bf16x16ToFloat(y + i)));
+    const __m512i high = _mm512_maskz_srli_epi32(kAll16, u, 16);
+    const __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
+    const __m512i rounded =
+        _mm512_maskz_srli_epi32(kAll16, _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+    const __mmask16 nan =
+        _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    const __m512i quiet = _mm512_or_si512(high, _mm512_set1_epi32(0x40));
+    const __m512i r = _mm512_mask_blend_epi32(nan, rounded, quiet);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + i), _mm512_maskz_cvtepi32_epi16(kAll16, r));
+  }
+  for (; i < count; ++i) o[i] = FloatToBf16(f(Bf16ToFloat(x[i]), Bf16ToFloat(y[i])));
+}
+
+__attribute__((target("avx512f,avx512bw"))) void ReduceBf16Avx512(ReduceOp op, void* out, const void* a, const void* b,
+                                                                  size_t count) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg: return ApplyBf16Avx512(out, a, b, count, Sum{});
+    case ReduceOp::kProd: return ApplyBf16Avx512(out, a, b, count, Prod{});
+    case ReduceOp::kMin: return ApplyBf16Avx512(out, a, b, count, Min{});
+    case ReduceOp::kMax: return ApplyBf16Avx512(out, a, b, count, Max{});
+    default: return;
+  }
+}
+
+__attribute__((target("avx2,f16c"))) void ReduceAvx2F16c(DataType dtype, ReduceOp op, void* out, const void* a,
+                                                         const void* b, size_t count) {
+  if (dtype == DataType::kBfloat16) {
+    static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    if (avx512) return ReduceBf16Avx512(op, out, a, b, count);
+    return Reduce16Fused<true>(op, out, a, b, count);
+  }
+  if (dtype == DataType::kFloat16) return Reduce16Fused<false>(op, out, a, b, count);
+  ReduceAvx2(dtype, op, out, a, b, count);
+}
+#endif
+
 ReduceFn SelectReduce() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return ReduceAvx2F16c;
   if (__builtin_cpu_supports("avx2")) return ReduceAvx2;
 #endif
   return ReduceBaseline;
