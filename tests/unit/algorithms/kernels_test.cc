@@ -161,6 +161,14 @@ TEST(KernelsTest, Floats) {
   CheckFloatOps<double>(DataType::kFloat64);
 }
 
+// The scalar fp32 operation the 16-bit kernels must reproduce (sum, prod, min, max).
+float FloatOp(ReduceOp op, float x, float y) {
+  return op == ReduceOp::kSum    ? x + y
+         : op == ReduceOp::kProd ? x * y
+         : op == ReduceOp::kMin  ? (x < y ? x : y)
+                                 : (x > y ? x : y);
+}
+
 // 16-bit floats: widen, compute in fp32, round once.
 TEST(KernelsTest, HalfAndBfloat) {
   std::mt19937 rng(9);
@@ -178,10 +186,7 @@ TEST(KernelsTest, HalfAndBfloat) {
       Reduce(dt, op, out.data(), a.data(), b.data(), n);
       for (size_t i = 0; i < n; ++i) {
         const float x = to(a[i]), y = to(b[i]);
-        const float r = op == ReduceOp::kSum    ? x + y
-                        : op == ReduceOp::kProd ? x * y
-                        : op == ReduceOp::kMin  ? (x < y ? x : y)
-                                                : (x > y ? x : y);
+        const float r = FloatOp(op, x, y);
         const uint16_t want = from(r);
         if (std::isnan(r)) {
           ASSERT_TRUE(std::isnan(to(out[i])));
@@ -224,10 +229,7 @@ TEST(KernelsTest, HalfAndBfloatEdgeValues) {
         Reduce(dt, op, out.data(), a.data(), b.data(), n);
         for (size_t i = 0; i < n; ++i) {
           const float x = to(a[i]), y = to(b[i]);
-          const float r = op == ReduceOp::kSum    ? x + y
-                          : op == ReduceOp::kProd ? x * y
-                          : op == ReduceOp::kMin  ? (x < y ? x : y)
-                                                  : (x > y ? x : y);
+          const float r = FloatOp(op, x, y);
           if (std::isnan(r)) {  // which operand's payload survives is the hardware's choice, as in HalfAndBfloat
             ASSERT_TRUE(std::isnan(to(out[i]))) << DataTypeName(dt) << " " << std::hex << a[i] << " " << b[i];
             continue;
