@@ -30,61 +30,47 @@ struct Buffers {
   std::vector<uint8_t> a, b, out;
 };
 
-void BM_Memcpy(benchmark::State& state) {
+// Times `kernel(buf, bytes)` over fresh buffers of state.range(0) bytes; throughput in output bytes.
+template <typename Kernel>
+void TimeKernel(benchmark::State& state, Kernel kernel) {
   const size_t bytes = static_cast<size_t>(state.range(0));
   Buffers buf(bytes);
   for (auto _ : state) {
-    std::memcpy(buf.out.data(), buf.a.data(), bytes);
+    kernel(buf, bytes);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
 }
 
+void BM_Memcpy(benchmark::State& state) {
+  TimeKernel(state, [](Buffers& b, size_t bytes) { std::memcpy(b.out.data(), b.a.data(), bytes); });
+}
+
 void BM_CopyStreaming(benchmark::State& state) {
-  const size_t bytes = static_cast<size_t>(state.range(0));
-  Buffers buf(bytes);
-  for (auto _ : state) {
-    hccltune::CopyStreaming(buf.out.data(), buf.a.data(), bytes);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+  TimeKernel(state, [](Buffers& b, size_t bytes) { hccltune::CopyStreaming(b.out.data(), b.a.data(), bytes); });
 }
 
 template <DataType T>
 void BM_ReduceStreaming(benchmark::State& state) {
-  const size_t bytes = static_cast<size_t>(state.range(0));
-  const size_t count = bytes / hccltune::DataTypeSize(T);
-  Buffers buf(bytes);
-  for (auto _ : state) {
-    hccltune::ReduceStreaming(T, ReduceOp::kSum, buf.out.data(), buf.a.data(), buf.b.data(), count);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+  TimeKernel(state, [](Buffers& b, size_t bytes) {
+    hccltune::ReduceStreaming(T, ReduceOp::kSum, b.out.data(), b.a.data(), b.b.data(),
+                              bytes / hccltune::DataTypeSize(T));
+  });
 }
 
 template <DataType T, ReduceOp Op>
 void BM_Reduce(benchmark::State& state) {
-  const size_t bytes = static_cast<size_t>(state.range(0));
-  const size_t count = bytes / hccltune::DataTypeSize(T);
-  Buffers buf(bytes);
-  for (auto _ : state) {
-    hccltune::Reduce(T, Op, buf.out.data(), buf.a.data(), buf.b.data(), count);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+  TimeKernel(state, [](Buffers& b, size_t bytes) {
+    hccltune::Reduce(T, Op, b.out.data(), b.a.data(), b.b.data(), bytes / hccltune::DataTypeSize(T));
+  });
 }
 
 // In place, as the ring's receive-and-reduce does it (out = out op in).
 template <DataType T>
 void BM_ReduceInto(benchmark::State& state) {
-  const size_t bytes = static_cast<size_t>(state.range(0));
-  const size_t count = bytes / hccltune::DataTypeSize(T);
-  Buffers buf(bytes);
-  for (auto _ : state) {
-    hccltune::Reduce(T, ReduceOp::kSum, buf.out.data(), buf.out.data(), buf.b.data(), count);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+  TimeKernel(state, [](Buffers& b, size_t bytes) {
+    hccltune::Reduce(T, ReduceOp::kSum, b.out.data(), b.out.data(), b.b.data(), bytes / hccltune::DataTypeSize(T));
+  });
 }
 
 constexpr int64_t kSmall = 256 << 10;
