@@ -60,6 +60,15 @@ struct GroupTopology {
   int num_nodes = 1;
 };
 
+// A call buffer inside symmetric memory (Communicator::AllocSymmetric): allocation `id` has a piece on every
+// group rank, all mapped here; the same bytes of rank q's piece start at base[q] + offset.
+struct SymmetricBuffer {
+  uint64_t id = 0;
+  size_t offset = 0;
+  const std::vector<char*>* base = nullptr;  // indexed by group rank
+  char* at(int q) const { return (*base)[static_cast<size_t>(q)] + offset; }
+};
+
 // What an algorithm may ask of the runtime during one call.
 class AlgorithmContext {
  public:
@@ -78,6 +87,12 @@ class AlgorithmContext {
   // configuration. `args.root` is a rank *within* members. Used by hierarchical algorithms.
   virtual absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,
                                         absl::Span<const int> members) = 0;
+  // Whether [p, p + bytes) lies inside one of this rank's symmetric allocations; fills *out when it does.
+  // Always false inside a sub-collective (its ranks are not the allocation's).
+  virtual bool FindSymmetric(const void* p, size_t bytes, SymmetricBuffer* out) const {
+    (void)p, (void)bytes, (void)out;
+    return false;
+  }
 };
 
 using AlgorithmFn = absl::Status (*)(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx);

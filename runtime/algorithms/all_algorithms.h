@@ -15,6 +15,7 @@ HT_DECLARE_ALGORITHM(AllreduceHalvingDoubling);
 HT_DECLARE_ALGORITHM(AllreduceRecursiveDoubling);
 HT_DECLARE_ALGORITHM(AllreduceBinomialTree);
 HT_DECLARE_ALGORITHM(AllreduceOneShot);
+HT_DECLARE_ALGORITHM(AllreduceSymmetric);
 HT_DECLARE_ALGORITHM(AllreduceHierarchical);
 
 HT_DECLARE_ALGORITHM(AllgatherRing);

@@ -28,6 +28,7 @@ constexpr Entry kEntries[] = {
     {C::kAllreduce, "binomial_tree", &algo::AllreduceBinomialTree},
     {C::kAllreduce, "one_shot", &algo::AllreduceOneShot},
     {C::kAllreduce, "hierarchical", &algo::AllreduceHierarchical},
+    {C::kAllreduce, "symmetric", &algo::AllreduceSymmetric},
     {C::kAllgather, "ring", &algo::AllgatherRing},
     {C::kAllgather, "recursive_doubling", &algo::AllgatherRecursiveDoubling},
     {C::kAllgather, "bruck", &algo::AllgatherBruck},
@@ -104,6 +105,13 @@ absl::Status IsValid(Collective c, absl::string_view algorithm, int world_size, 
                                             "; accepted: ", absl::StrJoin(AlgorithmsFor(c), ", ")));
   }
   if (world_size < 1) return absl::InvalidArgumentError(absl::StrCat("world size ", world_size, " < 1"));
+  if (algorithm == "symmetric") {
+    // Not a candidate for the sweep or `--algo all`: it needs the call's buffers in symmetric memory, and the
+    // communicator picks it by itself for those (CommImpl::ChooseSymmetric).
+    return absl::FailedPreconditionError(
+        "symmetric runs only on buffers from Communicator::AllocSymmetric (hccltune_mem_alloc); `auto` picks it "
+        "for such buffers");
+  }
   if (algorithm == "hierarchical") {
     if (static_cast<int>(topo.node_of.size()) != world_size) {
       return absl::FailedPreconditionError(

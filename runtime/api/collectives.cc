@@ -68,6 +68,9 @@ class CallContext final : public AlgorithmContext {
     return -1;
   }
   void* Scratch(size_t bytes) override { return comm_.Scratch(depth_, bytes); }
+  bool FindSymmetric(const void* p, size_t bytes, SymmetricBuffer* out) const override {
+    return depth_ == 0 && comm_.FindSymmetric(p, bytes, out);
+  }
   absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,
                                 absl::Span<const int> members) override {
     std::vector<int> global;
@@ -259,6 +262,10 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   auto chosen = Choose(args, opt, internal_call_ ? nullptr : &explored);
   if (!chosen.ok()) return chosen.status();
   const Configuration* config = *chosen;
+  if (const Configuration* symmetric = ChooseSymmetric(args, opt); symmetric != nullptr) {
+    config = symmetric;
+    explored = false;
+  }
   call_.sequence = ++sequence_;
   call_.collective = args.collective;
   call_.dtype = args.dtype;

@@ -37,6 +37,10 @@
 namespace hccltune {
 
 inline constexpr uint32_t kWireProtocolVersion = 1;
+// "auto" runs an allreduce on symmetric buffers with `symmetric` from this many bytes: below it the two
+// message rounds cost more than the copies they save (bench --algo symmetric against auto: 2 ranks from 1 KiB,
+// 0.86 against 0.96 us; 4 ranks on 2 cores from 4 KiB, 7.5 against 8.2 us; docs/PERFORMANCE.md, round 7).
+inline constexpr uint64_t SymmetricFromBytes(int ranks) { return ranks <= 2 ? 1024 : 4096; }
 
 // Per-call options.
 struct CallOptions {
@@ -174,6 +178,20 @@ class Communicator {
   std::shared_ptr<Work> Irecv(void* data, size_t count, DataType dtype, int peer) {
     return Enqueue([=](Communicator& c) { return c.Recv(data, count, dtype, peer); });
   }
+
+  // --- symmetric memory (every rank on one node) ---
+  // Collective: every rank calls it with the same `bytes`, in the same order as its other collectives. Returns
+  // this rank's region of `bytes` (4 KiB aligned, zero-filled) in memory every rank of the communicator maps
+  // (runtime/transport/shm/symmetric_memory.h). An allreduce whose send and recv buffers lie at the same
+  // offsets of the same allocations on every rank runs `symmetric` under "auto" (from SymmetricFromBytes):
+  // each rank reduces its slice straight out of its peers' inputs into every output, no data messages. Every
+  // rank must then pass symmetric buffers (a rank that passes other memory, or other offsets, gets an error
+  // naming the ranks, never a wrong result). Valid until FreeSymmetric or the communicator's destruction.
+  // FailedPrecondition when the ranks span several nodes; DeadlineExceeded (HCCL_CONNECT_TIMEOUT) naming a
+  // rank that never called it.
+  virtual absl::StatusOr<void*> AllocSymmetric(size_t bytes) = 0;
+  // Unmaps the allocation that starts at `p` here (not collective: call it on every rank once no call uses it).
+  virtual absl::Status FreeSymmetric(void* p) = 0;
 
   // Sub-communicator of the ranks that pass the same `color` (ordered by `key`, then rank). Collective over
   // this communicator. color < 0: this rank joins none and gets nullptr.

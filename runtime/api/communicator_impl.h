@@ -19,6 +19,7 @@
 #include "runtime/selector/selector.h"
 #include "runtime/selector/tuning.h"
 #include "runtime/transport/shm/shm_transport.h"
+#include "runtime/transport/shm/symmetric_memory.h"
 #include "runtime/transport/stream_endpoint.h"
 #include "runtime/transport/tcp/tcp_transport.h"
 
@@ -95,6 +96,8 @@ class CommImpl final : public Communicator {
   std::shared_ptr<Work> Enqueue(std::function<absl::Status(Communicator&)> call) override;
 
   absl::StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) override;
+  absl::StatusOr<void*> AllocSymmetric(size_t bytes) override;
+  absl::Status FreeSymmetric(void* p) override;
 
   // --- used by the call context (collectives.cc) ---
   // Endpoint over `link` with `channels`, connected to at least `members` (group ranks).
@@ -102,6 +105,8 @@ class CommImpl final : public Communicator {
   void* Scratch(int depth, size_t bytes);
   const GroupTopology& topology() const { return topo_; }
   const CallDescriptor& current_call() const { return call_; }
+  // Whether [p, p + bytes) is inside one of this rank's symmetric allocations (REQUIRES: exec_mu_ held).
+  bool FindSymmetric(const void* p, size_t bytes, SymmetricBuffer* out) const;
 
  private:
   CommImpl() = default;
@@ -117,6 +122,8 @@ class CommImpl final : public Communicator {
   // HCCL_TUNE_TEST_DELAY: the delay for `config` of `c` in microseconds (0 = none).
   double TestDelayUs(Collective c, const Configuration& config) const;
   absl::Status Validate(const CollectiveArgs& args) const;
+  // `symmetric` for an "auto" allreduce of at least kSymmetricFromBytes whose buffers are symmetric; else null.
+  const Configuration* ChooseSymmetric(const CollectiveArgs& args, const CallOptions& opt) const;
   // Rank 0 broadcasts `table` (its newest, or null) to every rank; every rank installs what it receives when
   // its version differs from the installed one. REQUIRES: exec_mu_ held; every rank calls it at the same op.
   absl::Status SyncTable(std::shared_ptr<const TunedTable> table);
@@ -144,6 +151,10 @@ class CommImpl final : public Communicator {
   // Configurations passed on calls, parsed once (guarded by exec_mu_).
   mutable std::map<std::string, Configuration> parsed_configs_;
   std::unique_ptr<ShmDomain> shm_;
+  // AllocSymmetric's allocations, in allocation order (guarded by exec_mu_); ids count allocations.
+  std::vector<std::unique_ptr<SymmetricMemory>> symmetric_;
+  uint64_t symmetric_next_id_ = 0;
+  Configuration symmetric_config_;  // symmetric(link=auto), set at the first allocation
   std::unique_ptr<TcpDomain> tcp_;
   std::map<std::string, std::unique_ptr<StreamEndpoint>> endpoints_;
   std::vector<std::vector<uint8_t>> scratch_;

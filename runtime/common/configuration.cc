@@ -31,6 +31,7 @@ const std::vector<AlgorithmSpec>& Catalogue() {
       {"dissemination", {P::kLink}, "dissemination barrier, ceil(log2 n) rounds"},
       {"direct", {P::kChannels, P::kLink}, "every rank talks to every other rank directly"},
       {"linear", {P::kChannels, P::kLink}, "the root talks to every rank in turn"},
+      {"symmetric", {P::kLink}, "every rank reduces its slice straight from the peers' mapped symmetric buffers"},
   };
   return *catalogue;
 }

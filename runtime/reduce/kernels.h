@@ -32,6 +32,17 @@ inline void ReduceInto(DataType dtype, ReduceOp op, void* inout, const void* in,
 // which is then streamed out), a store fence at the end. `out` may alias `a` or `b` exactly.
 void ReduceStreaming(DataType dtype, ReduceOp op, void* out, const void* a, const void* b, size_t count);
 
+// Fused many-to-many reduction (the symmetric allreduce): for i < count, v = in[0][i] op in[1][i] op ... op
+// in[n-1][i] (left to right, as chained Reduce calls combine them), then out[k][i] = v for every k < m — each
+// input read and each output written once, in one pass; with non-temporal stores when `streaming` (and the
+// outputs share their alignment), then a store fence. Bit-identical to chained Reduce() (up to which NaN payload
+// survives where two NaNs meet in a sum or product: Reduce's compiled loops may swap the operands). Returns false and
+// touches nothing where there is no fused kernel (only fp32 sum/prod/min/max with AVX2 or AVX-512 have one;
+// avg is not fused): the caller then reduces tile by tile. REQUIRES n >= 2; outputs do not overlap inputs
+// other than exactly (in place).
+bool ReduceFanout(DataType dtype, ReduceOp op, const void* const* in, int n, void* const* out, int m, size_t count,
+                  bool streaming);
+
 // buf[i] /= n for floating types (fp16/bf16 through fp32, rounded once); integer types are left unchanged.
 void FinalizeAvg(DataType dtype, void* buf, size_t count, int n);
 

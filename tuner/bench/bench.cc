@@ -70,6 +70,23 @@ absl::StatusOr<std::vector<BenchRow>> RunBench(Communicator& comm, const BenchOp
     b.send.resize(std::max(b.send.size(), send_bytes(count)));
     b.recv.resize(std::max(b.recv.size(), recv_bytes(count)));
   }
+  // --symmetric: the same sizes from symmetric memory, freed when the bench ends (also on errors).
+  std::vector<void*> symmetric;
+  struct Release {
+    Communicator& comm;
+    std::vector<void*>& regions;
+    ~Release() {
+      for (void* p : regions) (void)comm.FreeSymmetric(p);
+    }
+  } release{comm, symmetric};
+  if (o.symmetric) {
+    for (ByteBuffer* buf : {&b.send, &b.recv}) {
+      absl::StatusOr<void*> p = comm.AllocSymmetric(buf->size());
+      if (!p.ok()) return p.status();
+      symmetric.push_back(*p);
+      buf->View(static_cast<uint8_t*>(*p), buf->size());
+    }
+  }
   for (uint64_t bytes : sizes) {
     const size_t count = CountFor(o.collective, bytes, o.dtype, n);
     CheckCase cc{o.collective, o.dtype, o.op, comm.rank(), n, o.root, count};

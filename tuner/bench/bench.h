@@ -28,6 +28,9 @@ struct BenchOptions {
   int warmup = 0;             // 0 = adaptive
   bool check = false;
   int root = 0;
+  // Send and receive buffers from the communicator's symmetric memory (Communicator::AllocSymmetric), as a
+  // program that allocates them with hccltune_mem_alloc does.
+  bool symmetric = false;
 };
 
 struct BenchRow {

@@ -15,8 +15,30 @@ namespace hccltune::bench {
 // Elements per rank block for a byte size (CONVENTIONS.md, Sizes).
 size_t CountFor(Collective c, uint64_t bytes, DataType t, int n);
 
+// A call buffer: heap memory, or a view of memory the communicator handed out (`--symmetric`: AllocSymmetric).
+class ByteBuffer {
+ public:
+  uint8_t* data() { return view_ != nullptr ? view_ : heap_.data(); }
+  size_t size() const { return view_ != nullptr ? view_bytes_ : heap_.size(); }
+  uint8_t* begin() { return data(); }
+  uint8_t* end() { return data() + size(); }
+  // Heap only (a view keeps its size).
+  void resize(size_t bytes) { heap_.resize(bytes); }
+  // From now on the buffer is [p, p + bytes), not owned; the heap memory is released.
+  void View(uint8_t* p, size_t bytes) {
+    view_ = p;
+    view_bytes_ = bytes;
+    std::vector<uint8_t>().swap(heap_);
+  }
+
+ private:
+  std::vector<uint8_t> heap_;
+  uint8_t* view_ = nullptr;
+  size_t view_bytes_ = 0;
+};
+
 struct Buffers {
-  std::vector<uint8_t> send, recv;
+  ByteBuffer send, recv;
   std::vector<size_t> counts, displs;
 };
 

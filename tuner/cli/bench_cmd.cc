@@ -17,7 +17,7 @@ namespace {
 struct BenchArgs {
   std::string coll = "allreduce", dtype = "fp32", op = "sum", min_bytes = "8", max_bytes = "64M", algo = "auto", link;
   int ranks = 2, iters = 0, warmup = 0, root = 0;
-  bool check = false, json = false, launched = false;
+  bool check = false, json = false, launched = false, symmetric = false;
 };
 
 int RunLaunched(const BenchArgs& a) {
@@ -48,6 +48,7 @@ int RunLaunched(const BenchArgs& a) {
   o.iters = a.iters;
   o.warmup = a.warmup;
   o.check = a.check;
+  o.symmetric = a.symmetric;
   o.root = a.root;
   // `auto` follows the node daemon's tuned table, and sampled timings are reported to it.
   InstallDaemonTuning();
@@ -117,6 +118,9 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   cmd->add_option("--root", a->root, "Root rank for rooted collectives")->capture_default_str();
   cmd->add_flag("--check", a->check, "Verify every rank's output against an independent reference");
   cmd->add_flag("--json", a->json, "Print JSON rows");
+  cmd->add_flag("--symmetric", a->symmetric,
+                "Buffers from symmetric memory (AllocSymmetric / hccltune_mem_alloc; one node): allreduce runs "
+                "`symmetric` under auto");
   cmd->add_flag("--launched", a->launched, "Join a job started by torchrun/srun/mpirun instead of spawning ranks");
   cmd->callback([a, exit_code, cmd] {
     if (a->launched) {
@@ -152,6 +156,7 @@ void RegisterBench(CLI::App& app, int* exit_code) {
                "--root",      std::to_string(a->root)};
     if (!a->link.empty()) so.args.insert(so.args.end(), {"--link", a->link});
     if (a->check) so.args.push_back("--check");
+    if (a->symmetric) so.args.push_back("--symmetric");
     if (a->json) so.args.push_back("--json");
     absl::Status s = bench::SpawnLocalRanks(so);
     if (!s.ok()) {

@@ -291,5 +291,75 @@ TEST(KernelsTest, StreamRegionContains) {
   EXPECT_FALSE((StreamRegion{nullptr, 100}.Contains(buf, 1)));
 }
 
+// ReduceFanout is bit-identical to chained Reduce() calls (the tiled fallback of the symmetric allreduce) —
+// except which NaN's payload survives when two NaNs meet in a sum or product (the compiler may swap the
+// operands of Reduce's commutative loops) — for every fused op, 2-5 inputs, 1-4 outputs, unaligned starts (the scalar
+// head), vector bodies and tails, with NaNs, infinities, signed zeros and ties in min/max; and refuses what it has no
+// kernel for.
+TEST(KernelsTest, FanoutMatchesChainedReduce) {
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1.0f,
+                            -1.0f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            1e-40f,
+                            3.0f,
+                            3.0f};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-4, 4);
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax}) {
+    for (int n = 2; n <= 5; ++n) {
+      for (int m = 1; m <= 4; ++m) {
+        for (size_t count : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{1000}}) {
+          for (size_t shift : {size_t{0}, size_t{1}, size_t{15}}) {  // elements past a 64-byte line
+            for (bool streaming : {false, true}) {
+              std::vector<std::vector<float>> in(static_cast<size_t>(n), std::vector<float>(count + shift + 16));
+              for (auto& v : in) {
+                for (float& x : v) x = rng() % 4 == 0 ? specials[rng() % std::size(specials)] : dist(rng);
+              }
+              std::vector<float> ref(count + 16);
+              if (count > 0) {
+                Reduce(DataType::kFloat32, op, ref.data(), in[0].data() + shift, in[1].data() + shift, count);
+                for (int k = 2; k < n; ++k) {
+                  Reduce(DataType::kFloat32, op, ref.data(), ref.data(), in[static_cast<size_t>(k)].data() + shift,
+                         count);
+                }
+              }
+              // Outputs at the same offset within a 64-byte line, as symmetric buffers are.
+              std::vector<std::vector<float>> outs(static_cast<size_t>(m), std::vector<float>(count + shift + 32));
+              std::vector<const void*> ip;
+              std::vector<void*> op_ptrs;
+              for (auto& v : in) ip.push_back(v.data() + shift);
+              for (auto& v : outs) {
+                auto* base = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(v.data()) + 63) / 64 * 64);
+                op_ptrs.push_back(base + shift);
+              }
+              ASSERT_TRUE(ReduceFanout(DataType::kFloat32, op, ip.data(), n, op_ptrs.data(), m, count, streaming));
+              for (int k = 0; k < m; ++k) {
+                const auto* got = static_cast<const float*>(op_ptrs[static_cast<size_t>(k)]);
+                size_t bad = count;
+                for (size_t i = 0; i < count && bad == count; ++i) {
+                  const bool both_nan = std::isnan(got[i]) && std::isnan(ref[i]);
+                  if (!both_nan && std::memcmp(&got[i], &ref[i], sizeof(float)) != 0) bad = i;
+                }
+                EXPECT_EQ(bad, count) << "op " << static_cast<int>(op) << " n " << n << " m " << m << " count " << count
+                                      << " shift " << shift << " streaming " << streaming << " output " << k;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  float a[4] = {}, b[4] = {}, o[4] = {};
+  const void* ins[2] = {a, b};
+  void* outs[1] = {o};
+  EXPECT_FALSE(ReduceFanout(DataType::kFloat32, ReduceOp::kAvg, ins, 2, outs, 1, 4, false));
+  EXPECT_FALSE(ReduceFanout(DataType::kBfloat16, ReduceOp::kSum, ins, 2, outs, 1, 4, false));
+  EXPECT_FALSE(ReduceFanout(DataType::kInt32, ReduceOp::kSum, ins, 2, outs, 1, 4, false));
+}
+
 }  // namespace
 }  // namespace hccltune

@@ -136,8 +136,11 @@ TEST(PatternTest, HierarchicalComposesThreeSubCollectives) {
 TEST(RegistryTest, ListsAndValidity) {
   EXPECT_EQ(registry::AlgorithmsFor(Collective::kAllreduce),
             (std::vector<std::string>{"ring", "double_ring", "halving_doubling", "recursive_doubling", "binomial_tree",
-                                      "one_shot", "hierarchical"}));
+                                      "one_shot", "hierarchical", "symmetric"}));
   EXPECT_TRUE(registry::AlgorithmsFor(Collective::kSendRecv).empty());
+  // `symmetric` is never a candidate (the communicator picks it for symmetric buffers itself).
+  EXPECT_EQ(registry::IsValid(Collective::kAllreduce, "symmetric", 2, Nodes({0, 0})).code(),
+            absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(registry::Find(Collective::kAllgather, "one_shot"), nullptr);
   EXPECT_NE(registry::Find(Collective::kBarrier, "dissemination"), nullptr);
   // Hierarchical: 4 nodes x 1 rank is pointless; one node too.

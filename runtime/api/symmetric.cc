@@ -1,0 +1,81 @@
+// Communicator symmetric memory: AllocSymmetric / FreeSymmetric, and the choice of the `symmetric` allreduce
+// for calls on such buffers (see communicator.h and runtime/transport/shm/symmetric_memory.h).
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/api/communicator_impl.h"
+
+namespace hccltune {
+
+absl::StatusOr<void*> CommImpl::AllocSymmetric(size_t bytes) {
+  {
+    // Behind queued non-blocking work, like a blocking collective (the caller's program order).
+    std::unique_lock<std::mutex> lock(q_mu_);
+    const bool on_progress = progress_.joinable() && std::this_thread::get_id() == progress_.get_id();
+    if (!on_progress && in_flight_ > 0) {
+      lock.unlock();
+      void* p = nullptr;
+      absl::Status s = Submit([this, bytes, &p] {
+                         absl::StatusOr<void*> r = AllocSymmetric(bytes);
+                         if (r.ok()) p = *r;
+                         return r.status();
+                       })->Wait();
+      if (!s.ok()) return s;
+      return p;
+    }
+  }
+  if (topo_.num_nodes != 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("AllocSymmetric needs every rank on one node; this communicator's ", size_, " ranks are on ",
+                     topo_.num_nodes, " nodes"));
+  }
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  if (!broken_.ok()) return broken_;
+  auto m = SymmetricMemory::Create(*store_, "mem", symmetric_next_id_++, rank_, size_, bytes,
+                                   absl::Seconds(env_.connect_timeout_s));
+  if (!m.ok()) return m.status();
+  if (symmetric_config_.algorithm.empty()) {
+    auto c = Configuration::Default("symmetric");
+    if (!c.ok()) return c.status();
+    symmetric_config_ = *c;
+  }
+  void* p = (*m)->base(rank_);
+  symmetric_.push_back(*std::move(m));
+  return p;
+}
+
+absl::Status CommImpl::FreeSymmetric(void* p) {
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  for (auto it = symmetric_.begin(); it != symmetric_.end(); ++it) {
+    if ((*it)->base(rank_) == p) {
+      symmetric_.erase(it);
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat("FreeSymmetric on rank ", rank_, ": ",
+                                                 absl::Hex(reinterpret_cast<uintptr_t>(p)),
+                                                 " is not the start of a symmetric allocation"));
+}
+
+bool CommImpl::FindSymmetric(const void* p, size_t bytes, SymmetricBuffer* out) const {
+  for (const auto& m : symmetric_) {
+    const int64_t off = m->OffsetOf(p, bytes);
+    if (off < 0) continue;
+    *out = SymmetricBuffer{m->id(), static_cast<size_t>(off), &m->bases()};
+    return true;
+  }
+  return false;
+}
+
+const Configuration* CommImpl::ChooseSymmetric(const CollectiveArgs& args, const CallOptions& opt) const {
+  if (symmetric_.empty() || args.collective != Collective::kAllreduce) return nullptr;
+  if (!opt.config.empty() && opt.config != "auto") return nullptr;
+  const size_t bytes = args.count * DataTypeSize(args.dtype);
+  if (bytes < SymmetricFromBytes(size_)) return nullptr;
+  SymmetricBuffer b;
+  if (!FindSymmetric(args.send, bytes, &b) || !FindSymmetric(args.recv, bytes, &b)) return nullptr;
+  return &symmetric_config_;
+}
+
+}  // namespace hccltune

@@ -1,0 +1,62 @@
+// Symmetric memory: one allocation of the same size on every rank of a single-node group, each rank's piece
+// mapped into every other rank's address space. A collective whose buffers lie in it can read its peers'
+// inputs and write their outputs with plain loads and stores — no ring in between, no kernel copy, no page
+// pinning (the `symmetric` allreduce, runtime/algorithms/allreduce/symmetric.cc). This is what NCCL's
+// registered/symmetric buffers and PyTorch's SymmetricMemory give on GPUs, done with shared memory.
+//
+// Each piece is a memfd (anonymous, never named in /dev/shm, so a killed job leaves nothing behind). Its
+// owner publishes (pid, fd, size, nonce) through the bootstrap store; every other rank opens
+// /proc/<pid>/fd/<fd> — the kernel allows this for the same user, as it allows process_vm_readv — maps it and
+// checks the nonce the owner wrote in the piece's header page, so a rank in another pid namespace (where the
+// pid names another process) is refused rather than mapping a stranger's file. Every rank waits until all have
+// mapped before Create returns; then the owner closes its descriptor (the mappings keep the memory).
+//
+// The caller's region starts one page into the piece (the header page holds the nonce) and is 4 KiB aligned.
+//
+// Thread-safety: immutable after Create; the mapped memory itself is the caller's to synchronise.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "runtime/bootstrap/store.h"
+
+namespace hccltune {
+
+class SymmetricMemory {
+ public:
+  // Collective over the `size` ranks of a group that are all on this host: each calls it with the same `id`
+  // and `bytes`. Keys live under `key_prefix` in `store`; waits up to `timeout` for the others (an error names
+  // the ranks that never arrived).
+  static absl::StatusOr<std::unique_ptr<SymmetricMemory>> Create(Store& store, const std::string& key_prefix,
+                                                                 uint64_t id, int rank, int size, size_t bytes,
+                                                                 absl::Duration timeout);
+  ~SymmetricMemory();
+  SymmetricMemory(const SymmetricMemory&) = delete;
+  SymmetricMemory& operator=(const SymmetricMemory&) = delete;
+
+  uint64_t id() const { return id_; }
+  size_t bytes() const { return bytes_; }
+  // Rank q's region as mapped in this process (q = this rank: the caller's own memory).
+  char* base(int q) const { return bases_[static_cast<size_t>(q)]; }
+  const std::vector<char*>& bases() const { return bases_; }
+  // Offset of [p, p + n) inside this rank's region, or -1 when it is not entirely inside.
+  int64_t OffsetOf(const void* p, size_t n) const;
+
+ private:
+  SymmetricMemory() = default;
+  uint64_t id_ = 0;
+  size_t bytes_ = 0;
+  int rank_ = 0;
+  int fd_ = -1;               // this rank's memfd, open until every rank has mapped it
+  std::vector<char*> maps_;   // every rank's mapping (header page first)
+  std::vector<char*> bases_;  // maps_ + one page
+  size_t map_bytes_ = 0;
+};
+
+}  // namespace hccltune
