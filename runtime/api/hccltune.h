@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define HCCLTUNE_C_API_VERSION 1
+#define HCCLTUNE_C_API_VERSION 2 /* 2: hccltune_mem_alloc / hccltune_mem_free */
 
 typedef struct hccltune_comm hccltune_comm;
 typedef struct hccltune_request hccltune_request;
@@ -86,6 +86,14 @@ int hccltune_alltoallv(hccltune_comm* comm, const void* send, const size_t* send
 int hccltune_barrier(hccltune_comm* comm);
 int hccltune_send(hccltune_comm* comm, const void* data, size_t count, hccltune_dtype dtype, int peer);
 int hccltune_recv(hccltune_comm* comm, void* data, size_t count, hccltune_dtype dtype, int peer);
+
+/* Symmetric memory (every rank of `comm` on one node). Collective: every rank asks for the same `bytes`;
+ * *out is this rank's region (4 KiB aligned, zero-filled), which every other rank also maps. An allreduce whose
+ * send and recv buffers lie at the same offsets of such regions on every rank reads its peers' inputs and writes
+ * their outputs directly (the `symmetric` algorithm, chosen by "auto"). Free with hccltune_mem_free on every rank
+ * once no call uses it; destroying the communicator frees the rest. */
+int hccltune_mem_alloc(hccltune_comm* comm, size_t bytes, void** out);
+int hccltune_mem_free(hccltune_comm* comm, void* ptr);
 
 /* Non-blocking allreduce; complete with hccltune_wait (or poll with hccltune_test), then free. */
 int hccltune_iallreduce(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,

@@ -7,24 +7,27 @@
 # our busbw, and our fraction of the memory bound.
 #
 # Usage: tests/perf/compare-peers.sh [-c COLL] [-n RANKS] [-l MIN_BYTES] [-h MAX_BYTES] [-r REPS]
-#                                    [-p "ompi mpich gloo"] [-a ALGO] [-b BUILD_DIR] [-B BASE_BUILD_DIR]
+#                                    [-p "ompi mpich gloo"] [-a ALGO] [-b BUILD_DIR] [-B BASE_BUILD_DIR] [-S]
 #   COLL allreduce | allgather | reducescatter | broadcast | alltoall   (default allreduce, 2 ranks, 8..64M, 5 reps)
 #   ALGO our configuration (default auto; compare auto with the peers' defaults, a forced configuration with
 #        Open MPI's forced algorithms: OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_<coll>_algorithm=N)
 #   BASE_BUILD_DIR another build (e.g. a worktree of the previous commit) run in the same repetitions, before ours
 #        in even repetitions and after it in odd ones; adds its time and vs_base = base time / ours (> 1: faster now)
+#   -S   also time ours with buffers from symmetric memory (`hccl-tune bench --symmetric`, as a program that
+#        allocates with hccltune_mem_alloc; the peers keep their ordinary buffers) in the same repetitions: adds
+#        its time and sym_ratio = best peer time / symmetric time
 # The bound: a collective over n ranks of S bytes must at least read every rank's input and write every rank's
 # output once — about n*S bytes copied for allreduce, allgather, reducescatter and broadcast — so with B the
 # 2-thread memcpy rate, algbw <= B/n; the table shows it as busbw (times the collective's busbw factor).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-coll=allreduce n=2 lo=8 hi=67108864 reps=5 peers="ompi mpich gloo" algo=auto build=$root/build base=
-while getopts c:n:l:h:r:p:a:b:B: o; do
+coll=allreduce n=2 lo=8 hi=67108864 reps=5 peers="ompi mpich gloo" algo=auto build=$root/build base= sym=
+while getopts c:n:l:h:r:p:a:b:B:S o; do
   case $o in
     c) coll=$OPTARG ;; n) n=$OPTARG ;; l) lo=$OPTARG ;; h) hi=$OPTARG ;; r) reps=$OPTARG ;;
-    p) peers=$OPTARG ;; a) algo=$OPTARG ;; b) build=$OPTARG ;; B) base=$OPTARG ;;
-    *) sed -n '2,18p' "$0"; exit 2 ;;
+    p) peers=$OPTARG ;; a) algo=$OPTARG ;; b) build=$OPTARG ;; B) base=$OPTARG ;; S) sym=1 ;;
+    *) sed -n '2,21p' "$0"; exit 2 ;;
   esac
 done
 peers_dir=${PEERS_DIR:-$root/../shared/peers}
@@ -47,9 +50,9 @@ two = [b["bytes_per_second"] for b in d if b.get("aggregate_name") == "median" a
 print(f"{one[0]/1e9:.2f} {two[0]/1e9:.2f}")'
 }
 
-echo "# $(date -u +%FT%TZ) $coll ranks=$n bytes=$lo..$hi reps=$reps ours=$algo peers=[$peers]${base:+ base=$base} load=$(cut -d' ' -f1-3 /proc/loadavg)" >&2
-bench() {  # WHO BINARY REP
-  "$2" bench --coll "$coll" --ranks "$n" --min-bytes "$lo" --max-bytes "$hi" --algo "$algo" 2>&1 |
+echo "# $(date -u +%FT%TZ) $coll ranks=$n bytes=$lo..$hi reps=$reps ours=$algo peers=[$peers]${base:+ base=$base}${sym:+ symmetric} load=$(cut -d' ' -f1-3 /proc/loadavg)" >&2
+bench() {  # WHO BINARY REP [BENCH ARGS...]
+  "$2" bench --coll "$coll" --ranks "$n" --min-bytes "$lo" --max-bytes "$hi" --algo "$algo" "${@:4}" 2>&1 |
     awk -v rep="$3" -v who="$1" '$1 == "'"$coll"'" && $3 ~ /^[0-9]+$/ {print who, rep, $3, $5, $4}' >>"$out/rows" || true
 }
 cut -d' ' -f1-3 /proc/loadavg >"$out/load.0"
@@ -58,6 +61,7 @@ for ((r = 0; r < reps; r++)); do
   echo "# repetition $((r + 1))/$reps" >&2
   if [[ -n $base ]] && ((r % 2 == 0)); then bench base "$base/tuner/hccl-tune" "$r"; fi
   bench ours "$tune" "$r"
+  if [[ -n $sym ]]; then bench sym "$tune" "$r" --symmetric; fi
   if [[ -n $base ]] && ((r % 2 == 1)); then bench base "$base/tuner/hccl-tune" "$r"; fi
   for p in $peers; do
     "$peers_dir/run-peers.sh" "$coll" "$n" "$lo" "$hi" "$p" 2>/dev/null |
@@ -66,9 +70,9 @@ for ((r = 0; r < reps; r++)); do
 done
 membw >"$out/mem.1"
 cut -d' ' -f1-3 /proc/loadavg >"$out/load.1"
-python3 - "$out" "$coll" "$n" "$peers" "$base" <<'PY'
+python3 - "$out" "$coll" "$n" "$peers" "$base" "$sym" <<'PY'
 import os, statistics, sys
-out, coll, n, peers, base = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(), sys.argv[5]
+out, coll, n, peers, base, sym = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(), sys.argv[5], sys.argv[6]
 factor = {"allreduce": 2 * (n - 1) / n, "broadcast": 1.0, "reduce": 1.0}.get(coll, (n - 1) / n)
 mem = [tuple(map(float, open(os.path.join(out, f)).read().split())) for f in ("mem.0", "mem.1")]
 b1 = statistics.median([m[0] for m in mem]); b2 = statistics.median([m[1] for m in mem])
@@ -76,15 +80,15 @@ times, algo = {}, {}
 for line in open(os.path.join(out, "rows")):
     who, rep, size, t, a = line.split()
     times.setdefault((who, int(size)), []).append(float(t))
-    if who == "ours": algo[int(size)] = a
+    if who in ("ours", "sym"): algo.setdefault(int(size), {})[who] = a
 sizes = sorted({s for (_, s) in times})
-cols = ["ours"] + (["base"] if base else []) + peers
+cols = ["ours"] + (["sym"] if sym else []) + (["base"] if base else []) + peers
 med = {k: statistics.median(v) for k, v in times.items()}
 print(f"# {coll}, {n} ranks, fp32 sum; median of repetitions (each: median of iterations, time = max over ranks)")
 loads = [open(os.path.join(out, f)).read().strip() for f in ("load.0", "load.1")]
 print(f"# load average (1, 5, 15 min) at the start: {loads[0]}; at the end: {loads[1]}")
 print(f"# memcpy 64 MiB this run: {b1:.2f} GB/s on 1 thread, {b2:.2f} GB/s on 2; bound busbw = {b2:.2f}/{n} x {factor:.2f} = {b2 / n * factor:.2f} GB/s")
-hdr = f"{'bytes':>10} " + " ".join(f"{c + '_us':>11}" for c in cols) + f" {'best_peer':>9} {'ratio':>6}" + (f" {'vs_base':>7}" if base else "") + f" {'busbw':>7} {'of_bound':>8}  algo"
+hdr = f"{'bytes':>10} " + " ".join(f"{c + '_us':>11}" for c in cols) + f" {'best_peer':>9} {'ratio':>6}" + (f" {'vs_base':>7}" if base else "") + (f" {'sym_ratio':>9}" if sym else "") + f" {'busbw':>7} {'of_bound':>8}  algo"
 print(hdr)
 for s in sizes:
     ours = med.get(("ours", s))
@@ -98,7 +102,14 @@ for s in sizes:
     if base:
         b = med.get(("base", s))
         vs = f" {b / ours:7.2f}" if b and ours else f" {'-':>7}"
-    print(row + f" {best or '-':>9} {ratio}{vs} {busbw:7.3f} {frac:8.2f}  {algo.get(s, '')}")
+    sr = ""
+    if sym:
+        st = med.get(("sym", s))
+        sr = f" {pt[best] / st:9.2f}" if best and st else f" {'-':>9}"
+    names = algo.get(s, {})
+    print(row + f" {best or '-':>9} {ratio}{vs}{sr} {busbw:7.3f} {frac:8.2f}  {names.get('ours', '')}"
+          + (f" | sym: {names.get('sym', '')}" if sym else ""))
 reps = {c: len(v) for (c, _), v in times.items()}
-print("# ratio = best peer's time / ours (> 1: hccl-tune is faster); repetitions per column:", reps)
+print("# ratio = best peer's time / ours (> 1: hccl-tune is faster)"
+      + ("; sym_ratio = best peer's time / ours on symmetric buffers" if sym else "") + "; repetitions per column:", reps)
 PY

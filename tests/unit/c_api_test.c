@@ -1,5 +1,5 @@
 /* The C ABI from plain C11: N processes (fork) with a file-store rendezvous run allreduce, allgather,
- * a non-blocking allreduce and split, and check every element on every rank; then bad input. */
+ * an allreduce on symmetric memory, a non-blocking allreduce and split, and check every element on every rank; then bad input. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +50,23 @@ static int run_rank(int rank, int n, const char* dir) {
   CHECK(hccltune_test(req, &done) == 0 && done == 1, "test after wait");
   hccltune_request_free(req);
   CHECK(sum == n, "iallreduce max = %d, want %d", sum, n);
+
+  /* Symmetric memory: an allreduce from one place of the region to another, every element checked. */
+  enum { SYM = 70000 }; /* floats: 280 KB, past the symmetric threshold */
+  float* region = NULL;
+  rc = hccltune_mem_alloc(comm, 2 * SYM * sizeof(float), (void**)&region);
+  CHECK(rc == 0 && region != NULL, "mem_alloc: %s", hccltune_last_error());
+  for (int i = 0; i < SYM; ++i) region[i] = (float)(rank + i % 5);
+  rc = hccltune_allreduce(comm, region, region + SYM, SYM, HCCLTUNE_FLOAT32, HCCLTUNE_SUM, NULL);
+  CHECK(rc == 0, "symmetric allreduce: %s", hccltune_last_error());
+  for (int i = 0; i < SYM; ++i) {
+    const float want = (float)(n * (n - 1) / 2 + n * (i % 5));
+    CHECK(region[SYM + i] == want, "symmetric allreduce[%d] = %f, want %f", i, region[SYM + i], want);
+  }
+  CHECK(hccltune_mem_free(comm, region) == 0, "mem_free: %s", hccltune_last_error());
+  rc = hccltune_mem_free(comm, region);
+  CHECK(rc == 3 && strstr(hccltune_last_error(), "not the start of a symmetric allocation"), "double free: %d %s", rc,
+        hccltune_last_error());
 
   hccltune_comm* half = NULL;
   rc = hccltune_comm_split(comm, rank % 2, rank, &half);

@@ -109,6 +109,20 @@ int hccltune_comm_rank(const hccltune_comm* comm) { return comm && comm->comm ? 
 int hccltune_comm_size(const hccltune_comm* comm) { return comm && comm->comm ? comm->comm->size() : -1; }
 const char* hccltune_comm_fingerprint(const hccltune_comm* comm) { return comm ? comm->fingerprint.c_str() : ""; }
 
+int hccltune_mem_alloc(hccltune_comm* comm, size_t bytes, void** out) {
+  HT_COMM(comm);
+  if (out == nullptr) return Bad("mem_alloc: out must not be NULL");
+  *out = nullptr;
+  absl::StatusOr<void*> p = comm->comm->AllocSymmetric(bytes);
+  if (!p.ok()) return Fail(p.status());
+  *out = *p;
+  return Check(absl::OkStatus());
+}
+int hccltune_mem_free(hccltune_comm* comm, void* ptr) {
+  HT_COMM(comm);
+  return Check(comm->comm->FreeSymmetric(ptr));
+}
+
 int hccltune_allreduce(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,
                        hccltune_op op, const char* config) {
   HT_COMM(comm);
