@@ -93,6 +93,12 @@ class AlgorithmContext {
     (void)p, (void)bytes, (void)out;
     return false;
   }
+  // Every group rank's piece of symmetric allocation `id` as mapped here (indexed by group rank), or null when
+  // this rank has no allocation by that id (freed, or inside a sub-collective).
+  virtual const std::vector<char*>* SymmetricBases(uint64_t id) const {
+    (void)id;
+    return nullptr;
+  }
 };
 
 using AlgorithmFn = absl::Status (*)(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx);

@@ -22,17 +22,20 @@ HT_DECLARE_ALGORITHM(AllgatherRing);
 HT_DECLARE_ALGORITHM(AllgatherRecursiveDoubling);
 HT_DECLARE_ALGORITHM(AllgatherBruck);
 HT_DECLARE_ALGORITHM(AllgatherDirect);
+HT_DECLARE_ALGORITHM(AllgatherSymmetric);
 HT_DECLARE_ALGORITHM(AllgathervRing);
 HT_DECLARE_ALGORITHM(AllgathervDirect);
 
 HT_DECLARE_ALGORITHM(ReducescatterRing);
 HT_DECLARE_ALGORITHM(ReducescatterHalvingDoubling);
 HT_DECLARE_ALGORITHM(ReducescatterDirect);
+HT_DECLARE_ALGORITHM(ReducescatterSymmetric);
 
 HT_DECLARE_ALGORITHM(BroadcastBinomialTree);
 HT_DECLARE_ALGORITHM(BroadcastChain);
 HT_DECLARE_ALGORITHM(BroadcastLinear);
 HT_DECLARE_ALGORITHM(BroadcastScatterAllgather);
+HT_DECLARE_ALGORITHM(BroadcastSymmetric);
 
 HT_DECLARE_ALGORITHM(ReduceBinomialTree);
 HT_DECLARE_ALGORITHM(ReduceReducescatterGather);

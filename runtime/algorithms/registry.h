@@ -33,8 +33,8 @@ std::vector<ParamKind> Params(absl::string_view name);
 // OK when `algorithm` exists for `c` and is meaningful for this world size and topology; otherwise an error
 // whose message says why (NotFound for an unknown name, listing the accepted ones; FailedPrecondition when the
 // algorithm does not apply, e.g. hierarchical on one node). Every registered algorithm runs correctly on any
-// world size >= 1; "not valid" means "pointless here", never "would break" — except allreduce `symmetric`,
-// never valid here: it needs buffers in symmetric memory (it refuses others with InvalidArgument) and the
+// world size >= 1; "not valid" means "pointless here", never "would break" — except `symmetric` (allreduce,
+// allgather, reducescatter, broadcast), never valid here: it needs buffers in symmetric memory (it refuses others with InvalidArgument) and the
 // communicator chooses it for those itself.
 absl::Status IsValid(Collective c, absl::string_view algorithm, int world_size, const GroupTopology& topo);
 

@@ -71,6 +71,9 @@ class CallContext final : public AlgorithmContext {
   bool FindSymmetric(const void* p, size_t bytes, SymmetricBuffer* out) const override {
     return depth_ == 0 && comm_.FindSymmetric(p, bytes, out);
   }
+  const std::vector<char*>* SymmetricBases(uint64_t id) const override {
+    return depth_ == 0 ? comm_.SymmetricBases(id) : nullptr;
+  }
   absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,
                                 absl::Span<const int> members) override {
     std::vector<int> global;

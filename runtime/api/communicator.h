@@ -37,10 +37,14 @@
 namespace hccltune {
 
 inline constexpr uint32_t kWireProtocolVersion = 1;
-// "auto" runs an allreduce on symmetric buffers with `symmetric` from this many bytes: below it the two
-// message rounds cost more than the copies they save (bench --algo symmetric against auto: 2 ranks from 1 KiB,
-// 0.86 against 0.96 us; 4 ranks on 2 cores from 4 KiB, 7.5 against 8.2 us; docs/PERFORMANCE.md, round 7).
-inline constexpr uint64_t SymmetricFromBytes(int ranks) { return ranks <= 2 ? 1024 : 4096; }
+// "auto" runs a collective on symmetric buffers with `symmetric` from this many bytes (CONVENTIONS.md, Sizes):
+// below it the two message rounds cost more than the copies they save (`hccl-tune bench --symmetric --algo
+// symmetric` against auto; docs/PERFORMANCE.md, round 7). Allreduce: 2 ranks from 1 KiB (0.86 against 0.96 us),
+// 4 ranks on 2 cores from 4 KiB (7.5 against 8.2 us).
+inline constexpr uint64_t SymmetricFromBytes(Collective c, int ranks) {
+  (void)c;
+  return ranks <= 2 ? 1024 : 4096;
+}
 
 // Per-call options.
 struct CallOptions {
@@ -182,12 +186,12 @@ class Communicator {
   // --- symmetric memory (every rank on one node) ---
   // Collective: every rank calls it with the same `bytes`, in the same order as its other collectives. Returns
   // this rank's region of `bytes` (4 KiB aligned, zero-filled) in memory every rank of the communicator maps
-  // (runtime/transport/shm/symmetric_memory.h). An allreduce whose send and recv buffers lie at the same
-  // offsets of the same allocations on every rank runs `symmetric` under "auto" (from SymmetricFromBytes):
-  // each rank reduces its slice straight out of its peers' inputs into every output, no data messages. Every
-  // rank must then pass symmetric buffers (a rank that passes other memory, or other offsets, gets an error
-  // naming the ranks, never a wrong result). Valid until FreeSymmetric or the communicator's destruction.
-  // FailedPrecondition when the ranks span several nodes; DeadlineExceeded (HCCL_CONNECT_TIMEOUT) naming a
+  // (runtime/transport/shm/symmetric_memory.h). An allreduce, allgather, reducescatter or broadcast whose
+  // buffers lie in such memory runs `symmetric` under "auto" (from SymmetricFromBytes): every rank reads its
+  // peers' buffers and writes the outputs directly, with no data messages (runtime/algorithms/symmetric_call.h).
+  // Every rank must then pass symmetric buffers (anywhere in any allocation; a rank that passes other memory
+  // gets every rank an error naming it, never a wrong result). Valid until FreeSymmetric or the communicator's
+  // destruction. FailedPrecondition when the ranks span several nodes; DeadlineExceeded (HCCL_CONNECT_TIMEOUT) naming a
   // rank that never called it.
   virtual absl::StatusOr<void*> AllocSymmetric(size_t bytes) = 0;
   // Unmaps the allocation that starts at `p` here (not collective: call it on every rank once no call uses it).

@@ -107,6 +107,7 @@ class CommImpl final : public Communicator {
   const CallDescriptor& current_call() const { return call_; }
   // Whether [p, p + bytes) is inside one of this rank's symmetric allocations (REQUIRES: exec_mu_ held).
   bool FindSymmetric(const void* p, size_t bytes, SymmetricBuffer* out) const;
+  const std::vector<char*>* SymmetricBases(uint64_t id) const;
 
  private:
   CommImpl() = default;
@@ -122,7 +123,8 @@ class CommImpl final : public Communicator {
   // HCCL_TUNE_TEST_DELAY: the delay for `config` of `c` in microseconds (0 = none).
   double TestDelayUs(Collective c, const Configuration& config) const;
   absl::Status Validate(const CollectiveArgs& args) const;
-  // `symmetric` for an "auto" allreduce of at least kSymmetricFromBytes whose buffers are symmetric; else null.
+  // `symmetric` for an "auto" allreduce, allgather, reducescatter or broadcast of at least SymmetricFromBytes
+  // whose buffers are symmetric here; else null.
   const Configuration* ChooseSymmetric(const CollectiveArgs& args, const CallOptions& opt) const;
   // Rank 0 broadcasts `table` (its newest, or null) to every rank; every rank installs what it receives when
   // its version differs from the installed one. REQUIRES: exec_mu_ held; every rank calls it at the same op.

@@ -68,13 +68,30 @@ bool CommImpl::FindSymmetric(const void* p, size_t bytes, SymmetricBuffer* out) 
   return false;
 }
 
+const std::vector<char*>* CommImpl::SymmetricBases(uint64_t id) const {
+  for (const auto& m : symmetric_) {
+    if (m->id() == id) return &m->bases();
+  }
+  return nullptr;
+}
+
 const Configuration* CommImpl::ChooseSymmetric(const CollectiveArgs& args, const CallOptions& opt) const {
-  if (symmetric_.empty() || args.collective != Collective::kAllreduce) return nullptr;
-  if (!opt.config.empty() && opt.config != "auto") return nullptr;
-  const size_t bytes = args.count * DataTypeSize(args.dtype);
-  if (bytes < SymmetricFromBytes(size_)) return nullptr;
+  if (symmetric_.empty() || (!opt.config.empty() && opt.config != "auto")) return nullptr;
+  const uint64_t es = DataTypeSize(args.dtype);
+  const uint64_t block = args.count * es, all = block * static_cast<uint64_t>(size_);
+  uint64_t send = 0, recv = 0;  // the extents this rank's buffers must have in symmetric memory
+  switch (args.collective) {
+    case Collective::kAllreduce: send = recv = block; break;
+    case Collective::kAllgather: send = block, recv = all; break;
+    case Collective::kReducescatter: send = all, recv = block; break;
+    case Collective::kBroadcast: recv = block; break;  // the root's send is copied into its recv first
+    default: return nullptr;
+  }
+  const uint64_t call_bytes = send == all || recv == all ? all : block;  // CONVENTIONS.md, Sizes
+  if (block == 0 || call_bytes < SymmetricFromBytes(args.collective, size_)) return nullptr;
   SymmetricBuffer b;
-  if (!FindSymmetric(args.send, bytes, &b) || !FindSymmetric(args.recv, bytes, &b)) return nullptr;
+  if (send > 0 && !FindSymmetric(args.send, send, &b)) return nullptr;
+  if (!FindSymmetric(args.recv, recv, &b)) return nullptr;
   return &symmetric_config_;
 }
 

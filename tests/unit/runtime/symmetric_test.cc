@@ -17,52 +17,83 @@ namespace {
 using bench::CheckCase;
 using testing::RunRanks;
 
-// One checked allreduce with send at byte `send_at` and recv at `recv_at` of a symmetric allocation (equal
-// offsets: in place). Returns mismatches as errors naming the rank.
+// One checked call of `c` on buffers at byte `send_at` and `recv_at` of a symmetric region (in place: send_at
+// is ignored and the input sits where the API expects it inside recv). Mismatches are errors naming the rank.
 absl::Status CheckedSymmetricCall(Communicator& comm, char* region, const CheckCase& c, size_t send_at, size_t recv_at,
-                                  const std::string& config) {
-  const size_t bytes = c.count * DataTypeSize(c.dtype);
-  bench::FillInput(c, region + send_at);
-  if (recv_at != send_at) std::memset(region + recv_at, 0xcd, bytes);
+                                  const std::string& config, bool in_place = false) {
+  const size_t es = DataTypeSize(c.dtype);
+  const size_t block = c.count * es;
+  char* recv = region + recv_at;
+  char* send = region + send_at;
+  std::memset(recv, 0xcd, std::max(bench::RecvElements(c), c.count) * es);
+  if (in_place) {
+    switch (c.collective) {
+      case Collective::kAllgather: send = recv + static_cast<size_t>(c.rank) * block; break;
+      case Collective::kReducescatter: send = recv, recv = send + static_cast<size_t>(c.rank) * block; break;
+      default: send = recv; break;
+    }
+  }
+  // Broadcast in place: the root's input is already in recv; non-roots' recv is overwritten.
+  if (!(in_place && c.collective == Collective::kBroadcast && c.rank != c.root)) bench::FillInput(c, send);
   CallOptions o;
   o.config = config;
-  if (absl::Status s = comm.Allreduce(region + send_at, region + recv_at, c.count, c.dtype, c.op, o); !s.ok()) {
-    return s;
+  absl::Status s;
+  switch (c.collective) {
+    case Collective::kAllreduce: s = comm.Allreduce(send, recv, c.count, c.dtype, c.op, o); break;
+    case Collective::kAllgather: s = comm.Allgather(send, recv, c.count, c.dtype, o); break;
+    case Collective::kReducescatter: s = comm.Reducescatter(send, recv, c.count, c.dtype, c.op, o); break;
+    case Collective::kBroadcast: s = comm.Broadcast(send, recv, c.count, c.dtype, c.root, o); break;
+    default: return absl::InternalError("not a symmetric collective");
   }
-  const std::string bad = bench::Verify(c, region + recv_at);
+  if (!s.ok()) return s;
+  const std::string bad = bench::Verify(c, recv);
   if (!bad.empty()) return absl::InternalError(absl::StrCat("rank ", c.rank, ": ", bad));
   return absl::OkStatus();
 }
 
 struct Case {
+  Collective coll;
   DataType t;
   ReduceOp op;
 };
 
-TEST(Symmetric, AllreduceEveryRankMatchesReference) {
+TEST(Symmetric, EveryCollectiveEveryRankMatchesReference) {
   // Fused kernels (fp32 sum/min), the tiled path (bf16, fp16 avg, int32, fp64 max), counts that do not divide
-  // into lines or ranks, an unaligned start, out of place and in place, sizes past the 4 MiB shm ring.
-  const Case cases[] = {{DataType::kFloat32, ReduceOp::kSum},  {DataType::kFloat32, ReduceOp::kMin},
-                        {DataType::kBfloat16, ReduceOp::kSum}, {DataType::kFloat16, ReduceOp::kAvg},
-                        {DataType::kInt32, ReduceOp::kProd},   {DataType::kFloat64, ReduceOp::kMax}};
+  // into lines or ranks, unaligned starts, different offsets on different ranks, out of place and in place,
+  // sizes past the 4 MiB shm ring.
+  const Case cases[] = {{Collective::kAllreduce, DataType::kFloat32, ReduceOp::kSum},
+                        {Collective::kAllreduce, DataType::kFloat32, ReduceOp::kMin},
+                        {Collective::kAllreduce, DataType::kBfloat16, ReduceOp::kSum},
+                        {Collective::kAllreduce, DataType::kFloat16, ReduceOp::kAvg},
+                        {Collective::kAllreduce, DataType::kInt32, ReduceOp::kProd},
+                        {Collective::kReducescatter, DataType::kFloat32, ReduceOp::kSum},
+                        {Collective::kReducescatter, DataType::kFloat64, ReduceOp::kMax},
+                        {Collective::kReducescatter, DataType::kBfloat16, ReduceOp::kAvg},
+                        {Collective::kAllgather, DataType::kInt8, ReduceOp::kSum},
+                        {Collective::kAllgather, DataType::kFloat32, ReduceOp::kSum},
+                        {Collective::kBroadcast, DataType::kFloat16, ReduceOp::kSum},
+                        {Collective::kBroadcast, DataType::kInt64, ReduceOp::kSum}};
   for (int n : {1, 2, 3, 4}) {
     auto st = RunRanks(n, [&](int rank, Communicator& comm) -> absl::Status {
-      const size_t region_bytes = 12u << 20;
+      const size_t region_bytes = 24u << 20;
       absl::StatusOr<void*> p = comm.AllocSymmetric(region_bytes);
       if (!p.ok()) return p.status();
       char* region = static_cast<char*>(*p);
+      int turn = 0;
       for (const Case& k : cases) {
         for (size_t count : {size_t{1}, size_t{7}, size_t{1031}, size_t{(1u << 20) + 5}}) {
-          CheckCase c{Collective::kAllreduce, k.t, k.op, rank, n, 0, count};
-          const size_t bytes = count * DataTypeSize(k.t);
-          for (auto [send_at, recv_at] : {std::pair<size_t, size_t>{0, 6u << 20}, {8, 8}, {4, (6u << 20) + 4}}) {
-            if (recv_at + bytes > region_bytes || send_at + bytes > region_bytes) continue;
-            absl::Status s = CheckedSymmetricCall(comm, region, c, send_at, recv_at, "symmetric");
+          const int root = turn++ % n;
+          CheckCase c{k.coll, k.t, k.op, rank, n, root, count};
+          const size_t extent = std::max(bench::SendElements(c), bench::RecvElements(c)) * DataTypeSize(k.t);
+          const size_t shift = static_cast<size_t>(rank) * 64 + 4;  // other offsets on other ranks, unaligned
+          for (bool in_place : {false, true}) {
+            if (shift + 2 * extent + 64 > region_bytes) continue;
+            absl::Status s = CheckedSymmetricCall(comm, region, c, shift, shift + extent + 64, "symmetric", in_place);
             if (!s.ok()) {
-              return absl::Status(s.code(), absl::StrCat(DataTypeName(k.t), " count ", count, " send at ", send_at,
-                                                         " recv at ", recv_at, ": ", s.message()));
+              return absl::Status(s.code(), absl::StrCat(CollectiveName(k.coll), " ", DataTypeName(k.t), " count ",
+                                                         count, in_place ? " in place" : "", ": ", s.message()));
             }
-            if (comm.last_config() != "symmetric(link=auto)") {
+            if (n > 1 && comm.last_config() != "symmetric(link=auto)") {
               return absl::InternalError(absl::StrCat("ran ", comm.last_config()));
             }
           }
@@ -80,12 +111,12 @@ TEST(Symmetric, AutoPicksItOnlyForSymmetricBuffers) {
     absl::StatusOr<void*> p = comm.AllocSymmetric(1u << 20);
     if (!p.ok()) return p.status();
     char* region = static_cast<char*>(*p);
-    const size_t big = 64u << 10, small = 64;  // bytes: above and below SymmetricFromBytes(2)
+    const size_t big = 64u << 10, small = 64;  // bytes: above and below SymmetricFromBytes
     for (size_t bytes : {big, small}) {
       CheckCase c{Collective::kAllreduce, DataType::kFloat32, ReduceOp::kSum, rank, 2, 0, bytes / 4};
       if (absl::Status s = CheckedSymmetricCall(comm, region, c, 0, 512u << 10, "auto"); !s.ok()) return s;
       const bool symmetric = comm.last_config() == "symmetric(link=auto)";
-      if (symmetric != (bytes >= SymmetricFromBytes(2))) {
+      if (symmetric != (bytes >= SymmetricFromBytes(Collective::kAllreduce, 2))) {
         return absl::InternalError(absl::StrCat(bytes, " bytes on symmetric buffers ran ", comm.last_config()));
       }
     }
@@ -116,15 +147,9 @@ TEST(Symmetric, MismatchedBuffersFailOnEveryRankAtOnce) {
     CallOptions sym;
     sym.config = "symmetric";
     const auto t0 = std::chrono::steady_clock::now();
-    // Rank 2 passes other offsets: every rank gets an InvalidArgument naming offsets.
-    const size_t at = rank == 2 ? 8192 : 0;
-    absl::Status s = comm.Allreduce(region + at, region + at, 4096, DataType::kFloat32, ReduceOp::kSum, sym);
-    if (s.code() != absl::StatusCode::kInvalidArgument || !absl::StrContains(s.message(), "same offsets")) {
-      return absl::InternalError(absl::StrCat("offsets: ", s.ToString()));
-    }
     // Rank 1 passes heap memory: every rank's error names rank 1.
     void* buf = rank == 1 ? static_cast<void*>(heap.data()) : static_cast<void*>(region);
-    s = comm.Allreduce(buf, buf, 4096, DataType::kFloat32, ReduceOp::kSum, sym);
+    absl::Status s = comm.Allreduce(buf, buf, 4096, DataType::kFloat32, ReduceOp::kSum, sym);
     if (s.code() != absl::StatusCode::kInvalidArgument || !absl::StrContains(s.message(), "rank 1's send buffer")) {
       return absl::InternalError(absl::StrCat("heap: ", s.ToString()));
     }
@@ -132,9 +157,41 @@ TEST(Symmetric, MismatchedBuffersFailOnEveryRankAtOnce) {
     if (secs > 5) return absl::InternalError(absl::StrCat("the errors took ", secs, " s"));
     // Argument errors leave the communicator usable: a matching call still works, on every rank.
     CheckCase c{Collective::kAllreduce, DataType::kFloat32, ReduceOp::kSum, rank, 3, 0, 4096};
-    return CheckedSymmetricCall(comm, region, c, 0, 65536, "auto");
+    if (absl::Status ok = CheckedSymmetricCall(comm, region, c, 0, 65536, "auto"); !ok.ok()) return ok;
+    // Rank 2 passes another count: every rank gets an error naming the counts (the communicator's call check,
+    // which comes first and breaks the communicator, as for any collective).
+    const size_t count = rank == 2 ? 4095 : 4096;
+    s = comm.Allreduce(region, region, count, DataType::kFloat32, ReduceOp::kSum, sym);
+    if (s.ok() || !absl::StrContains(s.message(), "4095"))
+      return absl::InternalError(absl::StrCat("counts: ", s.ToString()));
+    return absl::OkStatus();
   });
   for (int r = 0; r < 3; ++r) EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << st[r];
+}
+
+TEST(Symmetric, AutoOnSymmetricAndOrdinaryBuffersFailsFast) {
+  // Rank 0 passes symmetric memory (auto: `symmetric`), rank 1 heap memory (auto: the ring): both get an error
+  // (the ring's first message is not the symmetric header, and the other way round), neither waits for the
+  // exec timeout.
+  for (Collective coll : {Collective::kAllreduce, Collective::kBroadcast}) {
+    auto st = RunRanks(2, [&](int rank, Communicator& comm) -> absl::Status {
+      absl::StatusOr<void*> p = comm.AllocSymmetric(1u << 20);
+      if (!p.ok()) return p.status();
+      std::vector<float> heap(16384, 1.0f);
+      float* buf = rank == 0 ? static_cast<float*>(*p) : heap.data();
+      const auto t0 = std::chrono::steady_clock::now();
+      absl::Status s = coll == Collective::kAllreduce
+                           ? comm.Allreduce(buf, buf, 16384, DataType::kFloat32, ReduceOp::kSum)
+                           : comm.Broadcast(buf, buf, 16384, DataType::kFloat32, 0);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (s.ok()) return absl::InternalError("mixed buffers were accepted");
+      if (secs > 5) return absl::InternalError(absl::StrCat("the error took ", secs, " s: ", s.ToString()));
+      return absl::OkStatus();
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << CollectiveName(coll) << " rank " << r << ": " << st[r];
+    }
+  }
 }
 
 TEST(Symmetric, AllocationsMustAgreeInSize) {
