@@ -38,12 +38,17 @@ namespace hccltune {
 
 inline constexpr uint32_t kWireProtocolVersion = 1;
 // "auto" runs a collective on symmetric buffers with `symmetric` from this many bytes (CONVENTIONS.md, Sizes):
-// below it the two message rounds cost more than the copies they save (`hccl-tune bench --symmetric --algo
-// symmetric` against auto; docs/PERFORMANCE.md, round 7). Allreduce: 2 ranks from 1 KiB (0.86 against 0.96 us),
-// 4 ranks on 2 cores from 4 KiB (7.5 against 8.2 us).
+// below it the two message rounds cost more than the copies they save. Measured with `hccl-tune bench
+// --symmetric --algo symmetric` against auto on ordinary buffers, 3 interleaved runs (docs/PERFORMANCE.md,
+// round 7): 2 ranks win from 1 KiB (allreduce) or 2 KiB; 4 ranks on 2 cores pay ~7 us for the two rounds and
+// win from 4 KiB (allreduce), 8 KiB (reducescatter), 16 KiB (allgather, broadcast).
 inline constexpr uint64_t SymmetricFromBytes(Collective c, int ranks) {
-  (void)c;
-  return ranks <= 2 ? 1024 : 4096;
+  const bool two = ranks <= 2;
+  switch (c) {
+    case Collective::kAllreduce: return two ? 1024 : 4096;
+    case Collective::kReducescatter: return two ? 2048 : 8192;
+    default: return two ? 2048 : 16384;  // allgather, broadcast
+  }
 }
 
 // Per-call options.
