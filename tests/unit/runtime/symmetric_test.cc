@@ -85,7 +85,8 @@ TEST(Symmetric, EveryCollectiveEveryRankMatchesReference) {
           const int root = turn++ % n;
           CheckCase c{k.coll, k.t, k.op, rank, n, root, count};
           const size_t extent = std::max(bench::SendElements(c), bench::RecvElements(c)) * DataTypeSize(k.t);
-          const size_t shift = static_cast<size_t>(rank) * 64 + 4;  // other offsets on other ranks, unaligned
+          // Other offsets on other ranks, aligned to the element but not to a line.
+          const size_t shift = static_cast<size_t>(rank) * 64 + DataTypeSize(k.t);
           for (bool in_place : {false, true}) {
             if (shift + 2 * extent + 64 > region_bytes) continue;
             absl::Status s = CheckedSymmetricCall(comm, region, c, shift, shift + extent + 64, "symmetric", in_place);
