@@ -53,7 +53,7 @@ absl::StatusOr<SymmetricCall> SymmetricCall::Enter(const Group& g, const Algorit
     if (q != g.rank) g.ep->Isend(q, &mine, sizeof(Header));
   }
   HT_RETURN_IF_ERROR(g.ep->WaitAll());
-  const char* what = CollectiveName(args.collective).data();
+  const absl::string_view what = CollectiveName(args.collective);
   for (int q = 0; q < g.size; ++q) {
     const Header& h = headers[q];
     if (h.magic != kHeaderMagic) {

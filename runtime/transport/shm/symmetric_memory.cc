@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -43,6 +44,21 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Create(Store& 
   if (size < 1 || rank < 0 || rank >= size) {
     return absl::InvalidArgumentError(absl::StrCat("symmetric memory: rank ", rank, " of ", size));
   }
+  const std::string prefix = absl::StrCat(key_prefix, "/symm/", id, "/");
+  auto m = Setup(store, prefix, id, rank, size, bytes, timeout);
+  if (!m.ok()) {
+    // Tell the others at once (they would otherwise wait for this rank until the timeout). Best effort: a key
+    // this rank already published is overwritten, which a peer still waiting on it reads as the failure.
+    const std::string failed = absl::StrCat("failed ", m.status().message());
+    (void)store.Set(absl::StrCat(prefix, rank), failed);
+    (void)store.Set(absl::StrCat(prefix, "mapped/", rank), failed);
+  }
+  return m;
+}
+
+absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Setup(Store& store, const std::string& prefix,
+                                                                        uint64_t id, int rank, int size, size_t bytes,
+                                                                        absl::Duration timeout) {
   if (bytes == 0) return absl::InvalidArgumentError("symmetric memory: 0 bytes requested");
   std::unique_ptr<SymmetricMemory> m(new SymmetricMemory());
   m->id_ = id;
@@ -64,7 +80,6 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Create(Store& 
   const Header h{kMagic, nonce, bytes};
   std::memcpy(own, &h, sizeof(h));
 
-  const std::string prefix = absl::StrCat(key_prefix, "/symm/", id, "/");
   if (absl::Status s =
           store.Set(absl::StrCat(prefix, rank), absl::StrCat(::getpid(), " ", m->fd_, " ", bytes, " ", nonce));
       !s.ok()) {
@@ -78,6 +93,10 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Create(Store& 
                                                       " did not allocate within the timeout (every rank must call "
                                                       "AllocSymmetric with the same size): ",
                                                       v.status().message()));
+    }
+    if (absl::StartsWith(*v, "failed ")) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("symmetric memory ", id, ": rank ", q, " could not allocate: ", v->substr(7)));
     }
     std::vector<std::string> f = absl::StrSplit(*v, ' ');
     int pid = 0, fd = 0;
@@ -116,6 +135,14 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Create(Store& 
   if (absl::Status s = store.Wait(keys, timeout); !s.ok()) {
     return absl::DeadlineExceededError(
         absl::StrCat("symmetric memory ", id, ": not every rank mapped the others' memory: ", s.message()));
+  }
+  for (int q = 0; q < size; ++q) {
+    absl::StatusOr<std::string> v = store.Get(keys[static_cast<size_t>(q)], timeout);
+    if (!v.ok()) return v.status();
+    if (absl::StartsWith(*v, "failed ")) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("symmetric memory ", id, ": rank ", q, " could not map: ", v->substr(7)));
+    }
   }
   ::close(m->fd_);  // every mapping holds the memory from here on
   m->fd_ = -1;

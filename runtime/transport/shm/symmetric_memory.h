@@ -32,7 +32,7 @@ class SymmetricMemory {
  public:
   // Collective over the `size` ranks of a group that are all on this host: each calls it with the same `id`
   // and `bytes`. Keys live under `key_prefix` in `store`; waits up to `timeout` for the others (an error names
-  // the ranks that never arrived).
+  // the ranks that never arrived). A rank that fails publishes why, so the others fail at once naming it.
   static absl::StatusOr<std::unique_ptr<SymmetricMemory>> Create(Store& store, const std::string& key_prefix,
                                                                  uint64_t id, int rank, int size, size_t bytes,
                                                                  absl::Duration timeout);
@@ -50,6 +50,9 @@ class SymmetricMemory {
 
  private:
   SymmetricMemory() = default;
+  static absl::StatusOr<std::unique_ptr<SymmetricMemory>> Setup(Store& store, const std::string& prefix, uint64_t id,
+                                                                int rank, int size, size_t bytes,
+                                                                absl::Duration timeout);
   uint64_t id_ = 0;
   size_t bytes_ = 0;
   int rank_ = 0;

@@ -200,7 +200,16 @@ TEST(Symmetric, AllocationsMustAgreeInSize) {
     absl::StatusOr<void*> p = comm.AllocSymmetric(rank == 0 ? 4096 : 8192);
     if (p.ok()) return absl::InternalError("mismatched sizes were accepted");
     if (!absl::StrContains(p.status().message(), "same size")) return p.status();
-    return absl::OkStatus();
+    // A rank that fails on its own (0 bytes) makes the other fail at once, naming it (not at the timeout).
+    const auto t0 = std::chrono::steady_clock::now();
+    p = comm.AllocSymmetric(rank == 1 ? 0 : 4096);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (p.ok() || secs > 5) return absl::InternalError(absl::StrCat("0 bytes on rank 1: ", secs, " s"));
+    if (rank == 0 && !absl::StrContains(p.status().message(), "rank 1 could not allocate")) return p.status();
+    // The next allocation works on both.
+    p = comm.AllocSymmetric(4096);
+    if (!p.ok()) return p.status();
+    return comm.FreeSymmetric(*p);
   });
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
 }
