@@ -9,6 +9,7 @@
 
 #include "hccltune/version.h"
 #include "python/csrc/process_group.h"
+#include "python/csrc/symmetric.h"
 #include "runtime/common/config.h"
 
 namespace py = pybind11;
@@ -30,7 +31,15 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("fingerprint", [](ProcessGroupHcclTune& pg) { return pg.communicator().fingerprint(); })
       .def_property_readonly("num_nodes", [](ProcessGroupHcclTune& pg) { return pg.communicator().num_nodes(); })
       .def("last_config", [](ProcessGroupHcclTune& pg) { return pg.communicator().last_config(); })
-      .def("fallback_allocations", [](ProcessGroupHcclTune& pg) { return pg.communicator().fallback_allocations(); });
+      .def("fallback_allocations", [](ProcessGroupHcclTune& pg) { return pg.communicator().fallback_allocations(); })
+      // Collective: a 1-D uint8 tensor of `nbytes` in symmetric memory (Communicator::AllocSymmetric); see
+      // hccl_tune_torch.empty_symmetric. Freed when the last tensor on it goes, if the group still exists.
+      .def(
+          "alloc_symmetric",
+          [](const c10::intrusive_ptr<ProcessGroupHcclTune>& pg, int64_t nbytes) {
+            return hccltune::torch_backend::AllocSymmetricTensor(pg, nbytes);
+          },
+          py::arg("nbytes"), py::call_guard<py::gil_scoped_release>());
 
   // HCCL_TUNE_TORCH_ALIAS, read by the config module like every variable. Raises ValueError on a bad
   // environment (the message names the variable).

@@ -6,8 +6,10 @@ another package (torch_npu) already owns the name, ``hccl``. Users normally neve
 is imported, so ``dist.init_process_group("hccltune")`` (or ``"hccl"``) works with no code change.
 """
 
+import math
 import warnings
 
+import torch
 import torch.distributed as dist
 
 from hccl_tune_torch._C import ProcessGroupHcclTune, __version__  # noqa: F401
@@ -55,6 +57,21 @@ def is_hccltune(group=None):
     """Whether `group` (default: the world) runs on hccl-tune's process group."""
     pg = group if group is not None else dist.distributed_c10d._get_default_group()
     return isinstance(pg, ProcessGroupHcclTune)
+
+
+def empty_symmetric(shape, dtype=torch.float32, group=None):
+    """A CPU tensor in symmetric memory: every rank of `group` (default: the world; all on one node) maps every
+    other rank's. Collective — every rank calls it with the same shape and dtype. all_reduce, all_gather_into_tensor,
+    reduce_scatter_tensor and broadcast on such tensors (the same ones on every rank) run hccl-tune's `symmetric`
+    algorithms: each rank reads its peers' tensors and writes the results directly, with no transport in between
+    (docs/PERFORMANCE.md, round 7). Contents start zeroed. Do not use the tensor after the group is destroyed."""
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if not isinstance(pg, ProcessGroupHcclTune):
+        raise TypeError(f"empty_symmetric needs an hccltune process group, got {type(pg).__name__}")
+    shape = tuple(shape) if isinstance(shape, (tuple, list, torch.Size)) else (int(shape),)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    nbytes = max(1, math.prod(shape)) * itemsize
+    return pg.alloc_symmetric(nbytes).view(dtype)[: math.prod(shape)].view(shape)
 
 
 register()
