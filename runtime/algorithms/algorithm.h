@@ -60,13 +60,11 @@ struct GroupTopology {
   int num_nodes = 1;
 };
 
-// A call buffer inside symmetric memory (Communicator::AllocSymmetric): allocation `id` has a piece on every
-// group rank, all mapped here; the same bytes of rank q's piece start at base[q] + offset.
+// Where a call buffer lies in symmetric memory (Communicator::AllocSymmetric): allocation `id` (the same id on
+// every rank: allocations are collective) and the byte offset in this rank's piece of it.
 struct SymmetricBuffer {
   uint64_t id = 0;
   size_t offset = 0;
-  const std::vector<char*>* base = nullptr;  // indexed by group rank
-  char* at(int q) const { return (*base)[static_cast<size_t>(q)] + offset; }
 };
 
 // What an algorithm may ask of the runtime during one call.

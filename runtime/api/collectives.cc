@@ -262,12 +262,12 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   }
   if (absl::Status s = Validate(args); !s.ok()) return s;
   bool explored = false;
-  auto chosen = Choose(args, opt, internal_call_ ? nullptr : &explored);
-  if (!chosen.ok()) return chosen.status();
-  const Configuration* config = *chosen;
-  if (const Configuration* symmetric = ChooseSymmetric(args, opt); symmetric != nullptr) {
-    config = symmetric;
-    explored = false;
+  // Symmetric buffers first: they are not the tuned table's business (and must not use up an exploration plan).
+  const Configuration* config = ChooseSymmetric(args, opt);
+  if (config == nullptr) {
+    auto chosen = Choose(args, opt, internal_call_ ? nullptr : &explored);
+    if (!chosen.ok()) return chosen.status();
+    config = *chosen;
   }
   call_.sequence = ++sequence_;
   call_.collective = args.collective;

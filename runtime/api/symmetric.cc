@@ -62,7 +62,7 @@ bool CommImpl::FindSymmetric(const void* p, size_t bytes, SymmetricBuffer* out) 
   for (const auto& m : symmetric_) {
     const int64_t off = m->OffsetOf(p, bytes);
     if (off < 0) continue;
-    *out = SymmetricBuffer{m->id(), static_cast<size_t>(off), &m->bases()};
+    *out = SymmetricBuffer{m->id(), static_cast<size_t>(off)};
     return true;
   }
   return false;
