@@ -195,6 +195,41 @@ TEST(Symmetric, AutoOnSymmetricAndOrdinaryBuffersFailsFast) {
   }
 }
 
+TEST(Symmetric, NonBlockingCallsAndSubCommunicators) {
+  // Iallreduce on symmetric buffers runs on the progress thread; an AllocSymmetric issued behind queued work waits
+  // for it (program order); a sub-communicator from Split allocates its own symmetric memory.
+  auto st = RunRanks(4, [&](int rank, Communicator& comm) -> absl::Status {
+    absl::StatusOr<void*> p = comm.AllocSymmetric(1u << 20);
+    if (!p.ok()) return p.status();
+    auto* v = static_cast<float*>(*p);
+    const size_t count = 65536;
+    for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(rank + 1);
+    std::shared_ptr<Work> w = comm.Iallreduce(v, v + count, count, DataType::kFloat32, ReduceOp::kSum);
+    absl::StatusOr<void*> q = comm.AllocSymmetric(4096);  // queued behind the allreduce
+    if (!q.ok()) return q.status();
+    if (absl::Status s = w->Wait(); !s.ok()) return s;
+    if (comm.last_config() != "symmetric(link=auto)") return absl::InternalError("ran " + comm.last_config());
+    for (size_t i = 0; i < count; ++i) {
+      if (v[count + i] != 10.0f) return absl::InternalError(absl::StrCat("iallreduce[", i, "] = ", v[count + i]));
+    }
+    absl::StatusOr<std::unique_ptr<Communicator>> half = comm.Split(rank % 2, rank);
+    if (!half.ok()) return half.status();
+    absl::StatusOr<void*> h = (*half)->AllocSymmetric(1u << 16);
+    if (!h.ok()) return h.status();
+    auto* x = static_cast<int32_t*>(*h);
+    for (int i = 0; i < 4096; ++i) x[i] = rank;
+    if (absl::Status s = (*half)->Allreduce(x, x, 4096, DataType::kInt32, ReduceOp::kSum); !s.ok()) return s;
+    const int32_t want = rank % 2 == 0 ? 0 + 2 : 1 + 3;
+    if (x[4095] != want || (*half)->last_config() != "symmetric(link=auto)") {
+      return absl::InternalError(absl::StrCat("split: ", x[4095], " via ", (*half)->last_config()));
+    }
+    if (absl::Status s = (*half)->FreeSymmetric(x); !s.ok()) return s;
+    if (absl::Status s = comm.FreeSymmetric(*q); !s.ok()) return s;
+    return comm.FreeSymmetric(v);
+  });
+  for (int r = 0; r < 4; ++r) EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << st[r];
+}
+
 TEST(Symmetric, AllocationsMustAgreeInSize) {
   auto st = RunRanks(2, [&](int rank, Communicator& comm) -> absl::Status {
     absl::StatusOr<void*> p = comm.AllocSymmetric(rank == 0 ? 4096 : 8192);
