@@ -19,6 +19,16 @@ cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-R
   -DHCCL_TUNE_SANITIZE="${HCCL_TUNE_SANITIZE:-}"
 cmake --build "$build_dir" --parallel "$(nproc)"
 
+# Symmetric memory takes 2 MiB pages from the hugetlb pool when it has them (HCCL_TUNE_HUGE_PAGES). So that
+# both paths run here, a root run on a machine whose pool is empty reserves 160 pages (320 MiB) for the tests and
+# gives them back at the end; HCCL_TUNE_TEST_HUGE_PAGES=0 leaves the pool alone.
+pool=/proc/sys/vm/nr_hugepages
+if [[ ${HCCL_TUNE_TEST_HUGE_PAGES:-1} != 0 && $(id -u) == 0 && -w $pool && $(cat $pool) == 0 ]]; then
+  echo 160 > $pool || true
+  trap 'echo 0 > '$pool' || true' EXIT
+  echo "tests/run.sh: reserved $(cat $pool) huge pages for the tests (released at exit)"
+fi
+
 cd "$build_dir"
 # Default: everything but tests labelled `slow` (minutes to hours; run them with `tests/run.sh -L slow`).
 args=("$@")

@@ -1,10 +1,13 @@
 // Communicator symmetric memory: AllocSymmetric / FreeSymmetric, and the choice of the `symmetric` allreduce
 // for calls on such buffers (see communicator.h and runtime/transport/shm/symmetric_memory.h).
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/api/communicator_impl.h"
+#include "runtime/common/logging.h"
 
 namespace hccltune {
 
@@ -32,7 +35,11 @@ absl::StatusOr<void*> CommImpl::AllocSymmetric(size_t bytes) {
   }
   std::lock_guard<std::mutex> lock(exec_mu_);
   if (!broken_.ok()) return broken_;
+  if (bytes > (size_t{1} << 48)) {
+    return absl::InvalidArgumentError(absl::StrCat("AllocSymmetric: ", bytes, " bytes is not a plausible size"));
+  }
   auto m = SymmetricMemory::Create(*store_, "mem", symmetric_next_id_++, rank_, size_, bytes,
+                                   static_cast<size_t>(std::min<uint64_t>(env_.huge_pages_bytes, SIZE_MAX)),
                                    absl::Seconds(env_.connect_timeout_s));
   if (!m.ok()) return m.status();
   if (symmetric_config_.algorithm.empty()) {
@@ -40,6 +47,8 @@ absl::StatusOr<void*> CommImpl::AllocSymmetric(size_t bytes) {
     if (!c.ok()) return c.status();
     symmetric_config_ = *c;
   }
+  Log(LogLevel::kDebug, "rank ", rank_, ": symmetric allocation ", (*m)->id(), " of ", bytes, " bytes in ",
+      (*m)->huge() ? "2 MiB huge pages" : "4 KiB pages");
   void* p = (*m)->base(rank_);
   symmetric_.push_back(*std::move(m));
   return p;

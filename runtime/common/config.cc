@@ -246,6 +246,18 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
       e.nt_stores_bytes = *b;
     }
   }
+  if (auto v = src("HCCL_TUNE_HUGE_PAGES")) {
+    const std::string a = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
+    if (a == "auto") {
+      e.huge_pages_bytes = kDefaultHugePagesBytes;
+    } else if (a == "off" || a == "0") {
+      e.huge_pages_bytes = kUnbounded;
+    } else {
+      auto b = ParseBytes(a);
+      if (!b.ok() || *b == 0) return Bad("HCCL_TUNE_HUGE_PAGES", *v, "auto, off or an allocation size such as 2M");
+      e.huge_pages_bytes = *b;
+    }
+  }
 
   // Launchers, in order of precedence: torchrun (RANK/WORLD_SIZE), Open MPI, Slurm.
   if (src("RANK") || src("WORLD_SIZE")) {

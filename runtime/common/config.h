@@ -66,6 +66,10 @@ struct Environment {
   // non-temporal stores (kUnbounded = off). auto = kDefaultNtStoresBytes.
   uint64_t nt_stores_bytes = kDefaultNtStoresBytes;
   static constexpr uint64_t kDefaultNtStoresBytes = 32ull << 20;
+  // HCCL_TUNE_HUGE_PAGES: auto | off | a size — symmetric allocations (AllocSymmetric) of at least this many bytes
+  // take 2 MiB pages from the hugetlb pool when it has them (kUnbounded = off). auto = kDefaultHugePagesBytes.
+  uint64_t huge_pages_bytes = kDefaultHugePagesBytes;
+  static constexpr uint64_t kDefaultHugePagesBytes = 2ull << 20;
 
   // --- launchers (torchrun, Open MPI, Slurm) ---
   std::optional<int> rank, world_size, local_rank, local_world_size;  // after precedence torchrun > OMPI > Slurm

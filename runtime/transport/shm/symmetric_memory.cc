@@ -1,6 +1,7 @@
 #include "runtime/transport/shm/symmetric_memory.h"
 
 #include <fcntl.h>
+#include <linux/memfd.h>  // MFD_HUGE_2MB
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@ namespace hccltune {
 namespace {
 
 constexpr size_t kPage = 4096;
+constexpr size_t kHugePage = 2u << 20;  // MFD_HUGE_2MB
 constexpr uint64_t kMagic = 0x314d4d5953544c48ull;  // "HLTSYMM1"
 
 // The first page of every piece: who wrote it, so a peer can tell it opened the right file.
@@ -30,6 +32,30 @@ absl::Status Errno(absl::string_view what) {
   return absl::InternalError(absl::StrCat("symmetric memory: ", what, ": ", std::strerror(errno)));
 }
 
+size_t RoundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+// This rank's piece: a memfd of `map_bytes` mapped shared and populated, from the hugetlb pool when `huge`.
+// Returns false (nothing left open) when the pool cannot hold it: memfd_create, or the reservation at mmap,
+// fails — the caller then takes ordinary pages.
+bool MapOwnPiece(uint64_t id, size_t map_bytes, bool huge, int* fd, char** map) {
+  const unsigned flags = MFD_CLOEXEC | (huge ? MFD_HUGETLB | MFD_HUGE_2MB : 0u);
+  *fd = ::memfd_create(absl::StrCat("hccltune-symm-", id).c_str(), flags);
+  if (*fd < 0) return false;
+  void* p = MAP_FAILED;
+  if (::ftruncate(*fd, static_cast<off_t>(map_bytes)) == 0) {
+    p = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, *fd, 0);
+  }
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    ::close(*fd);
+    *fd = -1;
+    errno = e;
+    return false;
+  }
+  *map = static_cast<char*>(p);
+  return true;
+}
+
 uint64_t Nonce() {
   uint64_t v = 0;
   if (::getrandom(&v, sizeof(v), 0) != sizeof(v)) v = static_cast<uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ull;
@@ -40,12 +66,12 @@ uint64_t Nonce() {
 
 absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Create(Store& store, const std::string& key_prefix,
                                                                          uint64_t id, int rank, int size, size_t bytes,
-                                                                         absl::Duration timeout) {
+                                                                         size_t huge_from, absl::Duration timeout) {
   if (size < 1 || rank < 0 || rank >= size) {
     return absl::InvalidArgumentError(absl::StrCat("symmetric memory: rank ", rank, " of ", size));
   }
   const std::string prefix = absl::StrCat(key_prefix, "/symm/", id, "/");
-  auto m = Setup(store, prefix, id, rank, size, bytes, timeout);
+  auto m = Setup(store, prefix, id, rank, size, bytes, huge_from, timeout);
   if (!m.ok()) {
     // Tell the others at once (they would otherwise wait for this rank until the timeout). Best effort: a key
     // this rank already published is overwritten, which a peer still waiting on it reads as the failure.
@@ -58,30 +84,36 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Create(Store& 
 
 absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Setup(Store& store, const std::string& prefix,
                                                                         uint64_t id, int rank, int size, size_t bytes,
-                                                                        absl::Duration timeout) {
+                                                                        size_t huge_from, absl::Duration timeout) {
   if (bytes == 0) return absl::InvalidArgumentError("symmetric memory: 0 bytes requested");
   std::unique_ptr<SymmetricMemory> m(new SymmetricMemory());
   m->id_ = id;
   m->bytes_ = bytes;
   m->rank_ = rank;
-  m->map_bytes_ = kPage + (bytes + kPage - 1) / kPage * kPage;
   m->maps_.assign(static_cast<size_t>(size), nullptr);
+  m->map_bytes_.assign(static_cast<size_t>(size), 0);
   m->bases_.assign(static_cast<size_t>(size), nullptr);
 
-  m->fd_ = ::memfd_create(absl::StrCat("hccltune-symm-", id).c_str(), MFD_CLOEXEC);
-  if (m->fd_ < 0) return Errno("memfd_create");
-  if (::ftruncate(m->fd_, static_cast<off_t>(m->map_bytes_)) != 0) {
-    return Errno(absl::StrCat("cannot size ", m->map_bytes_, " bytes"));
+  // Huge pages first when asked (one TLB entry per 2 MiB instead of per 4 KiB: a large call touches every page
+  // of n inputs and n outputs), ordinary pages when the pool is short. Pieces may differ between ranks: each
+  // publishes its own mapping size.
+  const size_t r = static_cast<size_t>(rank);
+  char* own = nullptr;
+  if (bytes >= huge_from && MapOwnPiece(id, RoundUp(kPage + bytes, kHugePage), true, &m->fd_, &own)) {
+    m->map_bytes_[r] = RoundUp(kPage + bytes, kHugePage);
+    m->huge_ = true;
+  } else if (MapOwnPiece(id, kPage + RoundUp(bytes, kPage), false, &m->fd_, &own)) {
+    m->map_bytes_[r] = kPage + RoundUp(bytes, kPage);
+  } else {
+    return Errno(absl::StrCat("cannot allocate and map ", kPage + RoundUp(bytes, kPage), " bytes"));
   }
-  void* own = ::mmap(nullptr, m->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, m->fd_, 0);
-  if (own == MAP_FAILED) return Errno(absl::StrCat("cannot map ", m->map_bytes_, " bytes"));
-  m->maps_[static_cast<size_t>(rank)] = static_cast<char*>(own);
+  m->maps_[r] = own;
   const uint64_t nonce = Nonce();
   const Header h{kMagic, nonce, bytes};
   std::memcpy(own, &h, sizeof(h));
 
   if (absl::Status s =
-          store.Set(absl::StrCat(prefix, rank), absl::StrCat(::getpid(), " ", m->fd_, " ", bytes, " ", nonce));
+          store.Set(absl::StrCat(prefix, rank), absl::StrCat(::getpid(), " ", m->fd_, " ", bytes, " ", nonce, " ", m->map_bytes_[r]));
       !s.ok()) {
     return s;
   }
@@ -100,9 +132,10 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Setup(Store& s
     }
     std::vector<std::string> f = absl::StrSplit(*v, ' ');
     int pid = 0, fd = 0;
-    uint64_t peer_bytes = 0, peer_nonce = 0;
-    if (f.size() != 4 || !absl::SimpleAtoi(f[0], &pid) || !absl::SimpleAtoi(f[1], &fd) ||
-        !absl::SimpleAtoi(f[2], &peer_bytes) || !absl::SimpleAtoi(f[3], &peer_nonce)) {
+    uint64_t peer_bytes = 0, peer_nonce = 0, peer_map = 0;
+    if (f.size() != 5 || !absl::SimpleAtoi(f[0], &pid) || !absl::SimpleAtoi(f[1], &fd) ||
+        !absl::SimpleAtoi(f[2], &peer_bytes) || !absl::SimpleAtoi(f[3], &peer_nonce) ||
+        !absl::SimpleAtoi(f[4], &peer_map) || peer_map < kPage + peer_bytes) {
       return absl::DataLossError(absl::StrCat("symmetric memory ", id, ": rank ", q, " published '", *v, "'"));
     }
     if (peer_bytes != bytes) {
@@ -116,10 +149,11 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Setup(Store& s
       return Errno(absl::StrCat("cannot open rank ", q, "'s memory ", path,
                                 " (another user, pid namespace or a ptrace restriction?)"));
     }
-    void* p = ::mmap(nullptr, m->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, peer_fd, 0);
+    void* p = ::mmap(nullptr, peer_map, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, peer_fd, 0);
     ::close(peer_fd);
     if (p == MAP_FAILED) return Errno(absl::StrCat("cannot map rank ", q, "'s memory"));
     m->maps_[static_cast<size_t>(q)] = static_cast<char*>(p);
+    m->map_bytes_[static_cast<size_t>(q)] = peer_map;
     Header ph;
     std::memcpy(&ph, p, sizeof(ph));
     if (ph.magic != kMagic || ph.nonce != peer_nonce || ph.bytes != bytes) {
@@ -150,8 +184,8 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Setup(Store& s
 }
 
 SymmetricMemory::~SymmetricMemory() {
-  for (char* p : maps_) {
-    if (p != nullptr) ::munmap(p, map_bytes_);
+  for (size_t q = 0; q < maps_.size(); ++q) {
+    if (maps_[q] != nullptr) ::munmap(maps_[q], map_bytes_[q]);
   }
   if (fd_ >= 0) ::close(fd_);
 }

@@ -12,6 +12,8 @@
 // mapped before Create returns; then the owner closes its descriptor (the mappings keep the memory).
 //
 // The caller's region starts one page into the piece (the header page holds the nonce) and is 4 KiB aligned.
+// A piece of at least `huge_from` bytes comes from the hugetlb pool (2 MiB pages, MFD_HUGETLB) when the pool
+// can hold it, else from ordinary pages; each rank decides for its own piece and publishes its mapping size.
 //
 // Thread-safety: immutable after Create; the mapped memory itself is the caller's to synchronise.
 #pragma once
@@ -33,15 +35,18 @@ class SymmetricMemory {
   // Collective over the `size` ranks of a group that are all on this host: each calls it with the same `id`
   // and `bytes`. Keys live under `key_prefix` in `store`; waits up to `timeout` for the others (an error names
   // the ranks that never arrived). A rank that fails publishes why, so the others fail at once naming it.
+  // `huge_from`: try huge pages for this rank's piece when bytes >= huge_from (SIZE_MAX: never).
   static absl::StatusOr<std::unique_ptr<SymmetricMemory>> Create(Store& store, const std::string& key_prefix,
                                                                  uint64_t id, int rank, int size, size_t bytes,
-                                                                 absl::Duration timeout);
+                                                                 size_t huge_from, absl::Duration timeout);
   ~SymmetricMemory();
   SymmetricMemory(const SymmetricMemory&) = delete;
   SymmetricMemory& operator=(const SymmetricMemory&) = delete;
 
   uint64_t id() const { return id_; }
   size_t bytes() const { return bytes_; }
+  // Whether this rank's own piece is in huge pages.
+  bool huge() const { return huge_; }
   // Rank q's region as mapped in this process (q = this rank: the caller's own memory).
   char* base(int q) const { return bases_[static_cast<size_t>(q)]; }
   const std::vector<char*>& bases() const { return bases_; }
@@ -51,15 +56,16 @@ class SymmetricMemory {
  private:
   SymmetricMemory() = default;
   static absl::StatusOr<std::unique_ptr<SymmetricMemory>> Setup(Store& store, const std::string& prefix, uint64_t id,
-                                                                int rank, int size, size_t bytes,
+                                                                int rank, int size, size_t bytes, size_t huge_from,
                                                                 absl::Duration timeout);
   uint64_t id_ = 0;
   size_t bytes_ = 0;
   int rank_ = 0;
   int fd_ = -1;               // this rank's memfd, open until every rank has mapped it
-  std::vector<char*> maps_;   // every rank's mapping (header page first)
-  std::vector<char*> bases_;  // maps_ + one page
-  size_t map_bytes_ = 0;
+  bool huge_ = false;
+  std::vector<char*> maps_;        // every rank's mapping (header page first)
+  std::vector<size_t> map_bytes_;  // and its length
+  std::vector<char*> bases_;       // maps_ + one page
 };
 
 }  // namespace hccltune

@@ -37,6 +37,7 @@ TEST(Environment, ParsesEveryVariable) {
       {"HCCL_TUNE_TORCH_ALIAS", "0"},
       {"HCCL_TUNE_SINGLE_COPY", "Off"},
       {"HCCL_TUNE_NT_STORES", "16M"},
+      {"HCCL_TUNE_HUGE_PAGES", "8M"},
       {"RANK", "1"},
       {"WORLD_SIZE", "4"},
       {"LOCAL_RANK", "1"},
@@ -56,6 +57,7 @@ TEST(Environment, ParsesEveryVariable) {
   EXPECT_FALSE(e->torch_alias);
   EXPECT_FALSE(e->single_copy);
   EXPECT_EQ(e->nt_stores_bytes, 16u << 20);
+  EXPECT_EQ(e->huge_pages_bytes, 8u << 20);
   EXPECT_EQ(e->launcher, "torchrun");
   EXPECT_EQ(*e->rank, 1);
   EXPECT_EQ(*e->world_size, 4);
@@ -72,6 +74,18 @@ TEST(Environment, NtStores) {
   auto aut = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_NT_STORES", "auto"}});
   ASSERT_TRUE(aut.ok());
   EXPECT_EQ(aut->nt_stores_bytes, Environment::kDefaultNtStoresBytes);
+}
+
+TEST(Environment, HugePages) {
+  auto def = Environment::LoadFrom(std::map<std::string, std::string>{});
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->huge_pages_bytes, Environment::kDefaultHugePagesBytes);
+  auto off = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_HUGE_PAGES", "Off"}});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->huge_pages_bytes, kUnbounded);
+  auto aut = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_HUGE_PAGES", " auto "}});
+  ASSERT_TRUE(aut.ok());
+  EXPECT_EQ(aut->huge_pages_bytes, Environment::kDefaultHugePagesBytes);
 }
 
 TEST(Environment, LauncherPrecedence) {
@@ -106,6 +120,7 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
       {"HCCL_TUNE_SINGLE_COPY", "yes", "auto or off"},
       {"HCCL_TUNE_NT_STORES", "lots", "auto, off or a call size"},
       {"HCCL_TUNE_NT_STORES", "0B", "auto, off or a call size"},
+      {"HCCL_TUNE_HUGE_PAGES", "always", "auto, off or an allocation size"},
       {"HCCL_TUNE_FETCH_TIMEOUT_MS", "61000", "an integer from 0 to 60000"},
       {"RANK", "x", "an integer"},
   };

@@ -5,9 +5,12 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/common/sizes.h"
 #include "tests/unit/runtime/rank_fixture.h"
 #include "tuner/bench/check.h"
 
@@ -49,6 +52,33 @@ absl::Status CheckedSymmetricCall(Communicator& comm, char* region, const CheckC
   const std::string bad = bench::Verify(c, recv);
   if (!bad.empty()) return absl::InternalError(absl::StrCat("rank ", c.rank, ": ", bad));
   return absl::OkStatus();
+}
+
+// The kernel page size (KiB) of this process's mapping that contains p, from /proc/self/smaps; 0 if none.
+long PageSizeKb(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= a && a < hi;
+    } else if (inside && absl::StartsWith(line, "KernelPageSize:")) {
+      return std::stol(line.substr(15));
+    }
+  }
+  return 0;
+}
+
+// A count of 2 MiB pages in the hugetlb pool from /proc/meminfo: "HugePages_Total:" or "HugePages_Free:".
+long HugePages(absl::string_view field) {
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    if (absl::StartsWith(line, field)) return std::stol(line.substr(field.size()));
+  }
+  return 0;
 }
 
 struct Case {
@@ -228,6 +258,52 @@ TEST(Symmetric, NonBlockingCallsAndSubCommunicators) {
     return comm.FreeSymmetric(v);
   });
   for (int r = 0; r < 4; ++r) EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << st[r];
+}
+
+TEST(Symmetric, HugePagesWhenThePoolHasThemOrdinaryPagesOtherwise) {
+  // Rank 0 asks for huge pages (HCCL_TUNE_HUGE_PAGES=2M), rank 1 does not: pieces of both kinds in one
+  // allocation. With room in the pool rank 0's piece is in 2 MiB pages; a piece larger than what the pool has
+  // left falls back to 4 KiB pages. Either way every rank's output is checked.
+  const long pool = HugePages("HugePages_Free:");
+  const size_t bytes = (9u << 20) + 4096;  // send and recv of a 1 Mi-element fp32 call, at odd offsets
+  // More than the whole pool (free or not) holds.
+  const size_t beyond = std::max(bytes, static_cast<size_t>(HugePages("HugePages_Total:") + 4) << 21);
+  const bool try_beyond = beyond <= (size_t{512} << 20);
+  auto st = RunRanks(
+      2,
+      [&](int rank, Communicator& comm) -> absl::Status {
+        for (size_t want : {bytes, try_beyond ? beyond : size_t{0}}) {
+          if (want == 0) continue;
+          absl::StatusOr<void*> p = comm.AllocSymmetric(want);
+          if (!p.ok()) return p.status();
+          char* region = static_cast<char*>(*p);
+          const long kb = PageSizeKb(region);
+          // In huge pages: only rank 0, only when the pool had room (16 free pages; tests/run.sh reserves enough
+          // that the tests running beside this one cannot take them all).
+          const bool expect_huge = rank == 0 && want == bytes && pool >= 16;
+          const bool may_be_huge = rank == 0 && want == bytes;
+          if ((expect_huge && kb != 2048) || (!may_be_huge && kb != 4) || (kb != 4 && kb != 2048)) {
+            return absl::InternalError(absl::StrCat("rank ", rank, ": ", want, " bytes in ", kb,
+                                                    " KiB pages (pool had ", pool, " free huge pages)"));
+          }
+          CheckCase c{Collective::kAllreduce, DataType::kFloat32, ReduceOp::kSum, rank, 2, 0, (1u << 20) + 3};
+          const size_t shift = 64 + static_cast<size_t>(rank) * 4;
+          if (absl::Status s = CheckedSymmetricCall(comm, region, c, shift, (4u << 20) + 4096, "symmetric"); !s.ok())
+            return s;
+          c.collective = Collective::kAllgather;
+          c.count = (1u << 19) + 1;
+          if (absl::Status s = CheckedSymmetricCall(comm, region, c, shift, (4u << 20) + 4096, "symmetric"); !s.ok())
+            return s;
+          if (absl::Status s = comm.FreeSymmetric(region); !s.ok()) return s;
+        }
+        return absl::OkStatus();
+      },
+      [](int rank) {
+        Environment e = testing::TestEnv();
+        e.huge_pages_bytes = rank == 0 ? (2u << 20) : kUnbounded;
+        return e;
+      });
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << st[r];
 }
 
 TEST(Symmetric, AllocationsMustAgreeInSize) {
