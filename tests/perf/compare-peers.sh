@@ -50,7 +50,7 @@ two = [b["bytes_per_second"] for b in d if b.get("aggregate_name") == "median" a
 print(f"{one[0]/1e9:.2f} {two[0]/1e9:.2f}")'
 }
 
-echo "# $(date -u +%FT%TZ) $coll ranks=$n bytes=$lo..$hi reps=$reps ours=$algo peers=[$peers]${base:+ base=$base}${sym:+ symmetric} load=$(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "# $(date -u +%FT%TZ) $coll ranks=$n bytes=$lo..$hi reps=$reps ours=$algo peers=[$peers]${base:+ base=$base}${sym:+ symmetric huge_pages=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)} load=$(cut -d' ' -f1-3 /proc/loadavg)" >&2
 bench() {  # WHO BINARY REP [BENCH ARGS...]
   "$2" bench --coll "$coll" --ranks "$n" --min-bytes "$lo" --max-bytes "$hi" --algo "$algo" "${@:4}" 2>&1 |
     awk -v rep="$3" -v who="$1" '$1 == "'"$coll"'" && $3 ~ /^[0-9]+$/ {print who, rep, $3, $5, $4}' >>"$out/rows" || true
