@@ -32,7 +32,7 @@ void Locate(const AlgorithmContext& ctx, const void* p, size_t bytes, uint64_t* 
 }  // namespace
 
 size_t SymmetricCall::ScratchBytes(int n) {
-  return static_cast<size_t>(n) * (sizeof(Header) + sizeof(const char*) + sizeof(char*));
+  return static_cast<size_t>(n) * (sizeof(Header) + sizeof(const char*) + sizeof(char*) + 1);
 }
 
 absl::StatusOr<SymmetricCall> SymmetricCall::Enter(const Group& g, const AlgorithmContext& ctx,
@@ -77,6 +77,8 @@ absl::StatusOr<SymmetricCall> SymmetricCall::Enter(const Group& g, const Algorit
   call.g_ = &g;
   call.send_ = reinterpret_cast<const char**>(headers + n);
   call.recv_ = reinterpret_cast<char**>(reinterpret_cast<char*>(call.send_ + n));
+  call.done_ = reinterpret_cast<char*>(call.recv_ + n);
+  call.what_ = what;
   absl::Status missing;
   for (int q = 0; q < g.size; ++q) {
     const Header& h = headers[q];
@@ -84,7 +86,7 @@ absl::StatusOr<SymmetricCall> SymmetricCall::Enter(const Group& g, const Algorit
       if (id == kUnused) return nullptr;
       const std::vector<char*>* bases = ctx.SymmetricBases(id);
       if (bases == nullptr || bases->size() != n) {
-        missing = absl::FailedPreconditionError(absl::StrCat("symmetric ", what, ": rank ", q,
+        missing = absl::InvalidArgumentError(absl::StrCat("symmetric ", what, ": rank ", q,
                                                              "'s buffer is in symmetric allocation ", id,
                                                              ", which rank ", g.rank, " has freed"));
         return nullptr;
@@ -95,22 +97,33 @@ absl::StatusOr<SymmetricCall> SymmetricCall::Enter(const Group& g, const Algorit
     call.recv_[q] = at(h.recv_id, h.recv_offset);
   }
   if (!missing.ok()) {
-    // Only this rank knows (it freed what a peer still uses): finish the exit round so nobody waits for it.
-    (void)call.Leave();
+    // Only this rank knows (it freed what a peer still uses): finish the exit round, telling the others that
+    // its part was not done, so nobody waits for it and nobody returns success with its part missing.
+    (void)call.Leave(false);
     return missing;
   }
   return call;
 }
 
-absl::Status SymmetricCall::Leave() const {
-  static char none;
+absl::Status SymmetricCall::Leave(bool done) const {
+  done_[g_->rank] = done ? 1 : 0;
   for (int q = 0; q < g_->size; ++q) {
-    if (q != g_->rank) g_->ep->Irecv(q, &none, 0);
+    if (q != g_->rank) g_->ep->Irecv(q, &done_[q], 1);
   }
   for (int q = 0; q < g_->size; ++q) {
-    if (q != g_->rank) g_->ep->Isend(q, &none, 0);
+    if (q != g_->rank) g_->ep->Isend(q, &done_[g_->rank], 1);
   }
-  return g_->ep->WaitAll();
+  HT_RETURN_IF_ERROR(g_->ep->WaitAll());
+  for (int q = 0; q < g_->size; ++q) {
+    if (done && done_[q] != 1) {
+      // Every rank finished both rounds: the communicator stays usable (InvalidArgument does not break it).
+      return absl::InvalidArgumentError(
+          absl::StrCat("symmetric ", what_, ": rank ", q,
+                       " could not do its part (a buffer of this call is in a symmetric allocation it has freed); "
+                       "the outputs of this call are incomplete"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 // The slice [begin, end) of `count` elements rank r of n owns in a symmetric reduction: whole cache lines, so no

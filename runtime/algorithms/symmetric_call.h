@@ -8,8 +8,9 @@
 // rank reaches the same verdict: a buffer outside symmetric memory, or counts or roots that differ, is an
 // InvalidArgument on every rank at once (naming the rank), never a wait for a rank that gave up. After the round
 // every rank has entered the call: its input is in place and its output may be written.
-// Exit: an empty message to and from every peer; no rank returns (reuses its input, reads its output) before
-// every rank has finished reading and writing.
+// Exit: a one-byte message to and from every peer saying whether the sender did its part; no rank returns
+// (reuses its input, reads its output) before every rank has finished reading and writing, and a rank that could
+// not do its part (it had freed an allocation a peer passed) makes the call fail on every rank, naming it.
 //
 // Ranks may pass different offsets, even different allocations: each header names its own.
 #pragma once
@@ -17,6 +18,7 @@
 #include <cstddef>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "runtime/algorithms/internal.h"
 
 namespace hccltune::algo {
@@ -50,14 +52,16 @@ class SymmetricCall {
   const char* send(int q) const { return send_[q]; }
   char* recv(int q) const { return recv_[q]; }
 
-  // The exit round.
-  absl::Status Leave() const;
+  // The exit round; `done`: this rank did its part. Fails when a peer did not (naming it).
+  absl::Status Leave(bool done = true) const;
 
  private:
   SymmetricCall() = default;
   const Group* g_ = nullptr;
   const char** send_ = nullptr;
   char** recv_ = nullptr;
+  char* done_ = nullptr;  // every rank's exit flag (scratch)
+  absl::string_view what_;
 };
 
 }  // namespace hccltune::algo

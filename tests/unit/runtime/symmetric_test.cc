@@ -306,6 +306,30 @@ TEST(Symmetric, HugePagesWhenThePoolHasThemOrdinaryPagesOtherwise) {
   for (int r = 0; r < 2; ++r) EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << st[r];
 }
 
+TEST(Symmetric, ARankThatFreedAPeersAllocationFailsTheCallOnEveryRank) {
+  // Rank 1 frees allocation a alone; rank 0 then passes buffers in a, ranks 1 and 2 in b. Rank 1 cannot reach
+  // rank 0's buffers, so its part of every output is missing: every rank fails, the others naming rank 1.
+  auto st = RunRanks(3, [&](int rank, Communicator& comm) -> absl::Status {
+    absl::StatusOr<void*> a = comm.AllocSymmetric(1u << 20);
+    if (!a.ok()) return a.status();
+    absl::StatusOr<void*> b = comm.AllocSymmetric(1u << 20);
+    if (!b.ok()) return b.status();
+    if (rank == 1) {
+      if (absl::Status s = comm.FreeSymmetric(*a); !s.ok()) return s;
+    }
+    char* region = static_cast<char*>(rank == 0 ? *a : *b);
+    CheckCase c{Collective::kAllreduce, DataType::kFloat32, ReduceOp::kSum, rank, 3, 0, 4096};
+    absl::Status s = CheckedSymmetricCall(comm, region, c, 0, 64u << 10, "symmetric");
+    if (s.ok()) return absl::InternalError("the call succeeded with rank 1's part missing");
+    const std::string want = rank == 1 ? "which rank 1 has freed" : "rank 1 could not do its part";
+    if (!absl::StrContains(s.message(), want)) return s;
+    // The communicator still works.
+    c.count = 1000;
+    return CheckedSymmetricCall(comm, static_cast<char*>(*b), c, 0, 64u << 10, "symmetric");
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << st[r];
+}
+
 TEST(Symmetric, AllocationsMustAgreeInSize) {
   auto st = RunRanks(2, [&](int rank, Communicator& comm) -> absl::Status {
     absl::StatusOr<void*> p = comm.AllocSymmetric(rank == 0 ? 4096 : 8192);
