@@ -32,7 +32,10 @@ void Locate(const AlgorithmContext& ctx, const void* p, size_t bytes, uint64_t* 
 }  // namespace
 
 size_t SymmetricCall::ScratchBytes(int n) {
-  return static_cast<size_t>(n) * (sizeof(Header) + sizeof(const char*) + sizeof(char*) + 1);
+  // Headers, the two pointer arrays, the exit flags; rounded up to a cache line so what the caller keeps after
+  // them stays aligned.
+  const size_t bytes = static_cast<size_t>(n) * (sizeof(Header) + sizeof(const char*) + sizeof(char*) + 1);
+  return CeilDiv(bytes, size_t{64}) * 64;
 }
 
 absl::StatusOr<SymmetricCall> SymmetricCall::Enter(const Group& g, const AlgorithmContext& ctx,

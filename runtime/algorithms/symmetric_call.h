@@ -38,7 +38,8 @@ void SymmetricReduce(const CollectiveArgs& args, const void* const* in, int n, v
 
 class SymmetricCall {
  public:
-  // Scratch bytes Enter needs for a group of n (the caller's scratch region may hold more after them).
+  // Scratch bytes Enter needs for a group of n, a multiple of 64 (the caller's scratch region may hold more
+  // after them).
   static size_t ScratchBytes(int n);
 
   // The entry round. `send` / `recv` of `send_bytes` / `recv_bytes` are this rank's buffers (send null or 0
