@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <linux/memfd.h>  // MFD_HUGE_2MB
 #include <sys/mman.h>
-#include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,15 +19,6 @@ namespace {
 
 constexpr size_t kPage = 4096;
 constexpr size_t kHugePage = 2u << 20;  // MFD_HUGE_2MB
-constexpr uint64_t kMagic = 0x314d4d5953544c48ull;  // "HLTSYMM1"
-
-// The first page of every piece: who wrote it, so a peer can tell it opened the right file.
-struct Header {
-  uint64_t magic;
-  uint64_t nonce;
-  uint64_t bytes;
-};
-
 absl::Status Errno(absl::string_view what) {
   return absl::InternalError(absl::StrCat("symmetric memory: ", what, ": ", std::strerror(errno)));
 }
@@ -56,11 +47,6 @@ bool MapOwnPiece(uint64_t id, size_t map_bytes, bool huge, int* fd, char** map) 
   return true;
 }
 
-uint64_t Nonce() {
-  uint64_t v = 0;
-  if (::getrandom(&v, sizeof(v), 0) != sizeof(v)) v = static_cast<uint64_t>(::getpid()) * 0x9e3779b97f4a7c15ull;
-  return v | 1;  // never 0 (a fresh page reads 0)
-}
 
 }  // namespace
 
@@ -90,7 +76,6 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Setup(Store& s
   m->id_ = id;
   m->bytes_ = bytes;
   m->rank_ = rank;
-  m->maps_.assign(static_cast<size_t>(size), nullptr);
   m->map_bytes_.assign(static_cast<size_t>(size), 0);
   m->bases_.assign(static_cast<size_t>(size), nullptr);
 
@@ -99,21 +84,23 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Setup(Store& s
   // publishes its own mapping size.
   const size_t r = static_cast<size_t>(rank);
   char* own = nullptr;
-  if (bytes >= huge_from && MapOwnPiece(id, RoundUp(kPage + bytes, kHugePage), true, &m->fd_, &own)) {
-    m->map_bytes_[r] = RoundUp(kPage + bytes, kHugePage);
+  if (bytes >= huge_from && MapOwnPiece(id, RoundUp(bytes, kHugePage), true, &m->fd_, &own)) {
+    m->map_bytes_[r] = RoundUp(bytes, kHugePage);
     m->huge_ = true;
-  } else if (MapOwnPiece(id, kPage + RoundUp(bytes, kPage), false, &m->fd_, &own)) {
-    m->map_bytes_[r] = kPage + RoundUp(bytes, kPage);
+  } else if (MapOwnPiece(id, RoundUp(bytes, kPage), false, &m->fd_, &own)) {
+    m->map_bytes_[r] = RoundUp(bytes, kPage);
   } else {
-    return Errno(absl::StrCat("cannot allocate and map ", kPage + RoundUp(bytes, kPage), " bytes"));
+    return Errno(absl::StrCat("cannot allocate and map ", RoundUp(bytes, kPage), " bytes"));
   }
-  m->maps_[r] = own;
-  const uint64_t nonce = Nonce();
-  const Header h{kMagic, nonce, bytes};
-  std::memcpy(own, &h, sizeof(h));
+  m->bases_[r] = own;
+  // The file's identity: a peer that opens /proc/<pid>/fd/<fd> checks it reached this very file (in another pid
+  // namespace the pid names another process, whose descriptor would be a different file).
+  struct stat st {};
+  if (::fstat(m->fd_, &st) != 0) return Errno("fstat of this rank's memfd");
 
-  if (absl::Status s =
-          store.Set(absl::StrCat(prefix, rank), absl::StrCat(::getpid(), " ", m->fd_, " ", bytes, " ", nonce, " ", m->map_bytes_[r]));
+  if (absl::Status s = store.Set(absl::StrCat(prefix, rank),
+                                 absl::StrCat(::getpid(), " ", m->fd_, " ", bytes, " ", m->map_bytes_[r], " ",
+                                              static_cast<uint64_t>(st.st_dev), " ", static_cast<uint64_t>(st.st_ino)));
       !s.ok()) {
     return s;
   }
@@ -132,10 +119,10 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Setup(Store& s
     }
     std::vector<std::string> f = absl::StrSplit(*v, ' ');
     int pid = 0, fd = 0;
-    uint64_t peer_bytes = 0, peer_nonce = 0, peer_map = 0;
-    if (f.size() != 5 || !absl::SimpleAtoi(f[0], &pid) || !absl::SimpleAtoi(f[1], &fd) ||
-        !absl::SimpleAtoi(f[2], &peer_bytes) || !absl::SimpleAtoi(f[3], &peer_nonce) ||
-        !absl::SimpleAtoi(f[4], &peer_map) || peer_map < kPage + peer_bytes) {
+    uint64_t peer_bytes = 0, peer_map = 0, dev = 0, ino = 0;
+    if (f.size() != 6 || !absl::SimpleAtoi(f[0], &pid) || !absl::SimpleAtoi(f[1], &fd) ||
+        !absl::SimpleAtoi(f[2], &peer_bytes) || !absl::SimpleAtoi(f[3], &peer_map) ||
+        !absl::SimpleAtoi(f[4], &dev) || !absl::SimpleAtoi(f[5], &ino) || peer_map < peer_bytes) {
       return absl::DataLossError(absl::StrCat("symmetric memory ", id, ": rank ", q, " published '", *v, "'"));
     }
     if (peer_bytes != bytes) {
@@ -149,19 +136,19 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Setup(Store& s
       return Errno(absl::StrCat("cannot open rank ", q, "'s memory ", path,
                                 " (another user, pid namespace or a ptrace restriction?)"));
     }
-    void* p = ::mmap(nullptr, peer_map, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, peer_fd, 0);
-    ::close(peer_fd);
-    if (p == MAP_FAILED) return Errno(absl::StrCat("cannot map rank ", q, "'s memory"));
-    m->maps_[static_cast<size_t>(q)] = static_cast<char*>(p);
-    m->map_bytes_[static_cast<size_t>(q)] = peer_map;
-    Header ph;
-    std::memcpy(&ph, p, sizeof(ph));
-    if (ph.magic != kMagic || ph.nonce != peer_nonce || ph.bytes != bytes) {
+    struct stat pst {};
+    if (::fstat(peer_fd, &pst) != 0 || static_cast<uint64_t>(pst.st_dev) != dev ||
+        static_cast<uint64_t>(pst.st_ino) != ino || static_cast<uint64_t>(pst.st_size) != peer_map) {
+      ::close(peer_fd);
       return absl::FailedPreconditionError(absl::StrCat("symmetric memory ", id, ": ", path, " is not rank ", q,
                                                         "'s memory (is rank ", q, " in another pid namespace?)"));
     }
+    void* p = ::mmap(nullptr, peer_map, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, peer_fd, 0);
+    ::close(peer_fd);
+    if (p == MAP_FAILED) return Errno(absl::StrCat("cannot map rank ", q, "'s memory"));
+    m->bases_[static_cast<size_t>(q)] = static_cast<char*>(p);
+    m->map_bytes_[static_cast<size_t>(q)] = peer_map;
   }
-  for (int q = 0; q < size; ++q) m->bases_[static_cast<size_t>(q)] = m->maps_[static_cast<size_t>(q)] + kPage;
   // Nobody returns (and so nobody may free its piece and close the fd) before every rank has mapped every piece.
   if (absl::Status s = store.Set(absl::StrCat(prefix, "mapped/", rank), "1"); !s.ok()) return s;
   std::vector<std::string> keys;
@@ -184,8 +171,8 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Setup(Store& s
 }
 
 SymmetricMemory::~SymmetricMemory() {
-  for (size_t q = 0; q < maps_.size(); ++q) {
-    if (maps_[q] != nullptr) ::munmap(maps_[q], map_bytes_[q]);
+  for (size_t q = 0; q < bases_.size(); ++q) {
+    if (bases_[q] != nullptr) ::munmap(bases_[q], map_bytes_[q]);
   }
   if (fd_ >= 0) ::close(fd_);
 }

@@ -5,13 +5,13 @@
 // registered/symmetric buffers and PyTorch's SymmetricMemory give on GPUs, done with shared memory.
 //
 // Each piece is a memfd (anonymous, never named in /dev/shm, so a killed job leaves nothing behind). Its
-// owner publishes (pid, fd, size, nonce) through the bootstrap store; every other rank opens
-// /proc/<pid>/fd/<fd> — the kernel allows this for the same user, as it allows process_vm_readv — maps it and
-// checks the nonce the owner wrote in the piece's header page, so a rank in another pid namespace (where the
-// pid names another process) is refused rather than mapping a stranger's file. Every rank waits until all have
+// owner publishes (pid, fd, size, the file's device and inode) through the bootstrap store; every other rank
+// opens /proc/<pid>/fd/<fd> — the kernel allows this for the same user, as it allows process_vm_readv — checks
+// with fstat that it reached that very file (a rank in another pid namespace, where the pid names another
+// process, is refused rather than mapping a stranger's file) and maps it. Every rank waits until all have
 // mapped before Create returns; then the owner closes its descriptor (the mappings keep the memory).
 //
-// The caller's region starts one page into the piece (the header page holds the nonce) and is 4 KiB aligned.
+// The caller's region is the whole piece: 4 KiB aligned, 2 MiB aligned in huge pages.
 // A piece of at least `huge_from` bytes comes from the hugetlb pool (2 MiB pages, MFD_HUGETLB) when the pool
 // can hold it, else from ordinary pages; each rank decides for its own piece and publishes its mapping size.
 //
@@ -63,9 +63,8 @@ class SymmetricMemory {
   int rank_ = 0;
   int fd_ = -1;               // this rank's memfd, open until every rank has mapped it
   bool huge_ = false;
-  std::vector<char*> maps_;        // every rank's mapping (header page first)
-  std::vector<size_t> map_bytes_;  // and its length
-  std::vector<char*> bases_;       // maps_ + one page
+  std::vector<char*> bases_;       // every rank's piece, mapped here
+  std::vector<size_t> map_bytes_;  // and its mapping's length
 };
 
 }  // namespace hccltune
