@@ -46,6 +46,25 @@ absl::Status ReadOptInt(const Environment::Source& src, const std::string& var, 
   return absl::OkStatus();
 }
 
+// Reads "auto" (-> `automatic`), "off"/"0" (-> kUnbounded) or a positive byte size such as 32M; absent: unchanged.
+// `what` names the size in the error ("a call size", "an allocation size").
+absl::Status ReadAutoOffBytes(const Environment::Source& src, const std::string& var, uint64_t automatic,
+                              absl::string_view what, uint64_t& out) {
+  auto v = src(var);
+  if (!v) return absl::OkStatus();
+  const std::string a = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
+  if (a == "auto") {
+    out = automatic;
+  } else if (a == "off" || a == "0") {
+    out = kUnbounded;
+  } else {
+    auto b = ParseBytes(a);
+    if (!b.ok() || *b == 0) return Bad(var, *v, absl::StrCat("auto, off or ", what, " such as 32M"));
+    out = *b;
+  }
+  return absl::OkStatus();
+}
+
 std::string ReadString(const Environment::Source& src, const std::string& var) {
   auto v = src(var);
   return v ? std::string(absl::StripAsciiWhitespace(*v)) : std::string();
@@ -234,30 +253,9 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
       return Bad("HCCL_TUNE_SINGLE_COPY", *v, "auto or off");
     }
   }
-  if (auto v = src("HCCL_TUNE_NT_STORES")) {
-    const std::string a = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
-    if (a == "auto") {
-      e.nt_stores_bytes = kDefaultNtStoresBytes;
-    } else if (a == "off" || a == "0") {
-      e.nt_stores_bytes = kUnbounded;
-    } else {
-      auto b = ParseBytes(a);
-      if (!b.ok() || *b == 0) return Bad("HCCL_TUNE_NT_STORES", *v, "auto, off or a call size such as 32M");
-      e.nt_stores_bytes = *b;
-    }
-  }
-  if (auto v = src("HCCL_TUNE_HUGE_PAGES")) {
-    const std::string a = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
-    if (a == "auto") {
-      e.huge_pages_bytes = kDefaultHugePagesBytes;
-    } else if (a == "off" || a == "0") {
-      e.huge_pages_bytes = kUnbounded;
-    } else {
-      auto b = ParseBytes(a);
-      if (!b.ok() || *b == 0) return Bad("HCCL_TUNE_HUGE_PAGES", *v, "auto, off or an allocation size such as 2M");
-      e.huge_pages_bytes = *b;
-    }
-  }
+  HT_TRY(ReadAutoOffBytes(src, "HCCL_TUNE_NT_STORES", kDefaultNtStoresBytes, "a call size", e.nt_stores_bytes));
+  HT_TRY(ReadAutoOffBytes(src, "HCCL_TUNE_HUGE_PAGES", kDefaultHugePagesBytes, "an allocation size",
+                          e.huge_pages_bytes));
 
   // Launchers, in order of precedence: torchrun (RANK/WORLD_SIZE), Open MPI, Slurm.
   if (src("RANK") || src("WORLD_SIZE")) {

@@ -64,28 +64,26 @@ TEST(Environment, ParsesEveryVariable) {
   EXPECT_EQ(*e->launcher_master_port, 29500);
 }
 
-TEST(Environment, NtStores) {
-  auto def = Environment::LoadFrom(std::map<std::string, std::string>{});
-  ASSERT_TRUE(def.ok());
-  EXPECT_EQ(def->nt_stores_bytes, Environment::kDefaultNtStoresBytes);
-  auto off = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_NT_STORES", " OFF "}});
-  ASSERT_TRUE(off.ok());
-  EXPECT_EQ(off->nt_stores_bytes, kUnbounded);
-  auto aut = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_NT_STORES", "auto"}});
-  ASSERT_TRUE(aut.ok());
-  EXPECT_EQ(aut->nt_stores_bytes, Environment::kDefaultNtStoresBytes);
-}
-
-TEST(Environment, HugePages) {
-  auto def = Environment::LoadFrom(std::map<std::string, std::string>{});
-  ASSERT_TRUE(def.ok());
-  EXPECT_EQ(def->huge_pages_bytes, Environment::kDefaultHugePagesBytes);
-  auto off = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_HUGE_PAGES", "Off"}});
-  ASSERT_TRUE(off.ok());
-  EXPECT_EQ(off->huge_pages_bytes, kUnbounded);
-  auto aut = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_HUGE_PAGES", " auto "}});
-  ASSERT_TRUE(aut.ok());
-  EXPECT_EQ(aut->huge_pages_bytes, Environment::kDefaultHugePagesBytes);
+TEST(Environment, AutoOffOrSize) {
+  // HCCL_TUNE_NT_STORES and HCCL_TUNE_HUGE_PAGES: absent or "auto" is the default, "off" never, a size itself.
+  const struct {
+    const char* var;
+    uint64_t Environment::*field;
+    uint64_t automatic;
+  } vars[] = {{"HCCL_TUNE_NT_STORES", &Environment::nt_stores_bytes, Environment::kDefaultNtStoresBytes},
+              {"HCCL_TUNE_HUGE_PAGES", &Environment::huge_pages_bytes, Environment::kDefaultHugePagesBytes}};
+  for (const auto& v : vars) {
+    const std::pair<const char*, uint64_t> cases[] = {{nullptr, v.automatic}, {" OFF ", kUnbounded},
+                                                      {"auto", v.automatic}, {"0", kUnbounded},
+                                                      {"3m", 3u << 20}};
+    for (const auto& [value, want] : cases) {
+      std::map<std::string, std::string> m;
+      if (value != nullptr) m[v.var] = value;
+      auto e = Environment::LoadFrom(m);
+      ASSERT_TRUE(e.ok()) << v.var << "=" << (value ? value : "(unset)") << ": " << e.status();
+      EXPECT_EQ((*e).*(v.field), want) << v.var << "=" << (value ? value : "(unset)");
+    }
+  }
 }
 
 TEST(Environment, LauncherPrecedence) {
