@@ -26,15 +26,26 @@ absl::Status Errno(absl::string_view what) {
 size_t RoundUp(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
 // This rank's piece: a memfd of `map_bytes` mapped shared and populated, from the hugetlb pool when `huge`.
-// Returns false (nothing left open) when the pool cannot hold it: memfd_create, or the reservation at mmap,
-// fails — the caller then takes ordinary pages.
+// Returns false (nothing left open) when the pool cannot hold it: memfd_create, the reservation at mmap, or —
+// huge pages only — populating them fails, and the caller then takes ordinary pages. Huge pages are populated
+// with MADV_POPULATE_WRITE, which reports a page it cannot get (a hugetlb cgroup limit, a pool raced empty)
+// where MAP_POPULATE would leave it to a SIGBUS at the first touch.
 bool MapOwnPiece(uint64_t id, size_t map_bytes, bool huge, int* fd, char** map) {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14
+#endif
   const unsigned flags = MFD_CLOEXEC | (huge ? MFD_HUGETLB | MFD_HUGE_2MB : 0u);
   *fd = ::memfd_create(absl::StrCat("hccltune-symm-", id).c_str(), flags);
   if (*fd < 0) return false;
   void* p = MAP_FAILED;
   if (::ftruncate(*fd, static_cast<off_t>(map_bytes)) == 0) {
-    p = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, *fd, 0);
+    p = ::mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | (huge ? 0 : MAP_POPULATE), *fd, 0);
+    if (p != MAP_FAILED && huge && ::madvise(p, map_bytes, MADV_POPULATE_WRITE) != 0) {
+      const int e = errno;
+      ::munmap(p, map_bytes);
+      p = MAP_FAILED;
+      errno = e;
+    }
   }
   if (p == MAP_FAILED) {
     const int e = errno;
