@@ -73,6 +73,18 @@ void BM_ReduceInto(benchmark::State& state) {
   });
 }
 
+// The `symmetric` allreduce's kernel at 2 ranks: both inputs combined and stored to two outputs in one pass
+// (out and a second output the size of the inputs); `streaming`: non-temporal stores. Output bytes counted once.
+template <bool streaming>
+void BM_ReduceFanout(benchmark::State& state) {
+  std::vector<uint8_t> second(static_cast<size_t>(state.range(0)));
+  TimeKernel(state, [&second](Buffers& b, size_t bytes) {
+    const void* in[2] = {b.a.data(), b.b.data()};
+    void* out[2] = {b.out.data(), second.data()};
+    hccltune::ReduceFanout(DataType::kFloat32, ReduceOp::kSum, in, 2, out, 2, bytes / 4, streaming);
+  });
+}
+
 constexpr int64_t kSmall = 256 << 10;
 constexpr int64_t kLarge = 64 << 20;
 
@@ -92,6 +104,8 @@ BENCHMARK(BM_Reduce<DataType::kFloat32, ReduceOp::kMax>)->Arg(kSmall)->Arg(kLarg
 BENCHMARK(BM_ReduceStreaming<DataType::kFloat32>)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_ReduceStreaming<DataType::kBfloat16>)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_ReduceInto<DataType::kFloat32>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_ReduceFanout<false>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_ReduceFanout<true>)->Arg(kLarge)->UseRealTime();
 
 }  // namespace
 
