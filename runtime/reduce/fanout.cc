@@ -49,24 +49,22 @@ __attribute__((target("avx512f"))) inline __m512 Op512(__m512 a, __m512 b) {
   if constexpr (kOp == ReduceOp::kMax) return _mm512_maskz_max_ps(0xffff, a, b);
 }
 
-// n inputs and m outputs known at compile time (the symmetric allreduce at 2-4 ranks: n == m): the pointers live
-// in registers and the loop body has no inner loops.
-template <ReduceOp kOp, bool kStream, int kN, int kM>
-__attribute__((target("avx512f"))) void Fixed512(const float* const* in, float* const* out, size_t from, size_t to) {
-  const float* a[kN];
-  float* o[kM];
-  for (int k = 0; k < kN; ++k) a[k] = in[k];
-  for (int k = 0; k < kM; ++k) o[k] = out[k];
+// kN > 0: n == m == kN known at compile time (the symmetric allreduce at 2-4 ranks): the loops over inputs and
+// outputs unroll and the pointers stay in registers. kN == 0: n and m at run time.
+template <ReduceOp kOp, bool kStream, int kN>
+__attribute__((target("avx512f"))) void Loop512(const float* const* in, int n, float* const* out, int m, size_t from,
+                                                size_t to) {
+  const int nn = kN > 0 ? kN : n, mm = kN > 0 ? kN : m;
   for (size_t i = from; i < to; i += 16) {
-    __m512 v = Op512<kOp>(_mm512_loadu_ps(a[0] + i), _mm512_loadu_ps(a[1] + i));
+    __m512 v = Op512<kOp>(_mm512_loadu_ps(in[0] + i), _mm512_loadu_ps(in[1] + i));
 #pragma GCC unroll 8
-    for (int k = 2; k < kN; ++k) v = Op512<kOp>(v, _mm512_loadu_ps(a[k] + i));
+    for (int k = 2; k < nn; ++k) v = Op512<kOp>(v, _mm512_loadu_ps(in[k] + i));
 #pragma GCC unroll 8
-    for (int k = 0; k < kM; ++k) {
+    for (int k = 0; k < mm; ++k) {
       if constexpr (kStream) {
-        _mm512_stream_ps(o[k] + i, v);
+        _mm512_stream_ps(out[k] + i, v);
       } else {
-        _mm512_storeu_ps(o[k] + i, v);
+        _mm512_storeu_ps(out[k] + i, v);
       }
     }
   }
@@ -75,22 +73,10 @@ __attribute__((target("avx512f"))) void Fixed512(const float* const* in, float* 
 template <ReduceOp kOp, bool kStream>
 __attribute__((target("avx512f"))) void Body512(const float* const* in, int n, float* const* out, int m, size_t from,
                                                 size_t to) {
-  if (n == m && n >= 2 && n <= 4) {
-    if (n == 2) return Fixed512<kOp, kStream, 2, 2>(in, out, from, to);
-    if (n == 3) return Fixed512<kOp, kStream, 3, 3>(in, out, from, to);
-    return Fixed512<kOp, kStream, 4, 4>(in, out, from, to);
-  }
-  for (size_t i = from; i < to; i += 16) {
-    __m512 v = Op512<kOp>(_mm512_loadu_ps(in[0] + i), _mm512_loadu_ps(in[1] + i));
-    for (int k = 2; k < n; ++k) v = Op512<kOp>(v, _mm512_loadu_ps(in[k] + i));
-    for (int k = 0; k < m; ++k) {
-      if constexpr (kStream) {
-        _mm512_stream_ps(out[k] + i, v);
-      } else {
-        _mm512_storeu_ps(out[k] + i, v);
-      }
-    }
-  }
+  if (n == m && n == 2) return Loop512<kOp, kStream, 2>(in, n, out, m, from, to);
+  if (n == m && n == 3) return Loop512<kOp, kStream, 3>(in, n, out, m, from, to);
+  if (n == m && n == 4) return Loop512<kOp, kStream, 4>(in, n, out, m, from, to);
+  Loop512<kOp, kStream, 0>(in, n, out, m, from, to);
 }
 
 template <ReduceOp kOp>
