@@ -129,6 +129,23 @@ uint64_t OutputBytes(const CollectiveArgs& a, int n) {
   }
 }
 
+// The bytes a call reads from `send` on this rank (0: none, or an extent this file does not work out: the v
+// variants; roots of broadcast and scatter only).
+uint64_t InputBytes(const CollectiveArgs& a, int n) {
+  const uint64_t es = DataTypeSize(a.dtype);
+  switch (a.collective) {
+    case Collective::kAllreduce:
+    case Collective::kReduce:
+    case Collective::kAllgather:
+    case Collective::kGather:
+    case Collective::kBroadcast: return a.count * es;
+    case Collective::kReducescatter:
+    case Collective::kScatter:
+    case Collective::kAlltoall: return a.count * es * static_cast<uint64_t>(n);
+    default: return 0;
+  }
+}
+
 }  // namespace
 
 absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
@@ -254,6 +271,21 @@ void CommImpl::SetTimingSink(std::shared_ptr<TimingSink> sink) {
   user_sink_ = std::move(sink);
 }
 
+void CommImpl::AdviseHugePages(const CollectiveArgs& args) const {
+  const uint64_t in = args.send == nullptr ? 0 : InputBytes(args, size_);
+  const uint64_t out = args.recv == nullptr || args.recv == args.send ? 0 : OutputBytes(args, size_);
+  for (const auto& [p, bytes] : {std::pair<const void*, uint64_t>{args.send, in}, {args.recv, out}}) {
+    SymmetricBuffer unused;
+    if (bytes < env_.thp_bytes || bytes > SIZE_MAX || FindSymmetric(p, static_cast<size_t>(bytes), &unused)) continue;
+    const HugePageAdvisor::Outcome o = HugePageAdvisor::Process().Use(p, static_cast<size_t>(bytes));
+    if (o == HugePageAdvisor::Outcome::kCollapsed || o == HugePageAdvisor::Outcome::kRefused) {
+      Log(LogLevel::kDebug, "rank ", rank_, ": ", bytes, "-byte buffer at ", absl::Hex(reinterpret_cast<uintptr_t>(p)),
+          o == HugePageAdvisor::Outcome::kCollapsed ? " collapsed into 2 MiB pages"
+                                                    : ": the kernel declined to collapse it into 2 MiB pages");
+    }
+  }
+}
+
 absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt) {
   if (!broken_.ok()) return broken_;
   if (online_ && !internal_call_ && (sequence_ + 1) % sync_interval_ == 0) {
@@ -269,6 +301,7 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     if (!chosen.ok()) return chosen.status();
     config = *chosen;
   }
+  if (config != &symmetric_config_) AdviseHugePages(args);
   call_.sequence = ++sequence_;
   call_.collective = args.collective;
   call_.dtype = args.dtype;

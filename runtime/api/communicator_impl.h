@@ -16,6 +16,7 @@
 
 #include "runtime/algorithms/algorithm.h"
 #include "runtime/api/communicator.h"
+#include "runtime/common/huge_page_advisor.h"
 #include "runtime/selector/selector.h"
 #include "runtime/selector/tuning.h"
 #include "runtime/transport/shm/shm_transport.h"
@@ -126,6 +127,9 @@ class CommImpl final : public Communicator {
   // `symmetric` for an "auto" allreduce, allgather, reducescatter or broadcast of at least SymmetricFromBytes
   // whose buffers are symmetric here; else null.
   const Configuration* ChooseSymmetric(const CollectiveArgs& args, const CallOptions& opt) const;
+  // HCCL_TUNE_THP: this rank's ordinary send and recv buffers of a call (from env_.thp_bytes) go through the
+  // process's HugePageAdvisor (collapsed into 2 MiB pages at their second use). REQUIRES: exec_mu_ held.
+  void AdviseHugePages(const CollectiveArgs& args) const;
   // Rank 0 broadcasts `table` (its newest, or null) to every rank; every rank installs what it receives when
   // its version differs from the installed one. REQUIRES: exec_mu_ held; every rank calls it at the same op.
   absl::Status SyncTable(std::shared_ptr<const TunedTable> table);

@@ -254,8 +254,9 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
     }
   }
   HT_TRY(ReadAutoOffBytes(src, "HCCL_TUNE_NT_STORES", kDefaultNtStoresBytes, "a call size", e.nt_stores_bytes));
-  HT_TRY(ReadAutoOffBytes(src, "HCCL_TUNE_HUGE_PAGES", kDefaultHugePagesBytes, "an allocation size",
-                          e.huge_pages_bytes));
+  HT_TRY(
+      ReadAutoOffBytes(src, "HCCL_TUNE_HUGE_PAGES", kDefaultHugePagesBytes, "an allocation size", e.huge_pages_bytes));
+  HT_TRY(ReadAutoOffBytes(src, "HCCL_TUNE_THP", kDefaultThpBytes, "a buffer size", e.thp_bytes));
 
   // Launchers, in order of precedence: torchrun (RANK/WORLD_SIZE), Open MPI, Slurm.
   if (src("RANK") || src("WORLD_SIZE")) {

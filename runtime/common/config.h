@@ -70,6 +70,11 @@ struct Environment {
   // take 2 MiB pages from the hugetlb pool when it has them (kUnbounded = off). auto = kDefaultHugePagesBytes.
   uint64_t huge_pages_bytes = kDefaultHugePagesBytes;
   static constexpr uint64_t kDefaultHugePagesBytes = 2ull << 20;
+  // HCCL_TUNE_THP: auto | off | a size — ordinary (not symmetric) buffers of at least this many bytes have their
+  // whole 2 MiB pages collapsed into transparent huge pages at their second use (HugePageAdvisor; kUnbounded =
+  // off). auto = kDefaultThpBytes.
+  uint64_t thp_bytes = kDefaultThpBytes;
+  static constexpr uint64_t kDefaultThpBytes = 4ull << 20;
 
   // --- launchers (torchrun, Open MPI, Slurm) ---
   std::optional<int> rank, world_size, local_rank, local_world_size;  // after precedence torchrun > OMPI > Slurm

@@ -38,6 +38,7 @@ TEST(Environment, ParsesEveryVariable) {
       {"HCCL_TUNE_SINGLE_COPY", "Off"},
       {"HCCL_TUNE_NT_STORES", "16M"},
       {"HCCL_TUNE_HUGE_PAGES", "8M"},
+      {"HCCL_TUNE_THP", "6M"},
       {"RANK", "1"},
       {"WORLD_SIZE", "4"},
       {"LOCAL_RANK", "1"},
@@ -58,6 +59,7 @@ TEST(Environment, ParsesEveryVariable) {
   EXPECT_FALSE(e->single_copy);
   EXPECT_EQ(e->nt_stores_bytes, 16u << 20);
   EXPECT_EQ(e->huge_pages_bytes, 8u << 20);
+  EXPECT_EQ(e->thp_bytes, 6u << 20);
   EXPECT_EQ(e->launcher, "torchrun");
   EXPECT_EQ(*e->rank, 1);
   EXPECT_EQ(*e->world_size, 4);
@@ -65,17 +67,18 @@ TEST(Environment, ParsesEveryVariable) {
 }
 
 TEST(Environment, AutoOffOrSize) {
-  // HCCL_TUNE_NT_STORES and HCCL_TUNE_HUGE_PAGES: absent or "auto" is the default, "off" never, a size itself.
+  // HCCL_TUNE_NT_STORES, HCCL_TUNE_HUGE_PAGES and HCCL_TUNE_THP: absent or "auto" is the default, "off" never, a size
+  // itself.
   const struct {
     const char* var;
     uint64_t Environment::*field;
     uint64_t automatic;
   } vars[] = {{"HCCL_TUNE_NT_STORES", &Environment::nt_stores_bytes, Environment::kDefaultNtStoresBytes},
-              {"HCCL_TUNE_HUGE_PAGES", &Environment::huge_pages_bytes, Environment::kDefaultHugePagesBytes}};
+              {"HCCL_TUNE_HUGE_PAGES", &Environment::huge_pages_bytes, Environment::kDefaultHugePagesBytes},
+              {"HCCL_TUNE_THP", &Environment::thp_bytes, Environment::kDefaultThpBytes}};
   for (const auto& v : vars) {
-    const std::pair<const char*, uint64_t> cases[] = {{nullptr, v.automatic}, {" OFF ", kUnbounded},
-                                                      {"auto", v.automatic}, {"0", kUnbounded},
-                                                      {"3m", 3u << 20}};
+    const std::pair<const char*, uint64_t> cases[] = {
+        {nullptr, v.automatic}, {" OFF ", kUnbounded}, {"auto", v.automatic}, {"0", kUnbounded}, {"3m", 3u << 20}};
     for (const auto& [value, want] : cases) {
       std::map<std::string, std::string> m;
       if (value != nullptr) m[v.var] = value;
@@ -119,6 +122,7 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
       {"HCCL_TUNE_NT_STORES", "lots", "auto, off or a call size"},
       {"HCCL_TUNE_NT_STORES", "0B", "auto, off or a call size"},
       {"HCCL_TUNE_HUGE_PAGES", "always", "auto, off or an allocation size"},
+      {"HCCL_TUNE_THP", "madvise", "auto, off or a buffer size"},
       {"HCCL_TUNE_FETCH_TIMEOUT_MS", "61000", "an integer from 0 to 60000"},
       {"RANK", "x", "an integer"},
   };

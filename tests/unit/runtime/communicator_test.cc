@@ -9,6 +9,8 @@
 #include "hccltune/version.h"
 #include "runtime/algorithms/registry.h"
 #include "runtime/common/configuration.h"
+#include "runtime/common/sizes.h"
+#include "tests/unit/common/thp_region.h"
 #include "tests/unit/runtime/rank_fixture.h"
 #include "tuner/bench/check.h"
 
@@ -16,7 +18,9 @@ namespace hccltune {
 namespace {
 
 using bench::CheckCase;
+using testing::AnonHugeKb;
 using testing::RunRanks;
+using testing::ThpRegion;
 
 // Runs one checked call of `config` on this rank; returns a mismatch as an error.
 absl::Status CheckedCall(Communicator& comm, const CheckCase& c, const std::string& config, bool in_place) {
@@ -158,6 +162,44 @@ TEST(Communicator, TopologyFingerprintOneNode) {
     return absl::OkStatus();
   });
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(Communicator, OrdinaryBuffersGoIntoHugePagesAtTheirSecondUse) {
+  // HCCL_TUNE_THP: a 2-rank allreduce of 8 MiB - 32 B on buffers faulted in 4 KiB pages. Rank 0 (auto) finds
+  // the four whole 2 MiB pages of its send and recv buffers in huge pages after the second call and not after
+  // the first; rank 1 (off) never. Every call's output is checked on both ranks.
+  std::vector<std::unique_ptr<ThpRegion>> regions;
+  for (int i = 0; i < 4; ++i) regions.push_back(std::make_unique<ThpRegion>(4, true));
+  for (const auto& r : regions) ASSERT_TRUE(r->ok());
+  const size_t count = (regions[0]->bytes() - 32) / sizeof(float);
+  auto st = RunRanks(
+      2,
+      [&](int rank, Communicator& comm) -> absl::Status {
+        auto* send = reinterpret_cast<float*>(regions[static_cast<size_t>(2 * rank)]->data() + 16);
+        auto* recv = reinterpret_cast<float*>(regions[static_cast<size_t>(2 * rank + 1)]->data() + 16);
+        for (int call = 1; call <= 3; ++call) {
+          for (size_t i = 0; i < count; ++i) send[i] = static_cast<float>((i % 1000) * (rank + 1) + call);
+          if (absl::Status s = comm.Allreduce(send, recv, count, DataType::kFloat32, ReduceOp::kSum); !s.ok()) return s;
+          for (size_t i = 0; i < count; ++i) {
+            const float want = static_cast<float>((i % 1000) * 3 + 2 * call);
+            if (recv[i] != want) return absl::InternalError(absl::StrCat("call ", call, ": recv[", i, "] = ", recv[i]));
+          }
+          const long want_kb = rank == 0 && call >= 2 ? 4 * 2048 : 0;
+          for (const void* p : {static_cast<const void*>(send), static_cast<const void*>(recv)}) {
+            if (AnonHugeKb(p) != want_kb) {
+              return absl::InternalError(
+                  absl::StrCat("after call ", call, ": ", AnonHugeKb(p), " KiB in huge pages, expected ", want_kb));
+            }
+          }
+        }
+        return absl::OkStatus();
+      },
+      [](int rank) {
+        Environment e = testing::TestEnv();
+        e.thp_bytes = rank == 0 ? Environment::kDefaultThpBytes : kUnbounded;
+        return e;
+      });
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << st[r];
 }
 
 }  // namespace
