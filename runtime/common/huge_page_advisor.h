@@ -21,9 +21,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 
 namespace hccltune {
@@ -58,7 +58,7 @@ class HugePageAdvisor {
 
   const bool never_;
   absl::Mutex mu_;
-  absl::flat_hash_map<Extent, State> seen_ ABSL_GUARDED_BY(mu_);
+  std::map<Extent, State> seen_ ABSL_GUARDED_BY(mu_);
   std::deque<Extent> order_ ABSL_GUARDED_BY(mu_);  // insertion order, for forgetting the oldest
 };
 
