@@ -207,7 +207,7 @@ TEST(KernelsTest, HalfAndBfloat) {
 
 // 16-bit floats at their edges, every pair of special values (signed zeros, smallest and largest subnormals and
 // normals, infinities, NaNs, values whose sum or product lands on a rounding tie) laid out so that the vector
-// loops (8 and 16 lanes) and the scalar tails all see them: bit-identical to widening, one fp32 operation and
+// loops (8, 16 and 32 lanes) and the scalar tails all see them: bit-identical to widening, one fp32 operation and
 // the scalar rounding (NaN results: a NaN).
 TEST(KernelsTest, HalfAndBfloatEdgeValues) {
   const std::vector<uint16_t> fp16 = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0400, 0x8400, 0x3c00, 0xbc00,
@@ -224,7 +224,7 @@ TEST(KernelsTest, HalfAndBfloatEdgeValues) {
       for (uint16_t y : v) a.push_back(x), b.push_back(y);
     }
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax}) {
-      for (size_t n : {a.size(), a.size() - 7, size_t{15}, size_t{17}}) {
+      for (size_t n : {a.size(), a.size() - 7, size_t{15}, size_t{17}, size_t{49}}) {
         std::vector<uint16_t> out(n, 0x1234);
         Reduce(dt, op, out.data(), a.data(), b.data(), n);
         for (size_t i = 0; i < n; ++i) {
