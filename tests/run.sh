@@ -21,11 +21,24 @@ cmake --build "$build_dir" --parallel "$(nproc)"
 
 # Symmetric memory takes 2 MiB pages from the hugetlb pool when it has them (HCCL_TUNE_HUGE_PAGES). So that
 # both paths run here, a root run on a machine whose pool is empty reserves 160 pages (320 MiB) for the tests and
-# gives them back at the end; HCCL_TUNE_TEST_HUGE_PAGES=0 leaves the pool alone.
+# gives them back at the end; HCCL_TUNE_TEST_HUGE_PAGES=0 leaves the pool alone. A marker file ("PID PAGES") names
+# the run that holds the reservation, so the next run gives back what a killed run (SIGKILL: no exit trap) left.
 pool=/proc/sys/vm/nr_hugepages
+marker=/run/hccl-tune-tests.huge-pages
+if [[ $(id -u) == 0 && -f $marker ]]; then
+  read -r held_by held < "$marker" || true
+  if ! [[ ${held_by:-} =~ ^[1-9][0-9]*$ ]] || ! kill -0 "$held_by" 2>/dev/null; then
+    if [[ -w $pool && $(cat $pool) == "${held:-}" ]]; then
+      echo 0 > $pool || true
+      echo "tests/run.sh: gave back the $held huge pages of an earlier run that was killed (pid $held_by)"
+    fi
+    rm -f "$marker"
+  fi
+fi
 if [[ ${HCCL_TUNE_TEST_HUGE_PAGES:-1} != 0 && $(id -u) == 0 && -w $pool && $(cat $pool) == 0 ]]; then
   echo 160 > $pool || true
-  trap 'echo 0 > '$pool' || true' EXIT
+  echo "$$ $(cat $pool)" > "$marker" || true
+  trap 'echo 0 > '$pool' || true; rm -f '$marker EXIT
   echo "tests/run.sh: reserved $(cat $pool) huge pages for the tests (released at exit)"
 fi
 
