@@ -1,5 +1,5 @@
-// Test helper: private anonymous memory faulted in 4 KiB pages but eligible for transparent huge pages, and the
-// huge-page count of a mapping read back from /proc/self/smaps.
+// Test helpers: private anonymous memory faulted in 4 KiB pages but eligible for transparent huge pages, and a
+// mapping's page sizes read back from /proc/self/smaps.
 #pragma once
 
 #include <sys/mman.h>
@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
 
 namespace hccltune::testing {
 
@@ -61,8 +62,9 @@ class ThpRegion {
   char* data_ = nullptr;
 };
 
-// "AnonHugePages" (KiB) of this process's mapping that contains p, from /proc/self/smaps; -1 if none.
-inline long AnonHugeKb(const void* p) {
+// A field of /proc/self/smaps (in KiB: "AnonHugePages:", "KernelPageSize:") for this process's mapping that
+// contains p; -1 if none.
+inline long SmapsKb(const void* p, absl::string_view field) {
   std::ifstream smaps("/proc/self/smaps");
   const auto a = reinterpret_cast<uintptr_t>(p);
   bool inside = false;
@@ -72,11 +74,14 @@ inline long AnonHugeKb(const void* p) {
     std::istringstream head(line);
     if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
       inside = lo <= a && a < hi;
-    } else if (inside && absl::StartsWith(line, "AnonHugePages:")) {
-      return std::stol(line.substr(14));
+    } else if (inside && absl::StartsWith(line, field)) {
+      return std::stol(line.substr(field.size()));
     }
   }
   return -1;
 }
+
+// How much of the mapping that contains p is in transparent huge pages (KiB).
+inline long AnonHugeKb(const void* p) { return SmapsKb(p, "AnonHugePages:"); }
 
 }  // namespace hccltune::testing

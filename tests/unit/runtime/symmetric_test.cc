@@ -6,11 +6,11 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/common/sizes.h"
+#include "tests/unit/common/thp_region.h"
 #include "tests/unit/runtime/rank_fixture.h"
 #include "tuner/bench/check.h"
 
@@ -54,23 +54,8 @@ absl::Status CheckedSymmetricCall(Communicator& comm, char* region, const CheckC
   return absl::OkStatus();
 }
 
-// The kernel page size (KiB) of this process's mapping that contains p, from /proc/self/smaps; 0 if none.
-long PageSizeKb(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  bool inside = false;
-  for (std::string line; std::getline(smaps, line);) {
-    uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
-      inside = lo <= a && a < hi;
-    } else if (inside && absl::StartsWith(line, "KernelPageSize:")) {
-      return std::stol(line.substr(15));
-    }
-  }
-  return 0;
-}
+// The kernel page size (KiB) of this process's mapping that contains p; -1 if none.
+long PageSizeKb(const void* p) { return testing::SmapsKb(p, "KernelPageSize:"); }
 
 // A count of 2 MiB pages in the hugetlb pool from /proc/meminfo: "HugePages_Total:" or "HugePages_Free:".
 long HugePages(absl::string_view field) {
