@@ -7,10 +7,14 @@
 # our busbw, and our fraction of the memory bound.
 #
 # Usage: tests/perf/compare-peers.sh [-c COLL] [-n RANKS] [-l MIN_BYTES] [-h MAX_BYTES] [-r REPS]
-#                                    [-p "ompi mpich gloo"] [-a ALGO] [-b BUILD_DIR] [-B BASE_BUILD_DIR] [-S]
+#                                    [-p "ompi mpich gloo"] [-a ALGO] [-b BUILD_DIR] [-B BASE_BUILD_DIR] [-S] [-F]
 #   COLL allreduce | allgather | reducescatter | broadcast | alltoall   (default allreduce, 2 ranks, 8..64M, 5 reps)
+#   PEERS also `ompi:N`: Open MPI with its coll_tuned algorithm N forced for COLL (OMPI_MCA_coll_tuned_use_dynamic_rules=1
+#        OMPI_MCA_coll_tuned_<coll>_algorithm=N), a column of its own
 #   ALGO our configuration (default auto; compare auto with the peers' defaults, a forced configuration with
-#        Open MPI's forced algorithms: OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_<coll>_algorithm=N)
+#        Open MPI's forced algorithms)
+#   -F   best against best: add every Open MPI forced algorithm of COLL as a peer (ompi:1 ... ompi:K), so best_peer
+#        and ratio are against Open MPI's fastest algorithm at each size, in the same repetitions
 #   BASE_BUILD_DIR another build (e.g. a worktree of the previous commit) run in the same repetitions, before ours
 #        in even repetitions and after it in odd ones; adds its time and vs_base = base time / ours (> 1: faster now)
 #   -S   also time ours with buffers from symmetric memory (`hccl-tune bench --symmetric`, as a program that
@@ -22,14 +26,26 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-coll=allreduce n=2 lo=8 hi=67108864 reps=5 peers="ompi mpich gloo" algo=auto build=$root/build base= sym=
-while getopts c:n:l:h:r:p:a:b:B:S o; do
+coll=allreduce n=2 lo=8 hi=67108864 reps=5 peers="ompi mpich gloo" algo=auto build=$root/build base= sym= forced=
+while getopts c:n:l:h:r:p:a:b:B:SF o; do
   case $o in
     c) coll=$OPTARG ;; n) n=$OPTARG ;; l) lo=$OPTARG ;; h) hi=$OPTARG ;; r) reps=$OPTARG ;;
-    p) peers=$OPTARG ;; a) algo=$OPTARG ;; b) build=$OPTARG ;; B) base=$OPTARG ;; S) sym=1 ;;
-    *) sed -n '2,21p' "$0"; exit 2 ;;
+    p) peers=$OPTARG ;; a) algo=$OPTARG ;; b) build=$OPTARG ;; B) base=$OPTARG ;; S) sym=1 ;; F) forced=1 ;;
+    *) sed -n '2,25p' "$0"; exit 2 ;;
   esac
 done
+# Open MPI 4.1's coll_tuned parameter and algorithm count per collective (ompi_info --param coll tuned --level 9).
+case $coll in
+  allreduce) ompi_param=allreduce ompi_algs=6 ;;
+  allgather) ompi_param=allgather ompi_algs=$((n == 2 ? 6 : 5)) ;;  # 6, two_proc, is for 2 ranks only
+  reducescatter) ompi_param=reduce_scatter_block ompi_algs=4 ;;
+  broadcast) ompi_param=bcast ompi_algs=9 ;;
+  alltoall) ompi_param=alltoall ompi_algs=5 ;;
+  *) ompi_param= ompi_algs=0 ;;
+esac
+if [[ -n $forced ]]; then
+  for ((a = 1; a <= ompi_algs; a++)); do peers+=" ompi:$a"; done
+fi
 peers_dir=${PEERS_DIR:-$root/../shared/peers}
 [[ -d $peers_dir ]] || peers_dir=/work/shared/peers
 tune=$build/tuner/hccl-tune
@@ -64,7 +80,12 @@ for ((r = 0; r < reps; r++)); do
   if [[ -n $sym ]]; then bench sym "$tune" "$r" --symmetric; fi
   if [[ -n $base ]] && ((r % 2 == 1)); then bench base "$base/tuner/hccl-tune" "$r"; fi
   for p in $peers; do
-    "$peers_dir/run-peers.sh" "$coll" "$n" "$lo" "$hi" "$p" 2>/dev/null |
+    env=()
+    if [[ $p == ompi:* ]]; then
+      [[ -n $ompi_param ]] || { echo "no forced Open MPI algorithms for $coll" >&2; exit 2; }
+      env=(OMPI_MCA_coll_tuned_use_dynamic_rules=1 "OMPI_MCA_coll_tuned_${ompi_param}_algorithm=${p#ompi:}")
+    fi
+    env "${env[@]}" "$peers_dir/run-peers.sh" "$coll" "$n" "$lo" "$hi" "${p%%:*}" 2>/dev/null |
       awk -v rep="$r" -v p="$p" '$1 == "'"$coll"'" && $3 ~ /^[0-9]+$/ {print p, rep, $3, $4, "-"}' >>"$out/rows" || true
   done
 done
