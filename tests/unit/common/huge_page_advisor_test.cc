@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include <cerrno>
+#include <string>
 
 #include "tests/unit/common/thp_region.h"
 
@@ -15,15 +15,8 @@ using Outcome = HugePageAdvisor::Outcome;
 using testing::AnonHugeKb;
 using testing::ThpRegion;
 
-// Whether this kernel knows MADV_COLLAPSE (Linux 6.1): an unknown advice is EINVAL even for an empty range.
-bool KernelCollapses() {
-  ThpRegion probe(1, true);
-  return probe.ok() &&
-         (::madvise(probe.data() + 4096, ThpRegion::kHuge, 25 /* MADV_COLLAPSE */) == 0 || errno != EINVAL);
-}
-
 TEST(HugePageAdvisor, CollapsesTheWholePagesOfABufferAtItsSecondUse) {
-  if (!KernelCollapses()) GTEST_SKIP() << "this kernel has no MADV_COLLAPSE (Linux 6.1)";
+  if (const std::string why = testing::CannotCollapse(); !why.empty()) GTEST_SKIP() << why;
   ThpRegion r(3, true);
   ASSERT_TRUE(r.ok());
   HugePageAdvisor advisor(false);
@@ -42,7 +35,7 @@ TEST(HugePageAdvisor, CollapsesTheWholePagesOfABufferAtItsSecondUse) {
 }
 
 TEST(HugePageAdvisor, AMappingMarkedNoHugePageIsRefusedOnceAndLeftAsItWas) {
-  if (!KernelCollapses()) GTEST_SKIP() << "this kernel has no MADV_COLLAPSE (Linux 6.1)";
+  if (const std::string why = testing::CannotCollapse(); !why.empty()) GTEST_SKIP() << why;
   ThpRegion r(2, false);  // MADV_NOHUGEPAGE: the program's choice, which the kernel keeps
   ASSERT_TRUE(r.ok());
   HugePageAdvisor advisor(false);

@@ -5,8 +5,10 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -83,5 +85,16 @@ inline long SmapsKb(const void* p, absl::string_view field) {
 
 // How much of the mapping that contains p is in transparent huge pages (KiB).
 inline long AnonHugeKb(const void* p) { return SmapsKb(p, "AnonHugePages:"); }
+
+// Why this machine cannot collapse memory into a transparent huge page right now ("" if it can): a kernel without
+// MADV_COLLAPSE (Linux 6.1), or no free 2 MiB page even after compaction (a test that needs one skips, naming it).
+inline std::string CannotCollapse() {
+  ThpRegion probe(1, true);
+  if (!probe.ok()) return "cannot map a probe region";
+  if (::madvise(probe.data() + 4096, ThpRegion::kHuge, 25 /* MADV_COLLAPSE */) == 0) return "";
+  const int e = errno;
+  return e == EINVAL ? "this kernel has no MADV_COLLAPSE (Linux 6.1)"
+                     : std::string("no 2 MiB page to collapse into right now: ") + std::strerror(e);
+}
 
 }  // namespace hccltune::testing
