@@ -129,20 +129,17 @@ uint64_t OutputBytes(const CollectiveArgs& a, int n) {
   }
 }
 
-// The bytes a call reads from `send` on this rank (0: none, or an extent this file does not work out: the v
-// variants; roots of broadcast and scatter only).
+// The bytes a call reads from `send` on this rank: the call size except where that is the whole output
+// (allgather, gather: one block); 0 where this file does not work it out (the v variants) or nothing is read.
 uint64_t InputBytes(const CollectiveArgs& a, int n) {
-  const uint64_t es = DataTypeSize(a.dtype);
   switch (a.collective) {
-    case Collective::kAllreduce:
-    case Collective::kReduce:
     case Collective::kAllgather:
-    case Collective::kGather:
-    case Collective::kBroadcast: return a.count * es;
-    case Collective::kReducescatter:
-    case Collective::kScatter:
-    case Collective::kAlltoall: return a.count * es * static_cast<uint64_t>(n);
-    default: return 0;
+    case Collective::kGather: return a.count * DataTypeSize(a.dtype);
+    case Collective::kAllgatherv:
+    case Collective::kAlltoallv:
+    case Collective::kBarrier:
+    case Collective::kSendRecv: return 0;
+    default: return CallBytes(a, n);
   }
 }
 
