@@ -7,7 +7,7 @@
 # our busbw, and our fraction of the memory bound.
 #
 # Usage: tests/perf/compare-peers.sh [-c COLL] [-n RANKS] [-l MIN_BYTES] [-h MAX_BYTES] [-r REPS]
-#                                    [-p "ompi mpich gloo"] [-a ALGO] [-b BUILD_DIR] [-B BASE_BUILD_DIR] [-S] [-F]
+#                                    [-p "ompi mpich gloo"] [-a ALGO] [-b BUILD_DIR] [-B BASE_BUILD_DIR] [-S] [-F] [-A]
 #   COLL allreduce | allgather | reducescatter | broadcast | alltoall   (default allreduce, 2 ranks, 8..64M, 5 reps)
 #   PEERS also `ompi:N`: Open MPI with its coll_tuned algorithm N forced for COLL (OMPI_MCA_coll_tuned_use_dynamic_rules=1
 #        OMPI_MCA_coll_tuned_<coll>_algorithm=N), a column of its own
@@ -15,6 +15,9 @@
 #        Open MPI's forced algorithms)
 #   -F   best against best: add every Open MPI forced algorithm of COLL as a peer (ompi:1 ... ompi:K), so best_peer
 #        and ratio are against Open MPI's fastest algorithm at each size, in the same repetitions
+#   -A   our best too: also run `hccl-tune bench --algo all` (every candidate configuration of COLL) in the same
+#        repetitions; adds ours_best (the fastest of auto and every candidate, by median) and best_ratio = best
+#        peer's time / that — with -F, best against best
 #   BASE_BUILD_DIR another build (e.g. a worktree of the previous commit) run in the same repetitions, before ours
 #        in even repetitions and after it in odd ones; adds its time and vs_base = base time / ours (> 1: faster now)
 #   -S   also time ours with buffers from symmetric memory (`hccl-tune bench --symmetric`, as a program that
@@ -26,12 +29,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-coll=allreduce n=2 lo=8 hi=67108864 reps=5 peers="ompi mpich gloo" algo=auto build=$root/build base= sym= forced=
-while getopts c:n:l:h:r:p:a:b:B:SF o; do
+coll=allreduce n=2 lo=8 hi=67108864 reps=5 peers="ompi mpich gloo" algo=auto build=$root/build base= sym= forced= all=
+while getopts c:n:l:h:r:p:a:b:B:SFA o; do
   case $o in
     c) coll=$OPTARG ;; n) n=$OPTARG ;; l) lo=$OPTARG ;; h) hi=$OPTARG ;; r) reps=$OPTARG ;;
-    p) peers=$OPTARG ;; a) algo=$OPTARG ;; b) build=$OPTARG ;; B) base=$OPTARG ;; S) sym=1 ;; F) forced=1 ;;
-    *) sed -n '2,25p' "$0"; exit 2 ;;
+    p) peers=$OPTARG ;; a) algo=$OPTARG ;; b) build=$OPTARG ;; B) base=$OPTARG ;; S) sym=1 ;; F) forced=1 ;; A) all=1 ;;
+    *) sed -n '2,28p' "$0"; exit 2 ;;
   esac
 done
 # Open MPI 4.1's coll_tuned parameter and algorithm count per collective (ompi_info --param coll tuned --level 9).
@@ -66,10 +69,13 @@ two = [b["bytes_per_second"] for b in d if b.get("aggregate_name") == "median" a
 print(f"{one[0]/1e9:.2f} {two[0]/1e9:.2f}")'
 }
 
-echo "# $(date -u +%FT%TZ) $coll ranks=$n bytes=$lo..$hi reps=$reps ours=$algo peers=[$peers]${base:+ base=$base}${sym:+ symmetric huge_pages=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)} load=$(cut -d' ' -f1-3 /proc/loadavg)" >&2
-bench() {  # WHO BINARY REP [BENCH ARGS...]
-  "$2" bench --coll "$coll" --ranks "$n" --min-bytes "$lo" --max-bytes "$hi" --algo "$algo" "${@:4}" 2>&1 |
-    awk -v rep="$3" -v who="$1" '$1 == "'"$coll"'" && $3 ~ /^[0-9]+$/ {print who, rep, $3, $5, $4}' >>"$out/rows" || true
+echo "# $(date -u +%FT%TZ) $coll ranks=$n bytes=$lo..$hi reps=$reps ours=$algo peers=[$peers]${all:+ ours_best=all}${base:+ base=$base}${sym:+ symmetric huge_pages=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)} load=$(cut -d' ' -f1-3 /proc/loadavg)" >&2
+bench() {  # WHO BINARY REP [BENCH ARGS...]; WHO `all` runs every candidate configuration instead of ALGO
+  local a=$algo
+  [[ $1 == all ]] && a=all
+  "$2" bench --coll "$coll" --ranks "$n" --min-bytes "$lo" --max-bytes "$hi" --algo "$a" "${@:4}" 2>&1 |
+    awk -v rep="$3" -v who="$1" '$1 == "'"$coll"'" && $3 ~ /^[0-9]+$/ {
+      print (who == "all" ? "all:" $4 : who), rep, $3, $5, $4}' >>"$out/rows" || true
 }
 cut -d' ' -f1-3 /proc/loadavg >"$out/load.0"
 membw >"$out/mem.0"
@@ -78,6 +84,7 @@ for ((r = 0; r < reps; r++)); do
   if [[ -n $base ]] && ((r % 2 == 0)); then bench base "$base/tuner/hccl-tune" "$r"; fi
   bench ours "$tune" "$r"
   if [[ -n $sym ]]; then bench sym "$tune" "$r" --symmetric; fi
+  if [[ -n $all ]]; then bench all "$tune" "$r"; fi
   if [[ -n $base ]] && ((r % 2 == 1)); then bench base "$base/tuner/hccl-tune" "$r"; fi
   for p in $peers; do
     env=()
@@ -91,9 +98,9 @@ for ((r = 0; r < reps; r++)); do
 done
 membw >"$out/mem.1"
 cut -d' ' -f1-3 /proc/loadavg >"$out/load.1"
-python3 - "$out" "$coll" "$n" "$peers" "$base" "$sym" <<'PY'
-import os, statistics, sys
-out, coll, n, peers, base, sym = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(), sys.argv[5], sys.argv[6]
+python3 - "$out" "$coll" "$n" "$peers" "$base" "$sym" "$all" <<'PY'
+import os, re, statistics, sys
+out, coll, n, peers, base, sym, every = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(), sys.argv[5], sys.argv[6], sys.argv[7]
 factor = {"allreduce": 2 * (n - 1) / n, "broadcast": 1.0, "reduce": 1.0}.get(coll, (n - 1) / n)
 mem = [tuple(map(float, open(os.path.join(out, f)).read().split())) for f in ("mem.0", "mem.1")]
 b1 = statistics.median([m[0] for m in mem]); b2 = statistics.median([m[1] for m in mem])
@@ -105,11 +112,19 @@ for line in open(os.path.join(out, "rows")):
 sizes = sorted({s for (_, s) in times})
 cols = ["ours"] + (["sym"] if sym else []) + (["base"] if base else []) + peers
 med = {k: statistics.median(v) for k, v in times.items()}
+def short(cfg):  # ring(chunk=512K,channels=1,link=auto) -> ring(chunk=512K)
+    cfg = re.sub(r",?channels=1|,?link=auto", "", cfg)
+    return re.sub(r"\(,?", "(", cfg).replace("()", "")
+def ours_best(s):  # (time, configuration): the fastest of auto and every candidate of --algo all
+    cand = {w: t for (w, size), t in med.items() if size == s and (w == "ours" or w.startswith("all:"))}
+    if not cand: return None, ""
+    w = min(cand, key=cand.get)
+    return cand[w], ("auto" if w == "ours" else short(w[4:]))
 print(f"# {coll}, {n} ranks, fp32 sum; median of repetitions (each: median of iterations, time = max over ranks)")
 loads = [open(os.path.join(out, f)).read().strip() for f in ("load.0", "load.1")]
 print(f"# load average (1, 5, 15 min) at the start: {loads[0]}; at the end: {loads[1]}")
 print(f"# memcpy 64 MiB this run: {b1:.2f} GB/s on 1 thread, {b2:.2f} GB/s on 2; bound busbw = {b2:.2f}/{n} x {factor:.2f} = {b2 / n * factor:.2f} GB/s")
-hdr = f"{'bytes':>10} " + " ".join(f"{c + '_us':>11}" for c in cols) + f" {'best_peer':>9} {'ratio':>6}" + (f" {'vs_base':>7}" if base else "") + (f" {'sym_ratio':>9}" if sym else "") + f" {'busbw':>7} {'of_bound':>8}  algo"
+hdr = f"{'bytes':>10} " + " ".join(f"{c + '_us':>11}" for c in cols) + f" {'best_peer':>9} {'ratio':>6}" + (f" {'vs_base':>7}" if base else "") + (f" {'sym_ratio':>9}" if sym else "") + (f" {'ours_best_us':>12} {'best_ratio':>10}" if every else "") + f" {'busbw':>7} {'of_bound':>8}  algo"
 print(hdr)
 for s in sizes:
     ours = med.get(("ours", s))
@@ -127,10 +142,17 @@ for s in sizes:
     if sym:
         st = med.get(("sym", s))
         sr = f" {pt[best] / st:9.2f}" if best and st else f" {'-':>9}"
+    ob = ""
+    bt, bcfg = ours_best(s)
+    if every:
+        ob = f" {bt:12.2f} {pt[best] / bt:10.2f}" if best and bt else f" {'-':>12} {'-':>10}"
     names = algo.get(s, {})
-    print(row + f" {best or '-':>9} {ratio}{vs}{sr} {busbw:7.3f} {frac:8.2f}  {names.get('ours', '')}"
-          + (f" | sym: {names.get('sym', '')}" if sym else ""))
-reps = {c: len(v) for (c, _), v in times.items()}
+    print(row + f" {best or '-':>9} {ratio}{vs}{sr}{ob} {busbw:7.3f} {frac:8.2f}  {names.get('ours', '')}"
+          + (f" | sym: {names.get('sym', '')}" if sym else "") + (f" | best: {bcfg}" if every else ""))
+reps = {c: len(v) for (c, _), v in times.items() if not c.startswith("all:")}
+if every: reps["all (per candidate)"] = min(len(v) for (c, _), v in times.items() if c.startswith("all:"))
 print("# ratio = best peer's time / ours (> 1: hccl-tune is faster)"
-      + ("; sym_ratio = best peer's time / ours on symmetric buffers" if sym else "") + "; repetitions per column:", reps)
+      + ("; sym_ratio = best peer's time / ours on symmetric buffers" if sym else "")
+      + ("; ours_best = the fastest of auto and every `--algo all` candidate, best_ratio = best peer's time / that" if every else "")
+      + "; repetitions per column:", reps)
 PY
