@@ -39,7 +39,7 @@ namespace hccltune {
 inline constexpr uint32_t kWireProtocolVersion = 1;
 // "auto" runs a collective on symmetric buffers with `symmetric` from this many bytes (CONVENTIONS.md, Sizes):
 // below it the two message rounds cost more than the copies they save. Measured with `hccl-tune bench
-// --symmetric --algo symmetric` against auto on ordinary buffers, 3 interleaved runs (docs/PERFORMANCE.md,
+// --symmetric --algo symmetric` against auto on ordinary buffers, 3 interleaved runs (docs/performance-history.md,
 // round 7): 2 ranks win from 1 KiB (allreduce) or 2 KiB; 4 ranks on 2 cores pay ~7 us for the two rounds and
 // win from 4 KiB (allreduce), 8 KiB (reducescatter), 16 KiB (allgather, broadcast).
 inline constexpr uint64_t SymmetricFromBytes(Collective c, int ranks) {

@@ -23,7 +23,7 @@ namespace {
 
 // Which collectives' messages may travel by single copy (CMA). Reductions never do: they already reduce
 // straight out of the ring (one copy), and with single copy a 2-rank fp32 allreduce lost 1.4-1.9x at 4-16 MiB
-// (each 256 KiB piece read from memory, then combined) and 1.6x at 128 KiB (docs/PERFORMANCE.md, "Single copy
+// (each 256 KiB piece read from memory, then combined) and 1.6x at 128 KiB (docs/performance-history.md, "Single copy
 // and large calls"). Point-to-point sends stay eager: a user's blocking Send must complete into the ring before
 // the peer posts its Recv. Every other collective copies each byte once this way instead of twice (writer ->
 // ring -> reader), at every size from the pair's threshold up (measured per size, same section).
@@ -76,7 +76,7 @@ void StreamEndpoint::NotePair(const Pair* pair) {
   static const bool bound = BoundToOneCpu();
   if (Oversubscribed(pair->HostRanks())) {
     if (!bound) {
-      // Unbound, ranks that wait by yielding end up on one CPU and stay there (docs/PERFORMANCE.md, "Round 4"):
+      // Unbound, ranks that wait by yielding end up on one CPU and stay there (docs/performance-history.md, "Round 4"):
       // small calls then cost 1.7-1.9x what they cost with the ranks spread. Binding is the launcher's choice.
       static std::once_flag hint;
       std::call_once(hint, [&] {

@@ -1,4 +1,4 @@
-// A training-like loop for the seed's case (docs/PERFORMANCE.md, "Emulated cluster: the seed's case"): every
+// A training-like loop for the seed's case (docs/PERFORMANCE.md, "The seed's case on the emulated cluster"): every
 // step runs a fixed amount of compute (a naive fp32 matrix multiply standing in for forward + backward), then
 // one gradient allreduce (sum) through the communicator with configuration "auto" — so the choice comes from
 // the usual layers: HCCL_TUNE_ALGO > HCCL_ALGO > the tuned table fetched from this node's hccl-tuned > built-in
