@@ -9,11 +9,21 @@
 // (in L2, what the shm receive-and-reduce path combines per piece) and 64 MiB (memory). Memcpy also runs on
 // two threads (separate buffers): the machine's whole copy bandwidth, which tests/perf/compare-peers.sh
 // uses for the bound. The *Streaming variants write with non-temporal stores (runtime/common/stream_copy.h,
-// HCCL_TUNE_NT_STORES): what the runtime uses for the output of calls of 32 MiB and more.
+// HCCL_TUNE_NT_STORES): what the runtime uses for the output of calls of 32 MiB and more. RingExchange is
+// the floor under a 2-rank allreduce on ordinary buffers: two threads passing their buffers to each other
+// through shared rings, nothing else.
 #include <benchmark/benchmark.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "runtime/common/stream_copy.h"
@@ -85,6 +95,74 @@ void BM_ReduceFanout(benchmark::State& state) {
   });
 }
 
+// Two threads (on CPUs 0 and 1) exchange state.range(0) bytes each through two 4 MiB rings, one per direction,
+// as two ranks' shm transport does: each copies its input into the ring the other reads (memcpy, 16 KiB pieces)
+// and streams what it reads from the other's ring into its output (non-temporal stores); no reduction, no
+// headers, no doorbell. A 2-rank ring allreduce of S bytes on ordinary buffers moves S bytes per direction the
+// same way (half its input, then half the result) and reduces on top; CopyStreaming on two threads is the same
+// two copies per byte without the rings (docs/PERFORMANCE.md, round 10). bytes_per_second: both directions.
+struct ExchangeRings {
+  static constexpr size_t kRing = 4u << 20;
+  static constexpr size_t kPiece = 16u << 10;
+  struct alignas(64) Index {
+    std::atomic<uint64_t> value{0};
+  };
+  std::vector<uint8_t> ring[2] = {std::vector<uint8_t>(kRing, 0), std::vector<uint8_t>(kRing, 0)};
+  Index head[2];  // bytes written into ring d by thread d
+  Index tail[2];  // bytes of ring d consumed by thread 1 - d
+};
+
+void BM_RingExchange(benchmark::State& state) {
+  static ExchangeRings rings;
+  const int me = state.thread_index();
+  const int peer = 1 - me;
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  CPU_SET(me % std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)), &cpus);
+  pthread_setaffinity_np(pthread_self(), sizeof(cpus), &cpus);
+  // The thread's input and output in transparent huge pages where the system allows them, as the runtime puts
+  // a large buffer that comes back (HCCL_TUNE_THP).
+  constexpr size_t kHuge = 2u << 20;
+  const size_t alloc = (bytes + kHuge - 1) / kHuge * kHuge;
+  std::unique_ptr<uint8_t, decltype(&std::free)> in(static_cast<uint8_t*>(std::aligned_alloc(kHuge, alloc)),
+                                                    &std::free);
+  std::unique_ptr<uint8_t, decltype(&std::free)> out(static_cast<uint8_t*>(std::aligned_alloc(kHuge, alloc)),
+                                                     &std::free);
+  madvise(in.get(), alloc, MADV_HUGEPAGE);
+  madvise(out.get(), alloc, MADV_HUGEPAGE);
+  std::memset(in.get(), 1, alloc);
+  std::memset(out.get(), 0, alloc);
+  // Both threads run the same number of iterations; the counters are reset before the loop's start barrier.
+  rings.head[me].value.store(0);
+  rings.tail[me].value.store(0);
+  constexpr size_t kRing = ExchangeRings::kRing;
+  constexpr size_t kPiece = ExchangeRings::kPiece;
+  uint64_t written = 0;
+  uint64_t consumed = 0;
+  for (auto _ : state) {
+    const uint64_t end_w = written + bytes;
+    const uint64_t end_r = consumed + bytes;
+    while (written < end_w || consumed < end_r) {
+      if (written < end_w && written + kPiece - rings.tail[me].value.load(std::memory_order_acquire) <= kRing) {
+        const size_t n = std::min<size_t>(kPiece, end_w - written);
+        std::memcpy(rings.ring[me].data() + written % kRing, in.get() + (bytes - (end_w - written)), n);
+        written += n;
+        rings.head[me].value.store(written, std::memory_order_release);
+      }
+      const uint64_t avail = rings.head[peer].value.load(std::memory_order_acquire);
+      if (consumed < end_r && avail > consumed) {
+        const size_t n = std::min<size_t>({kPiece, avail - consumed, end_r - consumed});
+        hccltune::CopyStreaming(out.get() + (bytes - (end_r - consumed)), rings.ring[peer].data() + consumed % kRing,
+                                n);
+        consumed += n;
+        rings.tail[peer].value.store(consumed, std::memory_order_release);
+      }
+    }
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(bytes));
+}
+
 constexpr int64_t kSmall = 256 << 10;
 constexpr int64_t kLarge = 64 << 20;
 
@@ -92,6 +170,7 @@ BENCHMARK(BM_Memcpy)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_Memcpy)->Arg(kLarge)->Threads(2)->UseRealTime();
 BENCHMARK(BM_CopyStreaming)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_CopyStreaming)->Arg(kLarge)->Threads(2)->UseRealTime();
+BENCHMARK(BM_RingExchange)->Arg(16 << 20)->Arg(kLarge)->Threads(2)->UseRealTime();
 BENCHMARK(BM_Reduce<DataType::kInt8, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_Reduce<DataType::kUint8, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_Reduce<DataType::kInt32, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
