@@ -1,9 +1,8 @@
 #include "python/csrc/process_group.h"
 
-#include <Python.h>
-
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
+#include <Python.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>

@@ -34,8 +34,8 @@ std::vector<ParamKind> Params(absl::string_view name);
 // whose message says why (NotFound for an unknown name, listing the accepted ones; FailedPrecondition when the
 // algorithm does not apply, e.g. hierarchical on one node). Every registered algorithm runs correctly on any
 // world size >= 1; "not valid" means "pointless here", never "would break" — except `symmetric` (allreduce,
-// allgather, reducescatter, broadcast), never valid here: it needs buffers in symmetric memory (it refuses others with InvalidArgument) and the
-// communicator chooses it for those itself.
+// allgather, reducescatter, broadcast), never valid here: it needs buffers in symmetric memory (it refuses others with
+// InvalidArgument) and the communicator chooses it for those itself.
 absl::Status IsValid(Collective c, absl::string_view algorithm, int world_size, const GroupTopology& topo);
 
 // The algorithms for which IsValid() is OK, in registry order.

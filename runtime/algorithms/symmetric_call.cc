@@ -90,8 +90,8 @@ absl::StatusOr<SymmetricCall> SymmetricCall::Enter(const Group& g, const Algorit
       const std::vector<char*>* bases = ctx.SymmetricBases(id);
       if (bases == nullptr || bases->size() != n) {
         missing = absl::InvalidArgumentError(absl::StrCat("symmetric ", what, ": rank ", q,
-                                                             "'s buffer is in symmetric allocation ", id,
-                                                             ", which rank ", g.rank, " has freed"));
+                                                          "'s buffer is in symmetric allocation ", id, ", which rank ",
+                                                          g.rank, " has freed"));
         return nullptr;
       }
       return (*bases)[static_cast<size_t>(q)] + offset;

@@ -29,7 +29,8 @@ std::shared_ptr<TunedTable> SweptTable(int world) {
       for (int i = 0; i < 8; ++i) {
         const uint64_t hi = i == 7 ? kUnbounded : (uint64_t{4096} << (2 * i));
         const std::vector<std::string> algos = registry::AlgorithmsFor(c);
-        t->entries.push_back({c, d, world, {lo, hi}, *Configuration::Default(algos[static_cast<size_t>(i) % algos.size()])});
+        t->entries.push_back(
+            {c, d, world, {lo, hi}, *Configuration::Default(algos[static_cast<size_t>(i) % algos.size()])});
         lo = hi;
       }
     }

@@ -1,5 +1,6 @@
 /* The C ABI from plain C11: N processes (fork) with a file-store rendezvous run allreduce, allgather,
- * an allreduce on symmetric memory, a non-blocking allreduce and split, and check every element on every rank; then bad input. */
+ * an allreduce on symmetric memory, a non-blocking allreduce and split, and check every element on every rank; then bad
+ * input. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,14 +10,14 @@
 
 #include "runtime/api/hccltune.h"
 
-#define CHECK(cond, ...)                        \
-  do {                                          \
-    if (!(cond)) {                              \
-      fprintf(stderr, "rank %d: ", rank);       \
-      fprintf(stderr, __VA_ARGS__);             \
-      fprintf(stderr, "\n");                    \
-      return 1;                                 \
-    }                                           \
+#define CHECK(cond, ...)                  \
+  do {                                    \
+    if (!(cond)) {                        \
+      fprintf(stderr, "rank %d: ", rank); \
+      fprintf(stderr, __VA_ARGS__);       \
+      fprintf(stderr, "\n");              \
+      return 1;                           \
+    }                                     \
   } while (0)
 
 static int run_rank(int rank, int n, const char* dir) {

@@ -58,7 +58,6 @@ bool MapOwnPiece(uint64_t id, size_t map_bytes, bool huge, int* fd, char** map) 
   return true;
 }
 
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Create(Store& store, const std::string& key_prefix,
@@ -132,8 +131,8 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Setup(Store& s
     int pid = 0, fd = 0;
     uint64_t peer_bytes = 0, peer_map = 0, dev = 0, ino = 0;
     if (f.size() != 6 || !absl::SimpleAtoi(f[0], &pid) || !absl::SimpleAtoi(f[1], &fd) ||
-        !absl::SimpleAtoi(f[2], &peer_bytes) || !absl::SimpleAtoi(f[3], &peer_map) ||
-        !absl::SimpleAtoi(f[4], &dev) || !absl::SimpleAtoi(f[5], &ino) || peer_map < peer_bytes) {
+        !absl::SimpleAtoi(f[2], &peer_bytes) || !absl::SimpleAtoi(f[3], &peer_map) || !absl::SimpleAtoi(f[4], &dev) ||
+        !absl::SimpleAtoi(f[5], &ino) || peer_map < peer_bytes) {
       return absl::DataLossError(absl::StrCat("symmetric memory ", id, ": rank ", q, " published '", *v, "'"));
     }
     if (peer_bytes != bytes) {

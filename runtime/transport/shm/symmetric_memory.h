@@ -61,7 +61,7 @@ class SymmetricMemory {
   uint64_t id_ = 0;
   size_t bytes_ = 0;
   int rank_ = 0;
-  int fd_ = -1;               // this rank's memfd, open until every rank has mapped it
+  int fd_ = -1;  // this rank's memfd, open until every rank has mapped it
   bool huge_ = false;
   std::vector<char*> bases_;       // every rank's piece, mapped here
   std::vector<size_t> map_bytes_;  // and its mapping's length

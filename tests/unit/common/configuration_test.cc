@@ -23,8 +23,7 @@ TEST(Configuration, ConventionsExamples) {
       "hierarchical(intra=ring(link=shm),inter=halving_doubling(chunk=256K,link=tcp@10.20.0.0/16))");
   // halving_doubling has no chunk parameter in the catalogue.
   EXPECT_FALSE(h.ok());
-  auto h2 =
-      Configuration::Parse("hierarchical(intra=ring(link=shm),inter=halving_doubling(link=tcp@10.20.0.0/16))");
+  auto h2 = Configuration::Parse("hierarchical(intra=ring(link=shm),inter=halving_doubling(link=tcp@10.20.0.0/16))");
   ASSERT_TRUE(h2.ok()) << h2.status();
   EXPECT_EQ(h2->ToString(),
             "hierarchical(intra=ring(chunk=512K,channels=1,link=shm),"
