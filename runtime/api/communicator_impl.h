@@ -163,6 +163,14 @@ class CommImpl final : public Communicator {
   Configuration symmetric_config_;  // symmetric(link=auto), set at the first allocation
   std::unique_ptr<TcpDomain> tcp_;
   std::map<std::string, std::unique_ptr<StreamEndpoint>> endpoints_;
+  // EndpointFor's last endpoint for the whole communicator (every pair attached), so a call on the same link
+  // skips the key and the map (the small-message path's fixed cost). Guarded by exec_mu_, as endpoints_.
+  struct LastEndpoint {
+    LinkSpec link;
+    int lanes = 0;
+    StreamEndpoint* ep = nullptr;
+  };
+  LastEndpoint last_endpoint_;
   std::vector<std::vector<uint8_t>> scratch_;
   std::atomic<uint64_t> fallback_allocs_{0};
   uint64_t prealloc_bytes_ = 0;
