@@ -45,6 +45,7 @@ HT_DECLARE_ALGORITHM(AlltoallBruck);
 HT_DECLARE_ALGORITHM(AlltoallvPairwise);
 
 HT_DECLARE_ALGORITHM(BarrierDissemination);
+HT_DECLARE_ALGORITHM(BarrierOneShot);
 
 HT_DECLARE_ALGORITHM(GatherBinomialTree);
 HT_DECLARE_ALGORITHM(GatherLinear);

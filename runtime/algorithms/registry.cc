@@ -55,6 +55,7 @@ constexpr Entry kEntries[] = {
     {C::kAlltoall, "bruck", &algo::AlltoallBruck},
     {C::kAlltoallv, "pairwise", &algo::AlltoallvPairwise},
     {C::kBarrier, "dissemination", &algo::BarrierDissemination},
+    {C::kBarrier, "one_shot", &algo::BarrierOneShot},
 };
 
 // Built-in rule of thumb: below `below` bytes use `small`, otherwise `large` (hierarchical first when valid).

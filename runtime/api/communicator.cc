@@ -425,6 +425,11 @@ absl::StatusOr<StreamEndpoint*> CommImpl::EndpointFor(const LinkSpec& link, int 
     if (!pairs.ok()) return pairs.status();
     for (int r : need_tcp) ep->AttachPair(r, (*pairs)[static_cast<size_t>(r)]);
   }
+  // The whole communicator on this node over shm: small collectives exchange their blocks through the
+  // mailbox (one_shot), every endpoint over these ranks taking its numbers from the one mailbox.
+  if (whole && shm_ && local_ranks_.size() == static_cast<size_t>(size_) && link.kind != LinkKind::kTcp) {
+    ep->SetMailbox(shm_->mailbox());
+  }
   if (whole) last_endpoint_ = {link, lanes, ep};
   ep->SetCall(call_);
   ep->SetStreamRegion(stream_);

@@ -43,6 +43,7 @@ struct EndpointStats {
   uint64_t bytes_received = 0;
   uint64_t single_copy_recvs = 0;     // received messages read straight from the sender's memory (Pair single copy)
   uint64_t forwarded_from_cache = 0;  // IrecvForward bytes written on as they arrived (not re-read from `out`)
+  uint64_t exchanges = 0;             // mailbox exchanges (Exchange)
 };
 
 class Endpoint {
@@ -85,6 +86,19 @@ class Endpoint {
                                 OpHandle* send) {
     (void)from, (void)out, (void)local, (void)bytes, (void)combiner, (void)to, (void)send;
     return 0;
+  }
+
+  // Optional exchange through a node-wide mailbox (runtime/transport/mailbox.h; shm, every rank of the endpoint
+  // on one node): every rank posts one block of `bytes` (at most ExchangeCapacity(); 0 = not supported) and
+  // gets in blocks[i] a pointer to rank i's block, its own included (a copy of `data`), read in place where the
+  // rank wrote it. The blocks stay valid and unchanged until this rank's next Exchange. Every rank of the
+  // endpoint must call it for the same call with the same `bytes` (checked, as messages are, against the call
+  // descriptor); waiting, timeouts and dead peers as for Wait. REQUIRES: no operation pending; blocks has size()
+  // entries.
+  virtual size_t ExchangeCapacity() const { return 0; }
+  virtual absl::Status Exchange(const void* data, size_t bytes, const void** blocks) {
+    (void)data, (void)bytes, (void)blocks;
+    return absl::UnimplementedError("this endpoint has no mailbox");
   }
 
   // Progresses all posted operations until `op` is complete. After an error the endpoint is broken: every

@@ -390,13 +390,13 @@ absl::Status StreamEndpoint::Fail(absl::Status s) {
   return broken_;
 }
 
-absl::Status StreamEndpoint::Block(absl::Duration slice) {
+absl::Status StreamEndpoint::Block(absl::Duration slice, absl::FunctionRef<absl::Status(bool*, bool*)> step) {
   const int64_t us = absl::ToInt64Microseconds(slice);
   if (!any_polled_ && doorbell_ != nullptr) {
     const uint32_t token = doorbell_->PrepareSleep();
-    bool moved = false;
-    absl::Status s = Progress(&moved);  // re-check after announcing the sleep (no lost wake-up)
-    if (!s.ok() || moved || pending_ == 0) {
+    bool moved = false, done = false;
+    absl::Status s = step(&moved, &done);  // re-check after announcing the sleep (no lost wake-up)
+    if (!s.ok() || moved || done) {
       doorbell_->CancelSleep();
       return s;
     }
@@ -425,6 +425,42 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
     Retire();
     return absl::OkStatus();
   }
+  auto step = [&](bool* moved, bool* done) {
+    absl::Status s = Progress(moved);
+    *done = Find(handle)->done;
+    return s;
+  };
+  // Liveness: a peer process that died leaves its shm ring silent forever. Only peers this rank still waits
+  // on matter, and what a peer wrote before it exited is still delivered (the ring lives in the reader's
+  // segment): drain first, fail only if something for that peer is still pending.
+  auto check = [&]() -> absl::Status {
+    for (size_t peer = 0; peer < pairs_.size(); ++peer) {
+      if (pairs_[peer] == nullptr || !PeerPending(peer)) continue;
+      if (absl::Status s = pairs_[peer]->CheckPeer(); !s.ok()) {
+        bool drained = false;
+        if (absl::Status p = Progress(&drained); !p.ok()) return p;
+        if (PeerPending(peer)) return s;
+      }
+    }
+    return absl::OkStatus();
+  };
+  auto expired = [&](absl::Duration blocked) {
+    const Op* o = Find(handle);
+    return absl::DeadlineExceededError(absl::StrCat(
+        "rank ", rank_, ": ", CollectiveName(call_.collective), " (operation ", call_.sequence, ") waited ",
+        absl::FormatDuration(blocked), " for rank ", o->peer, " to ", o->send ? "take" : "send", " a ", o->bytes,
+        "-byte message over ", pairs_[static_cast<size_t>(o->peer)]->Describe(), " (HCCL_EXEC_TIMEOUT); is rank ",
+        o->peer, " stuck, or did it call something else?"));
+  };
+  absl::Status s = WaitLoop(step, check, expired);
+  if (!s.ok()) return Fail(s);
+  Retire();
+  return absl::OkStatus();
+}
+
+absl::Status StreamEndpoint::WaitLoop(absl::FunctionRef<absl::Status(bool*, bool*)> step,
+                                      absl::FunctionRef<absl::Status()> check,
+                                      absl::FunctionRef<absl::Status(absl::Duration)> expired) {
   absl::Duration blocked;    // time asleep in Block() during this wait (against the exec timeout)
   absl::Duration unchecked;  // of which since the last liveness / abort check
   // Adaptive: spinning pays only while the peer runs on another CPU. A wait that had to yield before its
@@ -445,9 +481,9 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
   bool long_spin = false;  // spun past spin_ns for an acknowledgement: says nothing about sharing the CPU
   while (true) {
     bool moved = false;
-    if (absl::Status s = Progress(&moved); !s.ok()) return Fail(s);
-    op = Find(handle);
-    if (op->done) break;
+    bool done = false;
+    if (absl::Status s = step(&moved, &done); !s.ok()) return s;
+    if (done) break;
     if (moved) {
       idle = 0;
       idle_ns = 0;
@@ -478,7 +514,7 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
     }
     const absl::Duration slice = absl::Milliseconds(50);
     const absl::Time t0 = absl::Now();
-    if (absl::Status s = Block(slice); !s.ok()) return Fail(s);
+    if (absl::Status s = Block(slice, step); !s.ok()) return s;
     const absl::Duration slept = absl::Now() - t0;
     blocked += slept;
     unchecked += slept;
@@ -486,28 +522,11 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
     // not after every wake-up that data caused (a wait woken a few times a millisecond paid them every time).
     if (unchecked < slice) continue;
     unchecked = absl::ZeroDuration();
-    // Liveness: a peer process that died leaves its shm ring silent forever. Only peers this rank still waits
-    // on matter, and what a peer wrote before it exited is still delivered (the ring lives in the reader's
-    // segment): drain first, fail only if something for that peer is still pending.
-    for (size_t peer = 0; peer < pairs_.size(); ++peer) {
-      if (pairs_[peer] == nullptr || !PeerPending(peer)) continue;
-      if (absl::Status s = pairs_[peer]->CheckPeer(); !s.ok()) {
-        bool drained = false;
-        if (absl::Status p = Progress(&drained); !p.ok()) return Fail(p);
-        if (PeerPending(peer)) return Fail(s);
-      }
-    }
+    if (absl::Status s = check(); !s.ok()) return s;
     if (abort_probe_) {
-      if (absl::Status s = abort_probe_(); !s.ok()) return Fail(s);
+      if (absl::Status s = abort_probe_(); !s.ok()) return s;
     }
-    if (blocked > timeout_) {
-      op = Find(handle);
-      return Fail(absl::DeadlineExceededError(absl::StrCat(
-          "rank ", rank_, ": ", CollectiveName(call_.collective), " (operation ", call_.sequence, ") waited ",
-          absl::FormatDuration(blocked), " for rank ", op->peer, " to ", op->send ? "take" : "send", " a ", op->bytes,
-          "-byte message over ", pairs_[static_cast<size_t>(op->peer)]->Describe(), " (HCCL_EXEC_TIMEOUT); is rank ",
-          op->peer, " stuck, or did it call something else?")));
-    }
+    if (blocked > timeout_) return expired(blocked);
   }
   if (idle >= 8 && !long_spin) {
     const int64_t waited = NowNs() - idle_since;
@@ -517,7 +536,6 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
       spin_ns_ = std::max<int64_t>(kMinSpinNs, spin_ns_ / 2);
     }
   }
-  Retire();
   return absl::OkStatus();
 }
 

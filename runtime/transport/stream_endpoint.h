@@ -20,6 +20,13 @@
 // round trips; when ranks outnumber CPUs (4 ranks on 2 cores) spinning only delays the peer that needs this
 // core, so the rank yields at once (no spin) and blocks only after 2 ms of yielding.
 //
+// Mailbox exchange (Endpoint::Exchange; the whole communicator on one node, runtime/transport/mailbox.h): the
+// block goes into this rank's mailbox slot behind a word with the exchange number and the same 32-byte header
+// a message carries (so a mismatched call is reported the same way), the shm peers' doorbells are rung, and
+// the wait above polls the other ranks' slots instead of queues. A message in a ring when the exchange begins
+// (one nobody received: the ranks disagreed on an earlier call), or one arriving from a rank that has not
+// posted (it runs this call with another algorithm), is reported as a mismatch, not left to a hang.
+//
 // Thread-safety: one thread at a time (see Endpoint).
 #pragma once
 
@@ -31,11 +38,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "runtime/common/block_queue.h"
 #include "runtime/common/types.h"
 #include "runtime/transport/endpoint.h"
+#include "runtime/transport/mailbox.h"
 #include "runtime/transport/pair.h"
 
 namespace hccltune {
@@ -71,6 +80,9 @@ class StreamEndpoint final : public Endpoint {
   bool SupportsForward() const override { return true; }
   OpHandle IrecvForward(int from, void* out, const void* local, size_t bytes, const Combiner* combiner, int to,
                         OpHandle* send) override;
+  // Mailbox exchange (Endpoint::Exchange) once SetMailbox gave this endpoint one.
+  size_t ExchangeCapacity() const override;
+  absl::Status Exchange(const void* data, size_t bytes, const void** blocks) override;
   absl::Status Wait(OpHandle op) override;
   absl::Status WaitAll() override;
   EndpointStats stats() const override { return stats_; }
@@ -85,6 +97,9 @@ class StreamEndpoint final : public Endpoint {
   void AttachPair(int peer, Pair* pair);
   bool HasPair(int peer) const { return peer >= 0 && peer < size() && pairs_[static_cast<size_t>(peer)] != nullptr; }
   void SetTimeout(absl::Duration timeout) { timeout_ = timeout; }
+  // The mailbox of this endpoint's ranks (not owned; shared with the communicator's other endpoints over the
+  // same ranks, which take their exchange numbers from it). REQUIRES: every rank of the endpoint is in it.
+  void SetMailbox(Mailbox* mailbox) { mailbox_ = mailbox; }
   // Called about every 50 ms while blocked; a non-OK status (e.g. another rank announced it aborted this
   // call) ends the wait with that status.
   void SetAbortProbe(std::function<absl::Status()> probe) { abort_probe_ = std::move(probe); }
@@ -116,8 +131,20 @@ class StreamEndpoint final : public Endpoint {
   absl::Status ProgressRecv(Op& op, bool* moved);
   absl::Status ProgressReduce(Op& op, Pair& pair, bool* moved);
   absl::Status ProgressSingleCopy(Op& op, Pair& pair, bool* moved);
-  absl::Status CheckHeader(const Op& op) const;
-  absl::Status Block(absl::Duration slice);
+  // Compares a header that `peer` sent (a message's, or its mailbox block's) with this rank's call and the
+  // `bytes` it expects.
+  absl::Status CheckHeader(const Header& h, int peer, uint64_t bytes) const;
+  // Exchange: an error when `peer`'s ring holds a message (which no exchange would read), naming the call it
+  // belongs to when its header says.
+  absl::Status StrayMessage(int peer, uint64_t bytes);
+  // Sleeps on the doorbell (or polls the sockets) for up to `slice`, unless `step` (see WaitLoop), run after the
+  // sleep is announced, finds progress.
+  absl::Status Block(absl::Duration slice, absl::FunctionRef<absl::Status(bool*, bool*)> step);
+  // The waiting policy shared by Wait and Exchange (see the file comment): `step(&moved, &done)` makes one pass;
+  // `check()` runs once per 50 ms blocked (liveness, mismatches); `expired(blocked)` is the timeout's error.
+  // Returns the first error; the caller breaks the endpoint with it.
+  absl::Status WaitLoop(absl::FunctionRef<absl::Status(bool*, bool*)> step, absl::FunctionRef<absl::Status()> check,
+                        absl::FunctionRef<absl::Status(absl::Duration)> expired);
   absl::Status Fail(absl::Status s);
   void NotePair(const Pair* pair);
   Op* Find(uint64_t id);
@@ -140,6 +167,8 @@ class StreamEndpoint final : public Endpoint {
   EndpointStats stats_;
   absl::Status broken_;
   std::function<absl::Status()> abort_probe_;
+  Mailbox* mailbox_ = nullptr;
+  std::vector<uint8_t> seen_;  // Exchange: whose block of this exchange is in (by rank)
 
   BlockQueue<Op> ops_;  // ops_[i] has id base_id_ + i (no allocation per operation)
   uint64_t base_id_ = 0;

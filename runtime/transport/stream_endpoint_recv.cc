@@ -65,9 +65,8 @@ absl::StatusOr<bool> StreamEndpoint::SkipPad(Op& op, Pair& pair, bool* moved) {
 }
 
 // Compares a received header with this rank's call; the strings are built only for an error.
-absl::Status StreamEndpoint::CheckHeader(const Op& op) const {
-  const Header& h = op.header;
-  const auto them = [&] { return absl::StrCat("rank ", op.peer); };
+absl::Status StreamEndpoint::CheckHeader(const Header& h, int peer, uint64_t bytes) const {
+  const auto them = [&] { return absl::StrCat("rank ", peer); };
   const auto me = [&] { return absl::StrCat("rank ", rank_); };
   if (h.magic != kHeaderMagic) {
     return absl::DataLossError(absl::StrCat(me(), " received a corrupt message header from ", them()));
@@ -107,9 +106,9 @@ absl::Status StreamEndpoint::CheckHeader(const Op& op) const {
     return absl::FailedPreconditionError(absl::StrCat(them(), " called ", CollectiveName(coll), " with root ", h.root,
                                                       ", ", me(), " with root ", call_.root));
   }
-  if (h.bytes != op.bytes) {
+  if (h.bytes != bytes) {
     return absl::FailedPreconditionError(absl::StrCat(
-        them(), " sent a ", h.bytes, "-byte message where ", me(), " expected ", op.bytes, " bytes (",
+        them(), " sent a ", h.bytes, "-byte message where ", me(), " expected ", bytes, " bytes (",
         CollectiveName(coll), ", operation ", call_.sequence, "): the ranks run different configurations"));
   }
   return absl::OkStatus();
@@ -127,7 +126,7 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
       std::memcpy(&op.header, in, sizeof(Header));
       op.header_done = sizeof(Header);
       *moved = true;
-      if (absl::Status s = CheckHeader(op); !s.ok()) return s;
+      if (absl::Status s = CheckHeader(op.header, op.peer, op.bytes); !s.ok()) return s;
       if (!(op.header.flags & kFlagSingleCopy)) {
         const uint8_t* payload = static_cast<const uint8_t*>(in) + sizeof(Header);
         if (op.combiner != nullptr) {
@@ -153,7 +152,7 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
     op.header_done += *n;
     *moved = true;
     if (op.header_done == sizeof(Header)) {
-      if (absl::Status s = CheckHeader(op); !s.ok()) return s;
+      if (absl::Status s = CheckHeader(op.header, op.peer, op.bytes); !s.ok()) return s;
     }
   }
   if (op.header.flags & kFlagSingleCopy) return ProgressSingleCopy(op, pair, moved);

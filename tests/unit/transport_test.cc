@@ -17,44 +17,12 @@
 #include "runtime/transport/shm/shm_transport.h"
 #include "runtime/transport/stream_endpoint.h"
 #include "runtime/transport/tcp/tcp_transport.h"
+#include "tests/unit/shm_fixture.h"
 
 namespace hccltune {
 namespace {
 
-// Builds n shm domains (one per "rank") in this process. Single copy is off unless asked for (these tests are
-// about the ring); options[r] applies to rank r when given.
-ShmOptions RingOnly() {
-  ShmOptions o;
-  o.single_copy = false;
-  return o;
-}
-
-std::vector<std::unique_ptr<ShmDomain>> MakeShm(int n, size_t ring, std::vector<ShmOptions> options = {}) {
-  std::vector<int> ranks(static_cast<size_t>(n));
-  std::iota(ranks.begin(), ranks.end(), 0);
-  std::vector<std::unique_ptr<ShmDomain>> d;
-  std::map<int, std::string> names;
-  static std::atomic<int> made{0};
-  const std::string prefix = absl::StrCat("hccltune-test-", ::getpid(), "-", n, "-", ring, "-", made++);
-  options.resize(static_cast<size_t>(n), options.empty() ? RingOnly() : options.back());
-  for (int r = 0; r < n; ++r) {
-    auto dom = ShmDomain::Create(r, ranks, ring, prefix, options[static_cast<size_t>(r)]);
-    EXPECT_TRUE(dom.ok()) << dom.status();
-    names[r] = (*dom)->segment_name();
-    d.push_back(*std::move(dom));
-  }
-  for (auto& dom : d) EXPECT_TRUE(dom->MapPeers(names).ok());
-  for (auto& dom : d) dom->Unlink();
-  return d;
-}
-
-std::vector<Pair*> ShmPairs(ShmDomain& d, int n, int me) {
-  std::vector<Pair*> p(static_cast<size_t>(n), nullptr);
-  for (int r = 0; r < n; ++r) {
-    if (r != me) p[static_cast<size_t>(r)] = d.pair(r);
-  }
-  return p;
-}
+using namespace shmtest;  // NOLINT(build/namespaces): the shm fixture helpers
 
 // Ring exchange where every rank posts its send before its receive, with messages larger than the ring.
 void RingExchange(std::vector<std::unique_ptr<StreamEndpoint>>& eps, size_t bytes) {
@@ -268,16 +236,6 @@ ShmOptions SingleCopyFrom(size_t min_bytes) {
   o.single_copy_min_bytes = min_bytes;
   o.single_copy_max_bytes = 1u << 20;  // the tests' window, independent of the tuned default
   return o;
-}
-
-std::vector<std::unique_ptr<StreamEndpoint>> Endpoints(std::vector<std::unique_ptr<ShmDomain>>& doms) {
-  const int n = static_cast<int>(doms.size());
-  std::vector<std::unique_ptr<StreamEndpoint>> eps;
-  for (int r = 0; r < n; ++r) {
-    eps.push_back(std::make_unique<StreamEndpoint>(r, ShmPairs(*doms[static_cast<size_t>(r)], n, r),
-                                                   doms[static_cast<size_t>(r)]->doorbell(), absl::Seconds(20)));
-  }
-  return eps;
 }
 
 // Single copy over worlds 2-5: messages at and above the threshold are read straight from the sender (every

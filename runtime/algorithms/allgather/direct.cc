@@ -1,6 +1,8 @@
 // Direct allgather: every rank posts its block to every other rank and receives every other block straight
 // into place, all at once. One round (latency alpha), n-1 messages and (n-1)/n x output bytes per rank; many
-// simultaneous messages, so best for small blocks or fully connected fabrics. Any n works.
+// simultaneous messages, so best for small blocks or fully connected fabrics. Any n works. When the endpoint has
+// a mailbox (the whole communicator on one node over shm) and a block fits a slot, the messages become one
+// mailbox exchange (runtime/transport/mailbox.h).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/internal.h"
 
@@ -14,6 +16,16 @@ absl::Status AllgatherDirect(const CollectiveArgs& args, const Configuration& co
   char* mine = At(args.recv, static_cast<size_t>(g.rank) * args.count, g.dsize);
   if (g.size == 1 || args.count == 0) {
     CopyOut(args, mine, args.send, bytes);
+    return absl::OkStatus();
+  }
+  if (bytes <= g.ep->ExchangeCapacity()) {
+    // One node, shm: one mailbox exchange, every block copied into place from where its rank wrote it.
+    auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
+    HT_RETURN_IF_ERROR(g.ep->Exchange(args.send, bytes, blocks));
+    for (int q = 0; q < g.size; ++q) {
+      CopyOut(args, At(args.recv, static_cast<size_t>(q) * args.count, g.dsize), q == g.rank ? args.send : blocks[q],
+              bytes);
+    }
     return absl::OkStatus();
   }
   for (int k = 1; k < g.size; ++k) {

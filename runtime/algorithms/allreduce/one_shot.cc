@@ -4,6 +4,10 @@
 //
 // One round: latency alpha (the fewest message rounds of any algorithm), but (n-1) x buffer bytes per rank
 // and n-1 buffers of scratch, so it only pays for small buffers. Any n works.
+//
+// When the endpoint has a mailbox (the whole communicator on one node over shm) and the buffer fits a slot,
+// the n-1 messages become one exchange: each rank writes its input once into its mailbox slot and reduces
+// straight out of the other ranks' slots (no ring frames, no copies into scratch).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/internal.h"
 
@@ -16,6 +20,16 @@ absl::Status AllreduceOneShot(const CollectiveArgs& args, const Configuration& c
   const size_t bytes = args.count * g.dsize;
   if (g.size == 1 || args.count == 0) {
     CopyBytes(args.recv, args.send, bytes);
+    return absl::OkStatus();
+  }
+  if (bytes <= g.ep->ExchangeCapacity()) {
+    // One node, shm: every input is read where its rank wrote it, in the mailbox (runtime/transport/mailbox.h);
+    // this rank's own is a copy there, so in place needs nothing more.
+    auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
+    HT_RETURN_IF_ERROR(g.ep->Exchange(args.send, bytes, blocks));
+    Combine(args, args.recv, blocks[0], blocks[1], args.count);
+    for (int i = 2; i < g.size; ++i) Combine(args, args.recv, args.recv, blocks[i], args.count);
+    MaybeFinalizeAvg(args, args.recv, args.count, g.size);
     return absl::OkStatus();
   }
   // Slot i holds rank i's input; this rank's own slot is a copy only in place (recv is overwritten below).

@@ -1,7 +1,8 @@
 // Direct reduce-scatter: every rank sends block i of its input to rank i (n-1 messages, all posted at once)
 // and receives its own block from every rank into scratch, then reduces the n contributions in rank order
 // 0..n-1 (a fixed order, independent of arrival). One round (latency alpha); (n-1)/n x input bytes per rank;
-// n-1 blocks of scratch. Any n works.
+// n-1 blocks of scratch. Any n works. When the endpoint has a mailbox (the whole communicator on one node over
+// shm) and the whole input fits a slot, the messages become one mailbox exchange (runtime/transport/mailbox.h).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/internal.h"
 
@@ -16,6 +17,17 @@ absl::Status ReducescatterDirect(const CollectiveArgs& args, const Configuration
   const char* own = At(args.send, r * args.count, g.dsize);
   if (g.size == 1 || args.count == 0) {
     CopyOut(args, args.recv, own, bytes);
+    return absl::OkStatus();
+  }
+  if (bytes * static_cast<size_t>(g.size) <= g.ep->ExchangeCapacity()) {
+    // One node, shm: each rank publishes its whole input in one mailbox exchange and reduces its own block
+    // straight out of every rank's slot (its own included: a copy, so in place needs nothing more).
+    auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
+    HT_RETURN_IF_ERROR(g.ep->Exchange(args.send, bytes * static_cast<size_t>(g.size), blocks));
+    auto input = [&](int i) { return At(blocks[i], r * args.count, g.dsize); };
+    Combine(args, args.recv, input(0), input(1), args.count);
+    for (int i = 2; i < g.size; ++i) Combine(args, args.recv, args.recv, input(i), args.count);
+    MaybeFinalizeAvg(args, args.recv, args.count, g.size);
     return absl::OkStatus();
   }
   char* slots = static_cast<char*>(ctx.Scratch(bytes * static_cast<size_t>(g.size)));

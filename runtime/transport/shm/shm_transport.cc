@@ -163,13 +163,17 @@ struct ShmDomain::Segment {
   uint64_t owner_addr;  // where the owner mapped this segment (peers probe single copy by reading it there)
   int32_t owner_cpu;    // the CPU the owner is bound to, -1 when not bound to a single one
   BellWord bell;
-  // followed by RingControl[num_local], then num_local rings of ring_bytes each (indexed by local position)
+  // followed by RingControl[num_local], then num_local rings of ring_bytes each (indexed by local position),
+  // then the owner's two mailbox slots (runtime/transport/mailbox.h)
   RingControl* controls() { return reinterpret_cast<RingControl*>(reinterpret_cast<uint8_t*>(this) + Offset()); }
   uint8_t* ring(size_t i) {
     return reinterpret_cast<uint8_t*>(this) + Offset() + num_local * sizeof(RingControl) + i * ring_bytes;
   }
+  uint8_t* mailbox() { return ring(num_local); }
   static size_t Offset() { return (sizeof(Segment) + kLine - 1) / kLine * kLine; }
-  static size_t Bytes(size_t n, size_t ring) { return Offset() + n * sizeof(RingControl) + n * ring; }
+  static size_t Bytes(size_t n, size_t ring) {
+    return Offset() + n * sizeof(RingControl) + n * ring + 2 * kMailboxSlotBytes;
+  }
 };
 
 namespace {
@@ -379,6 +383,19 @@ class ShmPair final : public Pair {
   uint64_t out_tail_seen_ = 0;
 };
 
+// The domain's mailbox: every local rank's two slots, at the end of its segment (own or mapped).
+class ShmMailbox final : public Mailbox {
+ public:
+  explicit ShmMailbox(std::vector<uint8_t*> bases) : bases_(std::move(bases)) {}
+  size_t SlotBytes() const override { return kMailboxSlotBytes; }
+  uint8_t* Slot(int rank, uint64_t exchange) override {
+    return bases_[static_cast<size_t>(rank)] + (exchange & 1) * kMailboxSlotBytes;
+  }
+
+ private:
+  std::vector<uint8_t*> bases_;  // by rank; null for ranks on other nodes
+};
+
 absl::Status Errno(absl::string_view what, const std::string& name) {
   return absl::InternalError(absl::StrCat("shm: ", what, " ", name, ": ", std::strerror(errno)));
 }
@@ -525,5 +542,23 @@ Pair* ShmDomain::pair(int peer) {
 }
 
 Doorbell* ShmDomain::doorbell() { return doorbell_.get(); }
+
+Mailbox* ShmDomain::mailbox() {
+  if (mailbox_ == nullptr) {
+    std::vector<uint8_t*> bases(static_cast<size_t>(*std::max_element(local_ranks_.begin(), local_ranks_.end())) + 1,
+                                nullptr);
+    for (int r : local_ranks_) {
+      if (r == rank_) {
+        bases[static_cast<size_t>(r)] = own_->mailbox();
+      } else {
+        auto it = peers_.find(r);
+        if (it == peers_.end()) return nullptr;  // not mapped (yet)
+        bases[static_cast<size_t>(r)] = it->second->mailbox();
+      }
+    }
+    mailbox_ = std::make_unique<ShmMailbox>(std::move(bases));
+  }
+  return mailbox_.get();
+}
 
 }  // namespace hccltune

@@ -1,7 +1,8 @@
 // Shared-memory transport between ranks on one node (the HCCS class).
 //
-// Each rank creates one POSIX shared-memory segment holding its doorbell and one single-producer /
-// single-consumer byte ring per local peer (data flowing *into* this rank). Every local rank maps every other
+// Each rank creates one POSIX shared-memory segment holding its doorbell, one single-producer /
+// single-consumer byte ring per local peer (data flowing *into* this rank) and its two mailbox slots (small
+// collectives' blocks, read in place by every local rank; mailbox.h). Every local rank maps every other
 // local rank's segment; once all have mapped (a barrier through the store), the names are unlinked, so a job
 // killed with SIGKILL leaves nothing in /dev/shm. A writer copies into the reader's ring and rings the
 // reader's doorbell only if the reader announced it is going to sleep (futex), so the fast path has no
@@ -35,6 +36,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "runtime/transport/mailbox.h"
 #include "runtime/transport/pair.h"
 
 namespace hccltune {
@@ -48,6 +50,9 @@ struct ShmOptions {
   size_t single_copy_min_bytes = 8u << 10;
   size_t single_copy_max_bytes = SIZE_MAX;  // no upper limit (tests narrow the window)
 };
+
+// Bytes of one mailbox slot: the endpoint's slot header and a block of up to 16 KiB (two per rank).
+inline constexpr size_t kMailboxSlotBytes = (16u << 10) + 64;
 
 class ShmDomain {
  public:
@@ -70,6 +75,9 @@ class ShmDomain {
   // The link to local peer `peer` (owned by the domain).
   Pair* pair(int peer);
   Doorbell* doorbell();
+  // The local ranks' mailbox (runtime/transport/mailbox.h): two slots at the end of every segment. Null before
+  // MapPeers has mapped every local rank. Owned by the domain.
+  Mailbox* mailbox();
   size_t ring_bytes() const { return ring_bytes_; }
 
   struct Segment;
@@ -89,6 +97,7 @@ class ShmDomain {
   std::string single_copy_off_;  // why single copy is off for every peer ("" when it may be used)
   std::map<int, absl::Status> single_copy_;
   std::unique_ptr<Doorbell> doorbell_;
+  std::unique_ptr<Mailbox> mailbox_;
 };
 
 }  // namespace hccltune

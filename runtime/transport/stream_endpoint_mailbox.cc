@@ -1,0 +1,133 @@
+// StreamEndpoint, the mailbox exchange (Endpoint::Exchange): one slot written, every other rank's read in place.
+#include <atomic>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/transport/stream_endpoint_internal.h"
+
+namespace hccltune {
+
+using namespace stream_internal;  // NOLINT(build/namespaces): this class's own constants
+
+namespace {
+
+// A slot: the exchange number (written last, with release), the sender's header, then the block. 40 bytes, so
+// blocks of up to 24 bytes share the number's cache line, and a block starts 8-byte aligned.
+constexpr size_t kSlotHeader = sizeof(uint64_t) + sizeof(StreamEndpoint::Header);
+static_assert(kSlotHeader == 40);
+
+std::atomic_ref<uint64_t> Number(uint8_t* slot) {
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(slot));
+}
+
+}  // namespace
+
+absl::Status StreamEndpoint::StrayMessage(int peer, uint64_t bytes) {
+  Pair* pair = pairs_[static_cast<size_t>(peer)];
+  const void* in = nullptr;
+  size_t avail = 0;
+  if (pair == nullptr || !pair->Peek(0, &in, &avail) || avail == 0) return absl::OkStatus();
+  if (avail >= sizeof(Header)) {
+    Header theirs;
+    std::memcpy(&theirs, in, sizeof(theirs));
+    if (theirs.magic == kHeaderMagic) {
+      if (absl::Status s = CheckHeader(theirs, peer, bytes); !s.ok()) return s;
+    }
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "rank ", peer, " sent a message in ", CollectiveName(call_.collective), " (operation ", call_.sequence,
+      ") while rank ", rank_,
+      " exchanges its block through the shm mailbox: the ranks run different "
+      "configurations (is HCCL_TUNE_ALGO, HCCL_ALGO or the call's configuration the same on every rank?)"));
+}
+
+size_t StreamEndpoint::ExchangeCapacity() const {
+  return mailbox_ == nullptr ? 0 : mailbox_->SlotBytes() - kSlotHeader;
+}
+
+absl::Status StreamEndpoint::Exchange(const void* data, size_t bytes, const void** blocks) {
+  if (!broken_.ok()) return broken_;
+  if (mailbox_ == nullptr || bytes > ExchangeCapacity()) {
+    return Fail(absl::InternalError(
+        absl::StrCat("rank ", rank_, ": a ", bytes, "-byte mailbox exchange, capacity ", ExchangeCapacity())));
+  }
+  if (pending_ != 0) {
+    return Fail(
+        absl::InternalError(absl::StrCat("rank ", rank_, ": mailbox exchange with ", pending_, " operations pending")));
+  }
+  if (!mailbox_->broken().ok()) return Fail(mailbox_->broken());
+  const size_t n = pairs_.size();
+  // A message left in a ring (a call whose ranks disagreed, e.g. on a broadcast's root, so nobody received it)
+  // would go unnoticed by an exchange, which reads no ring: report it here, as a receive would have.
+  for (size_t q = 0; q < n; ++q) {
+    if (absl::Status s = StrayMessage(static_cast<int>(q), bytes); !s.ok()) return Fail(s);
+  }
+  const uint64_t k = mailbox_->NextExchange();
+  uint8_t* mine = mailbox_->Slot(rank_, k);
+  const Header h{kHeaderMagic,
+                 call_.sequence,
+                 bytes,
+                 call_.count,
+                 call_.root,
+                 static_cast<uint8_t>(call_.collective),
+                 static_cast<uint8_t>(call_.dtype),
+                 static_cast<uint8_t>(call_.op),
+                 0};
+  std::memcpy(mine + sizeof(uint64_t), &h, sizeof(h));
+  if (bytes > 0) std::memcpy(mine + kSlotHeader, data, bytes);
+  Number(mine).store(k, std::memory_order_release);
+  ++stats_.exchanges;
+  for (size_t q = 0; q < n; ++q) {
+    if (pairs_[q] != nullptr) pairs_[q]->Notify();  // a peer asleep on its doorbell wakes up to read it
+  }
+  seen_.assign(n, 0);
+  seen_[static_cast<size_t>(rank_)] = 1;
+  blocks[rank_] = mine + kSlotHeader;
+  size_t missing = n - 1;
+  auto step = [&](bool* moved, bool* done) -> absl::Status {
+    for (size_t q = 0; q < n; ++q) {
+      if (seen_[q]) continue;
+      uint8_t* slot = mailbox_->Slot(static_cast<int>(q), k);
+      if (Number(slot).load(std::memory_order_acquire) != k) continue;
+      Header theirs;
+      std::memcpy(&theirs, slot + sizeof(uint64_t), sizeof(theirs));
+      if (absl::Status s = CheckHeader(theirs, static_cast<int>(q), bytes); !s.ok()) return s;
+      blocks[q] = slot + kSlotHeader;
+      seen_[q] = 1;
+      --missing;
+      *moved = true;
+    }
+    *done = missing == 0;
+    return absl::OkStatus();
+  };
+  auto check = [&]() -> absl::Status {
+    for (size_t q = 0; q < n; ++q) {
+      if (seen_[q] || pairs_[q] == nullptr) continue;
+      if (absl::Status s = pairs_[q]->CheckPeer(); !s.ok()) {
+        bool moved = false, done = false;
+        if (absl::Status p = step(&moved, &done); !p.ok()) return p;
+        if (!seen_[q]) return s;
+        continue;
+      }
+      // The rings were empty when this exchange began, so a message from a rank that has not posted its block
+      // belongs to this call: that rank runs it with an algorithm that sends messages.
+      if (absl::Status s = StrayMessage(static_cast<int>(q), bytes); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  };
+  auto expired = [&](absl::Duration blocked) {
+    size_t q = 0;
+    while (q < n && seen_[q]) ++q;
+    return absl::DeadlineExceededError(absl::StrCat(
+        "rank ", rank_, ": ", CollectiveName(call_.collective), " (operation ", call_.sequence, ") waited ",
+        absl::FormatDuration(blocked), " for rank ", q, " to post its ", bytes,
+        "-byte block in the shm mailbox (HCCL_EXEC_TIMEOUT); is rank ", q, " stuck, or did it call something else?"));
+  };
+  if (absl::Status s = WaitLoop(step, check, expired); !s.ok()) {
+    mailbox_->Break(s);
+    return Fail(s);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace hccltune
