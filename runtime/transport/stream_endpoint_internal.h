@@ -31,6 +31,8 @@ constexpr uint8_t kFlagSingleCopy = 1;
 constexpr size_t kSingleCopyPiece = 256u << 10;
 // Single-copy messages from this size are shared between reader and writer (Pair::RequestPeerWrite).
 constexpr size_t kSharedCopyMinBytes = 64u << 10;
+// Oversubscribed, shared messages below this size give the writer a third instead of half (stream_endpoint_recv.cc).
+constexpr size_t kSharedThirdBelowBytes = 512u << 10;
 // Every message is padded to a multiple of kStreamAlign so that headers and payloads start aligned in the
 // byte stream (the shm ring is page aligned and its size a multiple of the page size): reductions read
 // elements straight out of the ring, and a float must not be read from an odd address.
