@@ -113,6 +113,18 @@ StreamEndpoint::Queue& StreamEndpoint::QueueFor(int peer, bool send, int lane) {
 
 OpHandle StreamEndpoint::Isend(int peer, const void* data, size_t bytes) { return PostSend(peer, data, bytes, 0); }
 
+StreamEndpoint::Header StreamEndpoint::CallHeader(uint64_t bytes) const {
+  return Header{kHeaderMagic,
+                call_.sequence,
+                bytes,
+                call_.count,
+                call_.root,
+                static_cast<uint8_t>(call_.collective),
+                static_cast<uint8_t>(call_.dtype),
+                static_cast<uint8_t>(call_.op),
+                0};
+}
+
 OpHandle StreamEndpoint::PostSend(int peer, const void* data, size_t bytes, uint64_t gate) {
   Op op;
   op.gate = gate;
@@ -120,15 +132,7 @@ OpHandle StreamEndpoint::PostSend(int peer, const void* data, size_t bytes, uint
   op.send = true;
   op.data = const_cast<uint8_t*>(static_cast<const uint8_t*>(data));
   op.bytes = bytes;
-  op.header = Header{kHeaderMagic,
-                     call_.sequence,
-                     bytes,
-                     call_.count,
-                     call_.root,
-                     static_cast<uint8_t>(call_.collective),
-                     static_cast<uint8_t>(call_.dtype),
-                     static_cast<uint8_t>(call_.op),
-                     0};
+  op.header = CallHeader(bytes);
   const uint64_t id = base_id_ + ops_.size();
   if (peer < 0 || peer >= size() || peer == rank_ || !pairs_[static_cast<size_t>(peer)]) {
     if (broken_.ok()) {

@@ -131,6 +131,8 @@ class StreamEndpoint final : public Endpoint {
   absl::Status ProgressRecv(Op& op, bool* moved);
   absl::Status ProgressReduce(Op& op, Pair& pair, bool* moved);
   absl::Status ProgressSingleCopy(Op& op, Pair& pair, bool* moved);
+  // The header of a `bytes`-byte message (or mailbox block) of the current call.
+  Header CallHeader(uint64_t bytes) const;
   // Compares a header that `peer` sent (a message's, or its mailbox block's) with this rank's call and the
   // `bytes` it expects.
   absl::Status CheckHeader(const Header& h, int peer, uint64_t bytes) const;

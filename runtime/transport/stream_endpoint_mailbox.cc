@@ -64,15 +64,7 @@ absl::Status StreamEndpoint::Exchange(const void* data, size_t bytes, const void
   }
   const uint64_t k = mailbox_->NextExchange();
   uint8_t* mine = mailbox_->Slot(rank_, k);
-  const Header h{kHeaderMagic,
-                 call_.sequence,
-                 bytes,
-                 call_.count,
-                 call_.root,
-                 static_cast<uint8_t>(call_.collective),
-                 static_cast<uint8_t>(call_.dtype),
-                 static_cast<uint8_t>(call_.op),
-                 0};
+  const Header h = CallHeader(bytes);
   std::memcpy(mine + sizeof(uint64_t), &h, sizeof(h));
   if (bytes > 0) std::memcpy(mine + kSlotHeader, data, bytes);
   Number(mine).store(k, std::memory_order_release);
