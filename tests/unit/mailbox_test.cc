@@ -156,6 +156,36 @@ TEST(ShmMailbox, StrayMessageIsNamed) {
   EXPECT_NE(s.message().find("rank 0 is at operation 3 (broadcast, root 0)"), std::string::npos) << s;
 }
 
+// A late rank posts, finds every block there, and goes straight on to a call that sends a message, while the
+// other rank sleeps on its doorbell: the exchange completes and the message belongs to the next call. (Whether the
+// sleeper's 50 ms liveness check runs between the post and the message is up to the timing; when it does, the
+// message must not be taken for a stray — the slot is read again after the ring.)
+TEST(ShmMailbox, LateRankThatMovesOnIsNotAStray) {
+  auto doms = MakeShm(2, 4096);
+  auto eps = MailboxEndpoints(doms);
+  for (int trial = 0; trial < 3; ++trial) {
+    const uint32_t call = static_cast<uint32_t>(2 * trial);
+    std::thread late([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(120));  // past two 50 ms slices of blocking
+      const void* blocks[2];
+      eps[0]->SetCall({call, Collective::kBarrier, DataType::kUint8, ReduceOp::kSum, 0, 0});
+      EXPECT_TRUE(eps[0]->Exchange(nullptr, 0, blocks).ok());
+      eps[0]->SetCall({call + 1, Collective::kBroadcast, DataType::kInt32, ReduceOp::kSum, 1, 0});
+      const int32_t v = 5;
+      EXPECT_TRUE(eps[0]->Send(1, &v, sizeof(v)).ok());
+    });
+    const void* blocks[2];
+    eps[1]->SetCall({call, Collective::kBarrier, DataType::kUint8, ReduceOp::kSum, 0, 0});
+    absl::Status s = eps[1]->Exchange(nullptr, 0, blocks);
+    late.join();
+    ASSERT_TRUE(s.ok()) << s;
+    eps[1]->SetCall({call + 1, Collective::kBroadcast, DataType::kInt32, ReduceOp::kSum, 1, 0});
+    int32_t got = 0;
+    ASSERT_TRUE(eps[1]->Recv(0, &got, sizeof(got)).ok());
+    EXPECT_EQ(got, 5);
+  }
+}
+
 // A rank whose peer is late goes to sleep on its doorbell; the peer's post wakes it (not its next 50 ms slice).
 TEST(ShmMailbox, SleepingRankIsWokenByPost) {
   auto doms = MakeShm(2, 4096);
