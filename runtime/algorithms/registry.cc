@@ -84,8 +84,16 @@ constexpr uint64_t kDefaultRingChunk = 1024 * 1024;
 }  // namespace
 
 AlgorithmFn Find(Collective c, absl::string_view name) {
+  // The entry each collective found last on this thread: a call compares one name instead of scanning the
+  // table (a tenth of a small call's own instructions went to the scan).
+  thread_local const Entry* last[kNumCollectives] = {};
+  const size_t ci = static_cast<size_t>(c);
+  if (ci < static_cast<size_t>(kNumCollectives) && last[ci] != nullptr && last[ci]->name == name) return last[ci]->fn;
   for (const Entry& e : kEntries) {
-    if (e.collective == c && e.name == name) return e.fn;
+    if (e.collective == c && e.name == name) {
+      if (ci < static_cast<size_t>(kNumCollectives)) last[ci] = &e;
+      return e.fn;
+    }
   }
   return nullptr;
 }

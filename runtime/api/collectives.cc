@@ -270,6 +270,11 @@ void CommImpl::SetTimingSink(std::shared_ptr<TimingSink> sink) {
 }
 
 void CommImpl::AdviseHugePages(const CollectiveArgs& args) const {
+  // Neither buffer of a call below the threshold can reach it (the v collectives' extents are sums: worked out).
+  if (args.collective != Collective::kAllgatherv && args.collective != Collective::kAlltoallv &&
+      args.count * DataTypeSize(args.dtype) * static_cast<uint64_t>(size_) < env_.thp_bytes) {
+    return;
+  }
   const uint64_t in = args.send == nullptr ? 0 : InputBytes(args, size_);
   const uint64_t out = args.recv == nullptr || args.recv == args.send ? 0 : OutputBytes(args, size_);
   for (const auto& [p, bytes] : {std::pair<const void*, uint64_t>{args.send, in}, {args.recv, out}}) {

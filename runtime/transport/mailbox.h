@@ -28,7 +28,8 @@ class Mailbox {
   // Bytes of one slot (what an exchange writes: the endpoint's header and the block).
   virtual size_t SlotBytes() const = 0;
   // Rank `rank`'s slot for exchange `exchange` (one of its two, by parity): this rank's own is writable, the
-  // others are read-only in practice. 64-byte aligned. REQUIRES: `rank` is a member of the group.
+  // others are read-only in practice. 64-byte aligned; the same address for every exchange of the same parity
+  // for the mailbox's lifetime (callers may keep it). REQUIRES: `rank` is a member of the group.
   virtual uint8_t* Slot(int rank, uint64_t exchange) = 0;
   // The next exchange number (1, 2, ...), shared by every endpoint that uses this mailbox.
   uint64_t NextExchange() { return ++exchanges_; }

@@ -99,7 +99,10 @@ class StreamEndpoint final : public Endpoint {
   void SetTimeout(absl::Duration timeout) { timeout_ = timeout; }
   // The mailbox of this endpoint's ranks (not owned; shared with the communicator's other endpoints over the
   // same ranks, which take their exchange numbers from it). REQUIRES: every rank of the endpoint is in it.
-  void SetMailbox(Mailbox* mailbox) { mailbox_ = mailbox; }
+  void SetMailbox(Mailbox* mailbox) {
+    mailbox_ = mailbox;
+    slots_.clear();
+  }
   // Called about every 50 ms while blocked; a non-OK status (e.g. another rank announced it aborted this
   // call) ends the wait with that status.
   void SetAbortProbe(std::function<absl::Status()> probe) { abort_probe_ = std::move(probe); }
@@ -171,6 +174,9 @@ class StreamEndpoint final : public Endpoint {
   std::function<absl::Status()> abort_probe_;
   Mailbox* mailbox_ = nullptr;
   std::vector<uint8_t> seen_;  // Exchange: whose block of this exchange is in (by rank)
+  // Exchange: every rank's two mailbox slots (2 * rank + parity), looked up once (a virtual call per rank and
+  // poll was a fifth of a small call's own instructions).
+  std::vector<uint8_t*> slots_;
 
   BlockQueue<Op> ops_;  // ops_[i] has id base_id_ + i (no allocation per operation)
   uint64_t base_id_ = 0;

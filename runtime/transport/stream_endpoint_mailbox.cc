@@ -60,10 +60,19 @@ absl::Status StreamEndpoint::Exchange(const void* data, size_t bytes, const void
   // A message left in a ring (a call whose ranks disagreed, e.g. on a broadcast's root, so nobody received it)
   // would go unnoticed by an exchange, which reads no ring: report it here, as a receive would have.
   for (size_t q = 0; q < n; ++q) {
+    if (pairs_[q] == nullptr) continue;
     if (absl::Status s = StrayMessage(static_cast<int>(q), bytes); !s.ok()) return Fail(s);
   }
+  if (slots_.size() != 2 * n) {
+    slots_.resize(2 * n);
+    for (size_t q = 0; q < n; ++q) {
+      for (uint64_t parity = 0; parity < 2; ++parity)
+        slots_[2 * q + parity] = mailbox_->Slot(static_cast<int>(q), parity);
+    }
+  }
   const uint64_t k = mailbox_->NextExchange();
-  uint8_t* mine = mailbox_->Slot(rank_, k);
+  uint8_t* const* const slots = slots_.data() + (k & 1);  // rank q's slot for exchange k: slots[2 * q]
+  uint8_t* mine = slots[2 * static_cast<size_t>(rank_)];
   const Header h = CallHeader(bytes);
   std::memcpy(mine + sizeof(uint64_t), &h, sizeof(h));
   if (bytes > 0) std::memcpy(mine + kSlotHeader, data, bytes);
@@ -79,11 +88,14 @@ absl::Status StreamEndpoint::Exchange(const void* data, size_t bytes, const void
   auto step = [&](bool* moved, bool* done) -> absl::Status {
     for (size_t q = 0; q < n; ++q) {
       if (seen_[q]) continue;
-      uint8_t* slot = mailbox_->Slot(static_cast<int>(q), k);
+      uint8_t* slot = slots[2 * q];
       if (Number(slot).load(std::memory_order_acquire) != k) continue;
-      Header theirs;
-      std::memcpy(&theirs, slot + sizeof(uint64_t), sizeof(theirs));
-      if (absl::Status s = CheckHeader(theirs, static_cast<int>(q), bytes); !s.ok()) return s;
+      // A block of the same call carries this rank's own header; anything else is compared field by field.
+      if (std::memcmp(slot + sizeof(uint64_t), &h, sizeof(h)) != 0) {
+        Header theirs;
+        std::memcpy(&theirs, slot + sizeof(uint64_t), sizeof(theirs));
+        if (absl::Status s = CheckHeader(theirs, static_cast<int>(q), bytes); !s.ok()) return s;
+      }
       blocks[q] = slot + kSlotHeader;
       seen_[q] = 1;
       --missing;
@@ -106,7 +118,7 @@ absl::Status StreamEndpoint::Exchange(const void* data, size_t bytes, const void
       // went on to its next call since this rank last looked: it posted before it sent (and the ring was read
       // first), so its slot shows it now.
       if (absl::Status s = StrayMessage(static_cast<int>(q), bytes); !s.ok()) {
-        if (Number(mailbox_->Slot(static_cast<int>(q), k)).load(std::memory_order_acquire) == k) continue;
+        if (Number(slots[2 * q]).load(std::memory_order_acquire) == k) continue;
         return s;
       }
     }
