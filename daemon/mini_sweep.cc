@@ -6,6 +6,7 @@
 #include "db/store_util.h"
 #include "db/table_json.h"
 #include "nlohmann/json.hpp"
+#include "runtime/common/json_field.h"
 #include "runtime/common/logging.h"
 
 namespace hccltune::daemon {
@@ -97,7 +98,7 @@ absl::StatusOr<std::vector<db::TunedEntry>> MergeRange(const std::vector<db::Tun
 
 absl::StatusOr<SweepResult> ParseSweepResult(const std::string& done_json) {
   auto j = nlohmann::json::parse(done_json, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("event", "") != "done") {
+  if (j.is_discarded() || !j.is_object() || JsonOr(j, "event", "") != "done") {
     return absl::InvalidArgumentError("the sweep's result is not its JSON done event");
   }
   SweepResult r;

@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
+#include "runtime/common/json_field.h"
 #include "runtime/common/logging.h"
 
 extern char** environ;
@@ -288,15 +289,15 @@ void SweepRunner::Supervise(std::shared_ptr<Run> run, int out_fd, int err_fd) {
 void SweepRunner::OnStdoutLine(Run& run, const std::string& line) {
   auto j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return;
-  const std::string event = j.value("event", "");
+  const std::string event = JsonOr(j, "event", "");
   v1::SweepProgress& p = run.progress;
   if (event == "progress") {
     if (p.state() == v1::SweepProgress::STARTING) p.set_state(v1::SweepProgress::RUNNING);
-    p.set_done(j.value("done", uint64_t{0}));
-    p.set_total(j.value("total", uint64_t{0}));
-    p.set_point(j.value("point", ""));
-    p.set_configuration(j.value("config", ""));
-    p.set_eta_s(j.value("eta_s", 0.0));
+    p.set_done(JsonOr(j, "done", uint64_t{0}));
+    p.set_total(JsonOr(j, "total", uint64_t{0}));
+    p.set_point(JsonOr(j, "point", ""));
+    p.set_configuration(JsonOr(j, "config", ""));
+    p.set_eta_s(JsonOr(j, "eta_s", 0.0));
   } else if (event == "done") {
     p.set_result_json(line);
   } else {

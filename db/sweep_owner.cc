@@ -11,6 +11,7 @@
 #include <string>
 
 #include "db/tuning_store.h"
+#include "runtime/common/json_field.h"
 
 namespace hccltune::db {
 namespace {
@@ -68,7 +69,8 @@ bool SweepOwnerGone(const Sweep& s) {
   if (!owner.is_object() || !owner.contains("pid") || !owner["pid"].is_number_integer()) return false;
   // Another machine, another boot or another pid namespace: its pid says nothing here.
   const std::string boot = BootId();
-  if (boot.empty() || owner.value("boot_id", "") != boot || owner.value("pid_ns", "") != PidNamespace()) return false;
+  if (boot.empty() || JsonOr(owner, "boot_id", "") != boot || JsonOr(owner, "pid_ns", "") != PidNamespace())
+    return false;
   const long pid = owner["pid"].get<long>();
   if (pid <= 0) return false;
   char state = 0;
@@ -78,7 +80,8 @@ bool SweepOwnerGone(const Sweep& s) {
     return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
   }
   if (state == 'Z' || state == 'X') return true;  // killed, not yet reaped by its parent
-  return owner.value("start", 0ULL) != 0 && start != owner.value("start", 0ULL);  // the pid now names another process
+  return JsonOr(owner, "start", 0ULL) != 0 &&
+         start != JsonOr(owner, "start", 0ULL);  // the pid now names another process
 }
 
 bool SweepInProgress(const Sweep& s, int64_t now_unix_ms) {

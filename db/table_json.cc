@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "runtime/common/json_field.h"
 
 namespace hccltune::db {
 namespace {
@@ -125,7 +126,7 @@ std::string TablesToJson(const std::vector<Table>& tables) {
 absl::StatusOr<std::vector<Table>> TablesFromJson(absl::string_view text) {
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError("table file is not valid JSON");
-  if (!j.is_object() || j.value("format", "") != "hccl-tune-tables") {
+  if (!j.is_object() || JsonOr(j, "format", "") != "hccl-tune-tables") {
     return absl::InvalidArgumentError("not an hccl-tune table file (expected \"format\": \"hccl-tune-tables\")");
   }
   int format_version = 0;
@@ -148,7 +149,7 @@ absl::StatusOr<std::vector<Table>> TablesFromJson(absl::string_view text) {
     HT_FIELD(t.topology.json, std::string, tj, "topology", where);
     HT_FIELD(t.version, int64_t, tj, "version", where);
     HT_FIELD(t.created_unix_ms, int64_t, tj, "created_unix_ms", where);
-    t.content_hash = tj.value("content_hash", "");
+    if (tj.contains("content_hash")) HT_FIELD(t.content_hash, std::string, tj, "content_hash", where);
     auto entries = tj.find("entries");
     if (entries == tj.end() || !entries->is_array()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": 'entries' must be an array"));

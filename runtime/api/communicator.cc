@@ -16,6 +16,7 @@
 #include "runtime/bootstrap/rank_table.h"
 #include "runtime/bootstrap/tcp_store.h"
 #include "runtime/common/host.h"
+#include "runtime/common/json_field.h"
 #include "runtime/common/logging.h"
 #include "runtime/topology/topology.h"
 
@@ -42,15 +43,15 @@ absl::StatusOr<RankInfo> InfoFromJson(const std::string& text, int expected_rank
     return absl::DataLossError(absl::StrCat("bootstrap: rank ", expected_rank, " published unreadable info"));
   }
   RankInfo i;
-  i.rank = j.value("rank", -1);
-  i.protocol = j.value("protocol", 0u);
-  i.node = j.value("node", "");
-  i.host = j.value("host", "");
-  i.pid = j.value("pid", 0);
-  i.device = j.value("device", -1);
-  i.decisive = j.value("decisive", "");
+  i.rank = JsonOr(j, "rank", -1);
+  i.protocol = JsonOr(j, "protocol", 0u);
+  i.node = JsonOr(j, "node", "");
+  i.host = JsonOr(j, "host", "");
+  i.pid = JsonOr(j, "pid", 0);
+  i.device = JsonOr(j, "device", -1);
+  i.decisive = JsonOr(j, "decisive", "");
   if (j.contains("tcp")) i.tcp = TcpInfoFromJson(j["tcp"]);
-  i.shm_segment = j.value("shm", "");
+  i.shm_segment = JsonOr(j, "shm", "");
   return i;
 }
 

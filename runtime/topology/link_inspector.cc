@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/common/json_field.h"
 #include "runtime/topology/topology.h"
 #include "runtime/transport/tcp/tcp_transport.h"
 
@@ -116,7 +117,7 @@ absl::StatusOr<LinkInspector> LinkInspector::Measure(Communicator& comm, const E
   std::vector<RankFacts> facts;
   for (const auto& j : *all) {
     if (j.is_discarded()) return absl::DataLossError("link inspector: unreadable rank facts");
-    RankFacts f{j.value("node", ""), j.value("ifname", ""), {}};
+    RankFacts f{JsonOr(j, "node", ""), JsonOr(j, "ifname", ""), {}};
     for (const auto& i : j["ifs"]) f.ifs.push_back({i["name"], i["address"], i["prefix"]});
     facts.push_back(std::move(f));
   }

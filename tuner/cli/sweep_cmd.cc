@@ -18,6 +18,7 @@
 #include "db/sqlite_store.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/configuration.h"
+#include "runtime/common/json_field.h"
 #include "runtime/common/sizes.h"
 #include "tuner/bench/spawn.h"
 #include "tuner/cli/commands.h"
@@ -268,7 +269,7 @@ int RunLocal(SweepArgs a) {
       auto row = s->journal->GetSweep(a.resume);
       if (!row.ok()) return ReportError(row.status());
       auto params = nlohmann::json::parse(row->params_json, nullptr, false);
-      if (!params.is_discarded()) a.ranks = params.value("world", a.ranks);
+      if (!params.is_discarded()) a.ranks = JsonOr(params, "world", a.ranks);
     }
     // The id comes from --resume, else from the caller (hccl-tuned names the sweeps it runs), else a new one.
     a.sweep_id = !a.resume.empty() ? a.resume : !a.sweep_id.empty() ? a.sweep_id : sweep::NewSweepId();

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "runtime/common/json_field.h"
 #include "tuner/cli/sweep_common.h"
 
 namespace hccltune::cli {
@@ -41,15 +42,15 @@ void PrintResult(rpc::RemoteTuningStore& remote, const std::string& where, const
     return;
   }
   std::printf("# sweep %s (run by hccl-tuned): %.1f s, %llu candidate measurements, %llu iterations\n",
-              p.sweep_id().c_str(), r.value("seconds", 0.0),
-              static_cast<unsigned long long>(r.value("candidates", uint64_t{0})),
-              static_cast<unsigned long long>(r.value("iterations", uint64_t{0})));
+              p.sweep_id().c_str(), JsonOr(r, "seconds", 0.0),
+              static_cast<unsigned long long>(JsonOr(r, "candidates", uint64_t{0})),
+              static_cast<unsigned long long>(JsonOr(r, "iterations", uint64_t{0})));
   std::printf("# pruning: %llu candidates stopped early; saved about %.1f s of measuring\n",
-              static_cast<unsigned long long>(r.value("pruned", uint64_t{0})), r.value("pruning_saved_s", 0.0));
-  const std::string fp = r.value("topology", "");
+              static_cast<unsigned long long>(JsonOr(r, "pruned", uint64_t{0})), JsonOr(r, "pruning_saved_s", 0.0));
+  const std::string fp = JsonOr(r, "topology", "");
   std::printf("# winners stored in %s, table version %lld, topology %s\n", where.c_str(),
-              static_cast<long long>(r.value("table_version", int64_t{0})), fp.c_str());
-  auto table = remote.GetTable(fp, r.value("table_version", int64_t{0}));
+              static_cast<long long>(JsonOr(r, "table_version", int64_t{0})), fp.c_str());
+  auto table = remote.GetTable(fp, JsonOr(r, "table_version", int64_t{0}));
   if (!table.ok()) {
     std::printf("# (cannot read the table back: %s)\n", std::string(table.status().message()).c_str());
     return;

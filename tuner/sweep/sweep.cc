@@ -19,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "runtime/algorithms/registry.h"
 #include "runtime/common/configuration.h"
+#include "runtime/common/json_field.h"
 #include "tuner/bench/call.h"
 #include "tuner/sweep/winners.h"
 
@@ -79,7 +80,7 @@ std::vector<LinkSpec> SweepLinks(const Communicator& comm, const SweepSpec& spec
   auto topo = json::parse(comm.topology_json(), nullptr, false);
   if (!topo.is_discarded() && topo.contains("inter")) {
     for (const auto& i : topo["inter"]) {
-      if (i.value("link", "") == "tcp") links.push_back(LinkSpec{LinkKind::kTcp, i.value("network", "")});
+      if (JsonOr(i, "link", "") == "tcp") links.push_back(LinkSpec{LinkKind::kTcp, JsonOr(i, "network", "")});
     }
   }
   if (links.empty()) links.push_back(LinkSpec{LinkKind::kTcp, ""});
@@ -565,10 +566,11 @@ absl::StatusOr<SweepOutcome> RunSweep(Communicator& comm, const SweepSpec& spec_
         json params = json::parse(row.params_json, nullptr, false);
         if (params.is_discarded() || !params.contains("spec")) {
           setup = absl::DataLossError(absl::StrCat("sweep ", io.sweep_id, " has unreadable parameters"));
-        } else if (params.value("fingerprint", "") != comm.fingerprint() || params.value("world", 0) != comm.size()) {
+        } else if (JsonOr(params, "fingerprint", "") != comm.fingerprint() ||
+                   JsonOr(params, "world", 0) != comm.size()) {
           setup = absl::FailedPreconditionError(absl::StrCat(
-              "sweep ", io.sweep_id, " ran on topology ", params.value("fingerprint", "?"), " with ",
-              params.value("world", 0), " ranks; this job is ", comm.fingerprint(), " with ", comm.size()));
+              "sweep ", io.sweep_id, " ran on topology ", JsonOr(params, "fingerprint", "?"), " with ",
+              JsonOr(params, "world", 0), " ranks; this job is ", comm.fingerprint(), " with ", comm.size()));
         } else {
           auto s = SweepSpec::FromJson(params["spec"].dump());
           if (!s.ok())

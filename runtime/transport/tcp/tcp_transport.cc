@@ -16,6 +16,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/common/json_field.h"
 #include "runtime/common/logging.h"
 #include "runtime/transport/tcp/socket_io.h"
 
@@ -133,10 +134,10 @@ nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs)
 
 TcpPeerInfo TcpInfoFromJson(const nlohmann::json& j) {
   TcpPeerInfo info;
-  info.port = j.value("port", 0);
+  info.port = JsonOr(j, "port", 0);
   if (j.contains("ifs")) {
     for (const auto& i : j["ifs"]) {
-      info.interfaces.push_back({i.value("name", ""), i.value("addr", ""), i.value("prefix", 32)});
+      info.interfaces.push_back({JsonOr(i, "name", ""), JsonOr(i, "addr", ""), JsonOr(i, "prefix", 32)});
     }
   }
   return info;

@@ -69,6 +69,17 @@ TEST(SweepOwner, WhatItCannotTellKeepsTheHorizonRule) {
   Sweep garbled = RunningRow(json());
   garbled.params_json = "{not json";
   EXPECT_FALSE(SweepOwnerGone(garbled));
+  // Fields of the wrong type (any client can store a row): unknown owner, no exception (which aborted the daemon
+  // on every restart, the row still in its database).
+  json wrong_types = json::parse(ThisProcessOwnerJson());
+  wrong_types["boot_id"] = 5;
+  json wrong_start = json::parse(ThisProcessOwnerJson());
+  wrong_start["start"] = "yesterday";
+  for (const json& owner : {wrong_types, wrong_start}) {
+    const Sweep s = RunningRow(owner);
+    EXPECT_NO_THROW(EXPECT_FALSE(SweepOwnerGone(s)) << owner.dump());
+    EXPECT_NO_THROW(EXPECT_TRUE(SweepInProgress(s, NowUnixMs())) << owner.dump());
+  }
   // Not running: never in progress, whoever owned it.
   Sweep done = RunningRow(json::parse(ThisProcessOwnerJson()));
   done.status = SweepStatus::kDone;

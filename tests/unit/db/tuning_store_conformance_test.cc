@@ -250,6 +250,15 @@ TYPED_TEST(TuningStoreConformance, ExportImportExportIsByteIdentical) {
   EXPECT_EQ(ImportIntoStore(*other, "{\"format\": \"something-else\"}").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ImportIntoStore(*other, "not json").status().code(), absl::StatusCode::kInvalidArgument);
+  // Fields of the wrong type are errors that name them, not an exception out of the JSON library (which aborted).
+  EXPECT_EQ(ImportIntoStore(*other, "{\"format\": 1}").status().code(), absl::StatusCode::kInvalidArgument);
+  std::string hash_number = *first;
+  const size_t at = hash_number.find("\"content_hash\": \"");
+  ASSERT_NE(at, std::string::npos);
+  hash_number.replace(at, std::string("\"content_hash\": \"").size(), "\"content_hash\": 5, \"x\": \"");
+  auto bad = ImportIntoStore(*other, hash_number);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("content_hash"), absl::string_view::npos) << bad.status();
 }
 
 TYPED_TEST(TuningStoreConformance, LiveStatsAggregateCountMeanQuantiles) {
