@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -26,7 +27,7 @@
 namespace hccltune {
 namespace {
 
-constexpr uint64_t kSegmentMagic = 0x48434c5453484d32ull;  // "HCLTSHM2"
+constexpr uint64_t kSegmentMagic = 0x48434c5453484d33ull;  // "HCLTSHM3": no ring for the owner itself
 constexpr size_t kLine = 64;
 // Bytes one TryWrite/TryRead moves at most. The reader sees the head advance piece by piece instead of after
 // a multi-megabyte memcpy, so it copies or reduces while the writer is still writing (pipelining inside one
@@ -162,17 +163,20 @@ struct ShmDomain::Segment {
   uint64_t ring_bytes;
   uint64_t owner_addr;  // where the owner mapped this segment (peers probe single copy by reading it there)
   int32_t owner_cpu;    // the CPU the owner is bound to, -1 when not bound to a single one
+  uint32_t owner_pos;   // the owner's local position: it has no inbound ring of its own
   BellWord bell;
-  // followed by RingControl[num_local], then num_local rings of ring_bytes each (indexed by local position),
-  // then the owner's two mailbox slots (runtime/transport/mailbox.h)
+  // followed by RingControl[num_local], then num_local - 1 rings of ring_bytes each (the inbound ring of every
+  // other local rank, by local position), then the owner's two mailbox slots (runtime/transport/mailbox.h)
   RingControl* controls() { return reinterpret_cast<RingControl*>(reinterpret_cast<uint8_t*>(this) + Offset()); }
-  uint8_t* ring(size_t i) {
-    return reinterpret_cast<uint8_t*>(this) + Offset() + num_local * sizeof(RingControl) + i * ring_bytes;
-  }
-  uint8_t* mailbox() { return ring(num_local); }
+  // The ring the rank at local position `from` writes into. REQUIRES: from != owner_pos.
+  uint8_t* ring(size_t from) { return rings() + (from < owner_pos ? from : from - 1) * ring_bytes; }
+  uint8_t* mailbox() { return rings() + (num_local - 1) * ring_bytes; }
+  uint8_t* rings() { return reinterpret_cast<uint8_t*>(this) + Offset() + num_local * sizeof(RingControl); }
   static size_t Offset() { return (sizeof(Segment) + kLine - 1) / kLine * kLine; }
+  // A segment for `n` >= 1 local ranks: n - 1 rings (a 4-rank node with 4 MiB rings maps 12 MiB per rank, not 16:
+  // what decides whether a container's 64 MiB /dev/shm holds four ranks).
   static size_t Bytes(size_t n, size_t ring) {
-    return Offset() + n * sizeof(RingControl) + n * ring + 2 * kMailboxSlotBytes;
+    return Offset() + n * sizeof(RingControl) + (n - 1) * ring + 2 * kMailboxSlotBytes;
   }
 };
 
@@ -400,6 +404,24 @@ absl::Status Errno(absl::string_view what, const std::string& name) {
   return absl::InternalError(absl::StrCat("shm: ", what, " ", name, ": ", std::strerror(errno)));
 }
 
+// posix_fallocate's failure on a segment: no room in /dev/shm names the sizes and the two ways out.
+absl::Status ShmSpaceError(int err, const std::string& name, size_t bytes, size_t local, size_t ring_bytes) {
+  if (err != ENOSPC) {
+    return absl::InternalError(
+        absl::StrCat("shm: cannot reserve ", bytes, " bytes for segment ", name, ": ", std::strerror(err)));
+  }
+  std::string room;
+  struct statvfs fs {};
+  if (::statvfs("/dev/shm", &fs) == 0) {
+    room =
+        absl::StrCat(" (", fs.f_bavail * fs.f_frsize >> 20, " MiB free of ", fs.f_blocks * fs.f_frsize >> 20, " MiB)");
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat("shm: /dev/shm", room, " has no room for this rank's ", bytes >> 20, " MiB segment ", name, ": ",
+                   local, " ranks on this node each map ", local - 1, " rings of ", ring_bytes >> 20,
+                   " MiB (HCCL_BUFFSIZE); lower HCCL_BUFFSIZE or give /dev/shm more room (a container: --shm-size)"));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std::vector<int>& local_ranks,
@@ -419,6 +441,9 @@ absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std
       (void)::prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
     }
   }
+  if (std::find(local_ranks.begin(), local_ranks.end(), rank) == local_ranks.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("shm: rank ", rank, " is not among its node's ranks"));
+  }
   d->rank_ = rank;
   d->local_ranks_ = local_ranks;
   d->ring_bytes_ = std::max<size_t>(4096, ring_bytes / 4096 * 4096);
@@ -431,6 +456,13 @@ absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std
     ::close(fd);
     ::shm_unlink(d->name_.c_str());
     return s;
+  }
+  // tmpfs sizes a file without reserving its pages: when /dev/shm is too small, the first touch of a missing page
+  // kills the process with SIGBUS. Reserve them now and report the shortage instead.
+  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(d->map_bytes_)); err != 0) {
+    ::close(fd);
+    ::shm_unlink(d->name_.c_str());
+    return ShmSpaceError(err, d->name_, d->map_bytes_, local_ranks.size(), d->ring_bytes_);
   }
   void* p = ::mmap(nullptr, d->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   ::close(fd);
@@ -447,6 +479,7 @@ absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std
   seg->ring_bytes = d->ring_bytes_;
   seg->owner_addr = reinterpret_cast<uintptr_t>(p);
   seg->owner_cpu = BoundCpu();
+  seg->owner_pos = static_cast<uint32_t>(std::find(local_ranks.begin(), local_ranks.end(), rank) - local_ranks.begin());
   new (&seg->bell) BellWord();
   seg->bell.asymmetric.store(MembarrierRegistered() ? 1 : 0, std::memory_order_relaxed);
   for (size_t i = 0; i < local_ranks.size(); ++i) new (&seg->controls()[i]) RingControl();
@@ -455,7 +488,7 @@ absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std
   // first pass, 9 with the rings warmed here, 8 in steady state). Restarting an empty ring at its start instead
   // (so small messages reuse a few lines) was slower in steady state: 12 us, each line then moves between the two
   // cores' caches on every message.
-  std::memset(seg->ring(0), 0, local_ranks.size() * d->ring_bytes_);
+  std::memset(seg->rings(), 0, (local_ranks.size() - 1) * d->ring_bytes_);
   std::atomic_ref<uint64_t>(seg->magic).store(kSegmentMagic, std::memory_order_release);
   d->own_ = seg;
   d->doorbell_ = std::make_unique<ShmDoorbell>(&seg->bell);
