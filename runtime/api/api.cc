@@ -1,4 +1,7 @@
 // The public collective methods (argument packing) and the progress thread for non-blocking calls.
+#include <exception>
+#include <new>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/api/communicator_impl.h"
 
@@ -54,7 +57,14 @@ std::shared_ptr<Work> CommImpl::Submit(std::function<absl::Status()> fn) {
     if (!progress_.joinable()) progress_ = std::thread([this] { ProgressLoop(); });
     ++in_flight_;
     queue_.push_back([this, work, fn = std::move(fn)] {
-      absl::Status s = fn();
+      absl::Status s;
+      try {  // on the progress thread an exception would end the process (std::terminate)
+        s = fn();
+      } catch (const std::bad_alloc&) {
+        s = absl::ResourceExhaustedError("out of memory in a queued call");
+      } catch (const std::exception& e) {
+        s = absl::InternalError(absl::StrCat("internal error in a queued call: ", e.what()));
+      }
       {
         std::lock_guard<std::mutex> done_lock(q_mu_);
         --in_flight_;
@@ -64,6 +74,12 @@ std::shared_ptr<Work> CommImpl::Submit(std::function<absl::Status()> fn) {
   }
   q_cv_.notify_one();
   return work;
+}
+
+bool CommImpl::MustQueue() {
+  std::lock_guard<std::mutex> lock(q_mu_);
+  const bool on_progress = progress_.joinable() && std::this_thread::get_id() == progress_.get_id();
+  return !on_progress && in_flight_ > 0;
 }
 
 void CommImpl::ProgressLoop() {

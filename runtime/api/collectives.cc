@@ -195,7 +195,9 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
 absl::StatusOr<const Configuration*> CommImpl::Choose(const CollectiveArgs& args, const CallOptions& opt,
                                                       bool* explored) const {
   if (opt.config.empty() || opt.config == "auto") {
-    const uint64_t bytes = CallBytes(args, size_);
+    // alltoallv: each rank knows only its own counts, so its size differs between ranks and cannot pick the
+    // configuration (CONVENTIONS.md, Sizes): every rank looks up size 0.
+    const uint64_t bytes = args.collective == Collective::kAlltoallv ? 0 : CallBytes(args, size_);
     if (explored == nullptr) return selector_->Choose(args.collective, args.dtype, bytes).config;
     const Selector::Choice choice = selector_->ChooseForCall(args.collective, args.dtype, bytes);
     *explored = choice.source == ChoiceSource::kExplore;
@@ -380,20 +382,19 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
 }
 
 absl::Status CommImpl::Execute(CollectiveArgs args, const CallOptions& opt) {
-  {
-    std::unique_lock<std::mutex> lock(q_mu_);
-    const bool on_progress = progress_.joinable() && std::this_thread::get_id() == progress_.get_id();
-    if (!on_progress && in_flight_ > 0) {
-      // Keep issue order: run behind the queued non-blocking work.
-      lock.unlock();
-      return Submit([this, args, opt] { return Execute(args, opt); })->Wait();
-    }
-  }
+  // Keep issue order: run behind the queued non-blocking work.
+  if (MustQueue()) return Submit([this, args, opt] { return Execute(args, opt); })->Wait();
   std::lock_guard<std::mutex> lock(exec_mu_);
   return ExecuteLocked(args, opt);
 }
 
 absl::Status CommImpl::PointToPoint(bool send, void* data, size_t count, DataType dtype, int peer) {
+  // Behind queued non-blocking work like a collective: a send issued right after an Iallreduce would otherwise
+  // reach the peer's ring first, and the peer's allreduce would read it as a mismatched call.
+  if (MustQueue()) {
+    return Submit([this, send, data, count, dtype, peer] { return PointToPoint(send, data, count, dtype, peer); })
+        ->Wait();
+  }
   std::lock_guard<std::mutex> lock(exec_mu_);
   if (!broken_.ok()) return broken_;
   if (peer < 0 || peer >= size_ || peer == rank_) {

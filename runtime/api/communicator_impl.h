@@ -135,6 +135,9 @@ class CommImpl final : public Communicator {
   absl::Status SyncTable(std::shared_ptr<const TunedTable> table);
   absl::Status PointToPoint(bool send, void* data, size_t count, DataType dtype, int peer);
   std::shared_ptr<Work> Submit(std::function<absl::Status()> fn);
+  // Whether a blocking call made now must go behind queued non-blocking work (the caller's program order):
+  // called off the progress thread while work is in flight. Locks q_mu_.
+  bool MustQueue();
   void ProgressLoop();
 
   int rank_ = 0, size_ = 1;

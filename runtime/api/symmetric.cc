@@ -12,21 +12,16 @@
 namespace hccltune {
 
 absl::StatusOr<void*> CommImpl::AllocSymmetric(size_t bytes) {
-  {
+  if (MustQueue()) {
     // Behind queued non-blocking work, like a blocking collective (the caller's program order).
-    std::unique_lock<std::mutex> lock(q_mu_);
-    const bool on_progress = progress_.joinable() && std::this_thread::get_id() == progress_.get_id();
-    if (!on_progress && in_flight_ > 0) {
-      lock.unlock();
-      void* p = nullptr;
-      absl::Status s = Submit([this, bytes, &p] {
-                         absl::StatusOr<void*> r = AllocSymmetric(bytes);
-                         if (r.ok()) p = *r;
-                         return r.status();
-                       })->Wait();
-      if (!s.ok()) return s;
-      return p;
-    }
+    void* p = nullptr;
+    absl::Status s = Submit([this, bytes, &p] {
+                       absl::StatusOr<void*> r = AllocSymmetric(bytes);
+                       if (r.ok()) p = *r;
+                       return r.status();
+                     })->Wait();
+    if (!s.ok()) return s;
+    return p;
   }
   if (topo_.num_nodes != 1) {
     return absl::FailedPreconditionError(

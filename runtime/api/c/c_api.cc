@@ -1,4 +1,6 @@
 // The C ABI (runtime/api/hccltune.h) over hccltune::Communicator.
+#include <exception>
+#include <new>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -58,6 +60,21 @@ int Wrap(absl::StatusOr<std::unique_ptr<hccltune::Communicator>> c, hccltune_com
 
 absl::StatusOr<hccltune::Environment> Env() { return hccltune::Environment::Load(); }
 
+// Runs one entry point's body: no C++ exception crosses the C ABI (an allocation that fails — a communicator of
+// 2^31 ranks, a scratch buffer for a huge call — becomes an error code and a message, not std::terminate).
+template <typename F>
+int Guard(F&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Fail(absl::ResourceExhaustedError("out of memory"));
+  } catch (const std::exception& e) {
+    return Fail(absl::InternalError(absl::StrCat("internal error: ", e.what())));
+  } catch (...) {
+    return Fail(absl::InternalError("internal error: unknown exception"));
+  }
+}
+
 }  // namespace
 
 #define HT_COMM(c) \
@@ -76,32 +93,40 @@ const char* hccltune_version(void) { return HCCL_TUNE_VERSION; }
 const char* hccltune_last_error(void) { return g_error.c_str(); }
 
 int hccltune_comm_init_env(hccltune_comm** out) {
-  auto env = Env();
-  if (!env.ok()) return Fail(env.status());
-  return Wrap(hccltune::Communicator::FromEnvironment(*env), out);
+  return Guard([&]() -> int {
+    auto env = Env();
+    if (!env.ok()) return Fail(env.status());
+    return Wrap(hccltune::Communicator::FromEnvironment(*env), out);
+  });
 }
 
 int hccltune_comm_init_file(int rank, int size, const char* dir, hccltune_comm** out) {
-  if (dir == nullptr) return Bad("rendezvous directory is NULL");
-  auto env = Env();
-  if (!env.ok()) return Fail(env.status());
-  auto store = hccltune::NewFileStore(dir);
-  if (!store.ok()) return Fail(store.status());
-  return Wrap(hccltune::Communicator::Create(rank, size, *store, *env), out);
+  return Guard([&]() -> int {
+    if (dir == nullptr) return Bad("rendezvous directory is NULL");
+    auto env = Env();
+    if (!env.ok()) return Fail(env.status());
+    auto store = hccltune::NewFileStore(dir);
+    if (!store.ok()) return Fail(store.status());
+    return Wrap(hccltune::Communicator::Create(rank, size, *store, *env), out);
+  });
 }
 
 int hccltune_comm_init_tcp(int rank, int size, const char* host, int port, hccltune_comm** out) {
-  if (host == nullptr) return Bad("store host is NULL");
-  auto env = Env();
-  if (!env.ok()) return Fail(env.status());
-  auto store = hccltune::ConnectTcpStore(host, port, absl::Seconds(env->connect_timeout_s));
-  if (!store.ok()) return Fail(store.status());
-  return Wrap(hccltune::Communicator::Create(rank, size, *store, *env), out);
+  return Guard([&]() -> int {
+    if (host == nullptr) return Bad("store host is NULL");
+    auto env = Env();
+    if (!env.ok()) return Fail(env.status());
+    auto store = hccltune::ConnectTcpStore(host, port, absl::Seconds(env->connect_timeout_s));
+    if (!store.ok()) return Fail(store.status());
+    return Wrap(hccltune::Communicator::Create(rank, size, *store, *env), out);
+  });
 }
 
 int hccltune_comm_split(hccltune_comm* comm, int color, int key, hccltune_comm** out) {
-  HT_COMM(comm);
-  return Wrap(comm->comm->Split(color, key), out);
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    return Wrap(comm->comm->Split(color, key), out);
+  });
 }
 
 void hccltune_comm_destroy(hccltune_comm* comm) { delete comm; }
@@ -110,122 +135,158 @@ int hccltune_comm_size(const hccltune_comm* comm) { return comm && comm->comm ? 
 const char* hccltune_comm_fingerprint(const hccltune_comm* comm) { return comm ? comm->fingerprint.c_str() : ""; }
 
 int hccltune_mem_alloc(hccltune_comm* comm, size_t bytes, void** out) {
-  HT_COMM(comm);
-  if (out == nullptr) return Bad("mem_alloc: out must not be NULL");
-  *out = nullptr;
-  absl::StatusOr<void*> p = comm->comm->AllocSymmetric(bytes);
-  if (!p.ok()) return Fail(p.status());
-  *out = *p;
-  return Check(absl::OkStatus());
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    if (out == nullptr) return Bad("mem_alloc: out must not be NULL");
+    *out = nullptr;
+    absl::StatusOr<void*> p = comm->comm->AllocSymmetric(bytes);
+    if (!p.ok()) return Fail(p.status());
+    *out = *p;
+    return Check(absl::OkStatus());
+  });
 }
 int hccltune_mem_free(hccltune_comm* comm, void* ptr) {
-  HT_COMM(comm);
-  return Check(comm->comm->FreeSymmetric(ptr));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    return Check(comm->comm->FreeSymmetric(ptr));
+  });
 }
 
 int hccltune_allreduce(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,
                        hccltune_op op, const char* config) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  HT_OP(op, o);
-  return Check(comm->comm->Allreduce(send, recv, count, t, o, Opt(config)));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    HT_OP(op, o);
+    return Check(comm->comm->Allreduce(send, recv, count, t, o, Opt(config)));
+  });
 }
 int hccltune_allgather(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,
                        const char* config) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  return Check(comm->comm->Allgather(send, recv, count, t, Opt(config)));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    return Check(comm->comm->Allgather(send, recv, count, t, Opt(config)));
+  });
 }
 int hccltune_allgatherv(hccltune_comm* comm, const void* send, void* recv, const size_t* counts, const size_t* displs,
                         hccltune_dtype dtype, const char* config) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  if (counts == nullptr || displs == nullptr) return Bad("allgatherv: counts and displs must not be NULL");
-  const int n = comm->comm->size();
-  return Check(comm->comm->Allgatherv(send, recv, SpanOf(counts, n), SpanOf(displs, n), t, Opt(config)));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    if (counts == nullptr || displs == nullptr) return Bad("allgatherv: counts and displs must not be NULL");
+    const int n = comm->comm->size();
+    return Check(comm->comm->Allgatherv(send, recv, SpanOf(counts, n), SpanOf(displs, n), t, Opt(config)));
+  });
 }
 int hccltune_reducescatter(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,
                            hccltune_op op, const char* config) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  HT_OP(op, o);
-  return Check(comm->comm->Reducescatter(send, recv, count, t, o, Opt(config)));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    HT_OP(op, o);
+    return Check(comm->comm->Reducescatter(send, recv, count, t, o, Opt(config)));
+  });
 }
 int hccltune_broadcast(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype, int root,
                        const char* config) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  return Check(comm->comm->Broadcast(send, recv, count, t, root, Opt(config)));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    return Check(comm->comm->Broadcast(send, recv, count, t, root, Opt(config)));
+  });
 }
 int hccltune_reduce(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,
                     hccltune_op op, int root, const char* config) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  HT_OP(op, o);
-  return Check(comm->comm->Reduce(send, recv, count, t, o, root, Opt(config)));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    HT_OP(op, o);
+    return Check(comm->comm->Reduce(send, recv, count, t, o, root, Opt(config)));
+  });
 }
 int hccltune_gather(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype, int root,
                     const char* config) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  return Check(comm->comm->Gather(send, recv, count, t, root, Opt(config)));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    return Check(comm->comm->Gather(send, recv, count, t, root, Opt(config)));
+  });
 }
 int hccltune_scatter(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype, int root,
                      const char* config) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  return Check(comm->comm->Scatter(send, recv, count, t, root, Opt(config)));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    return Check(comm->comm->Scatter(send, recv, count, t, root, Opt(config)));
+  });
 }
 int hccltune_alltoall(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,
                       const char* config) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  return Check(comm->comm->Alltoall(send, recv, count, t, Opt(config)));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    return Check(comm->comm->Alltoall(send, recv, count, t, Opt(config)));
+  });
 }
 int hccltune_alltoallv(hccltune_comm* comm, const void* send, const size_t* send_counts, const size_t* send_displs,
                        void* recv, const size_t* recv_counts, const size_t* recv_displs, hccltune_dtype dtype,
                        const char* config) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  if (!send_counts || !send_displs || !recv_counts || !recv_displs) {
-    return Bad("alltoallv: counts and displacements must not be NULL");
-  }
-  const int n = comm->comm->size();
-  return Check(comm->comm->Alltoallv(send, SpanOf(send_counts, n), SpanOf(send_displs, n), recv, SpanOf(recv_counts, n),
-                                     SpanOf(recv_displs, n), t, Opt(config)));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    if (!send_counts || !send_displs || !recv_counts || !recv_displs) {
+      return Bad("alltoallv: counts and displacements must not be NULL");
+    }
+    const int n = comm->comm->size();
+    return Check(comm->comm->Alltoallv(send, SpanOf(send_counts, n), SpanOf(send_displs, n), recv,
+                                       SpanOf(recv_counts, n), SpanOf(recv_displs, n), t, Opt(config)));
+  });
 }
 int hccltune_barrier(hccltune_comm* comm) {
-  HT_COMM(comm);
-  return Check(comm->comm->Barrier());
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    return Check(comm->comm->Barrier());
+  });
 }
 int hccltune_send(hccltune_comm* comm, const void* data, size_t count, hccltune_dtype dtype, int peer) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  return Check(comm->comm->Send(data, count, t, peer));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    return Check(comm->comm->Send(data, count, t, peer));
+  });
 }
 int hccltune_recv(hccltune_comm* comm, void* data, size_t count, hccltune_dtype dtype, int peer) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  return Check(comm->comm->Recv(data, count, t, peer));
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    return Check(comm->comm->Recv(data, count, t, peer));
+  });
 }
 
 int hccltune_iallreduce(hccltune_comm* comm, const void* send, void* recv, size_t count, hccltune_dtype dtype,
                         hccltune_op op, const char* config, hccltune_request** out) {
-  HT_COMM(comm);
-  HT_DTYPE(dtype, t);
-  HT_OP(op, o);
-  if (out == nullptr) return Bad("request pointer is NULL");
-  *out = new hccltune_request{comm->comm->Iallreduce(send, recv, count, t, o, Opt(config))};
-  return Check(absl::OkStatus());
+  return Guard([&]() -> int {
+    HT_COMM(comm);
+    HT_DTYPE(dtype, t);
+    HT_OP(op, o);
+    if (out == nullptr) return Bad("request pointer is NULL");
+    *out = new hccltune_request{comm->comm->Iallreduce(send, recv, count, t, o, Opt(config))};
+    return Check(absl::OkStatus());
+  });
 }
 int hccltune_test(hccltune_request* req, int* done) {
-  if (req == nullptr || done == nullptr) return Bad("request or done is NULL");
-  *done = req->work->Test() ? 1 : 0;
-  return Check(absl::OkStatus());
+  return Guard([&]() -> int {
+    if (req == nullptr || done == nullptr) return Bad("request or done is NULL");
+    *done = req->work->Test() ? 1 : 0;
+    return Check(absl::OkStatus());
+  });
 }
 int hccltune_wait(hccltune_request* req) {
-  if (req == nullptr) return Bad("request is NULL");
-  return Check(req->work->Wait());
+  return Guard([&]() -> int {
+    if (req == nullptr) return Bad("request is NULL");
+    return Check(req->work->Wait());
+  });
 }
 void hccltune_request_free(hccltune_request* req) {
   if (req != nullptr && req->work) (void)req->work->Wait();

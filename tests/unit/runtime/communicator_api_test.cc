@@ -197,6 +197,64 @@ TEST(CommunicatorApi, NonBlockingRunsInIssueOrder) {
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
 }
 
+TEST(CommunicatorApi, BlockingSendWaitsBehindQueuedWork) {
+  // A Send issued right after an Iallreduce must not overtake it: the peer's allreduce would read the send's
+  // message as a mismatched call (Send took the execution lock before the progress thread did).
+  auto st = RunRanks(2, [](int rank, Communicator& comm) -> absl::Status {
+    std::vector<int32_t> buf(1 << 16);
+    for (int round = 0; round < 20; ++round) {
+      std::fill(buf.begin(), buf.end(), rank + round);
+      int32_t token = rank == 0 ? round : -1;
+      if (rank == 0) {
+        auto w = comm.Iallreduce(buf.data(), buf.data(), buf.size(), DataType::kInt32, ReduceOp::kSum);
+        if (absl::Status s = comm.Send(&token, 1, DataType::kInt32, 1); !s.ok()) return s;
+        if (absl::Status s = w->Wait(); !s.ok()) return s;
+      } else {
+        auto w = comm.Iallreduce(buf.data(), buf.data(), buf.size(), DataType::kInt32, ReduceOp::kSum);
+        if (absl::Status s = w->Wait(); !s.ok()) return s;
+        if (absl::Status s = comm.Recv(&token, 1, DataType::kInt32, 0); !s.ok()) return s;
+        EXPECT_EQ(token, round);
+      }
+      EXPECT_EQ(buf.back(), 2 * round + 1) << "rank " << rank << " round " << round;
+    }
+    return absl::OkStatus();
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(CommunicatorApi, AlltoallvAutoDoesNotPickBySize) {
+  // Each rank knows only its own counts: a per-size override must not send the two ranks different ways
+  // (rank 0 sends 8 bytes, rank 1 400; before, rank 0 took shm and rank 1 tcp and both waited for the other).
+  auto env = [](int) {
+    Environment e = TestEnv();
+    e.tune_algo = "alltoallv:0-64=pairwise(link=shm),64-=pairwise(link=tcp)";
+    return e;
+  };
+  auto st = RunRanks(
+      2,
+      [](int rank, Communicator& comm) -> absl::Status {
+        const std::vector<size_t> send_counts = rank == 0 ? std::vector<size_t>{1, 1} : std::vector<size_t>{50, 50};
+        const std::vector<size_t> recv_counts = {1, 50};  // one element from rank 0, fifty from rank 1
+        const std::vector<size_t> send_displs = {0, send_counts[0]}, recv_displs = {0, recv_counts[0]};
+        std::vector<int32_t> send(send_counts[0] + send_counts[1]), recv(51, -1);
+        for (size_t i = 0; i < send.size(); ++i) send[i] = static_cast<int32_t>(1000 * rank + i);
+        if (absl::Status s = comm.Alltoallv(send.data(), send_counts, send_displs, recv.data(), recv_counts,
+                                            recv_displs, DataType::kInt32);
+            !s.ok()) {
+          return s;
+        }
+        // From rank 0: its block for us; from rank 1: its block for us (rank 1's second block starts at 50).
+        const size_t from0 = rank == 0 ? 0 : 1;
+        EXPECT_EQ(recv[0], static_cast<int32_t>(from0)) << "rank " << rank;
+        for (size_t i = 0; i < 50; ++i) {
+          EXPECT_EQ(recv[1 + i], static_cast<int32_t>(1000 + (rank == 0 ? 0 : 50) + i)) << "rank " << rank;
+        }
+        return absl::OkStatus();
+      },
+      env);
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
 TEST(CommunicatorApi, SendRecvInOrder) {
   auto st = RunRanks(3, [](int rank, Communicator& comm) -> absl::Status {
     std::vector<double> a(100), b(100);
