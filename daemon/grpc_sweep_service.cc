@@ -61,7 +61,12 @@ grpc::Status TunerService::WatchSweep(grpc::ServerContext* ctx, const v1::WatchS
   grpc::Status result = grpc::Status::OK;
   while (!ctx->IsCancelled()) {
     v1::SweepProgress p;
-    if (!sweeps_->Wait(*id, &seq, absl::Milliseconds(250), &p)) {
+    absl::StatusOr<bool> changed = sweeps_->Wait(*id, &seq, absl::Milliseconds(250), &p);
+    if (!changed.ok()) {  // evicted since Resolve: it will not come back, end the watch naming it
+      result = ToGrpc(changed.status());
+      break;
+    }
+    if (!*changed) {
       if (h_->shutting_down()) {
         result = grpc::Status(grpc::StatusCode::UNAVAILABLE, "hccl-tuned is shutting down");
         break;

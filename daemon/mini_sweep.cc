@@ -142,7 +142,8 @@ MiniSweepEvent MiniSweeper::Follow(absl::Time now) {
   MiniSweepEvent ev{MiniSweepEvent::Kind::kNone, r.id, r.fingerprint, r.key, "", 0};
   v1::SweepProgress p;
   uint64_t seq = 0;
-  const bool known = sweeps_->Wait(r.id, &seq, absl::ZeroDuration(), &p);
+  absl::StatusOr<bool> w = sweeps_->Wait(r.id, &seq, absl::ZeroDuration(), &p);
+  const bool known = w.ok() && *w;
   const bool final = known && (p.state() == v1::SweepProgress::DONE || p.state() == v1::SweepProgress::FAILED ||
                                p.state() == v1::SweepProgress::CANCELLED);
   if (known && !final) {

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/proto_convert.h"
+#include "daemon/remote_store.h"
 #include "db/sqlite_store.h"
 #include "runtime/common/daemon_discovery.h"
 #include "runtime/common/logging.h"
@@ -125,6 +126,11 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
   if (!config.listen.empty()) {
     builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &s->tcp_port_);
   }
+  // Clients ping streams that may stay silent (rpc::MakeKeepaliveChannel); the default minimum interval (5 min)
+  // would answer their pings with GOAWAY "too_many_pings" and end the watch.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             static_cast<int>(absl::ToInt64Milliseconds(rpc::kKeepaliveTime / 2)));
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   builder.SetMaxSendMessageSize(config.max_message_bytes);
   builder.RegisterService(s->service_.get());

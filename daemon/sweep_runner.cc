@@ -354,13 +354,15 @@ absl::StatusOr<std::string> SweepRunner::Cancel(const std::string& id) {
   return target;
 }
 
+absl::Status SweepRunner::Unknown(const std::string& id) const {
+  return absl::NotFoundError(
+      absl::StrCat("this daemon knows no sweep ", id, " (it keeps the last ", options_.keep_finished, " it ran)"));
+}
+
 absl::StatusOr<std::string> SweepRunner::Resolve(const std::string& id) {
   absl::MutexLock lock(&mu_);
   if (!id.empty()) {
-    if (runs_.count(id) == 0) {
-      return absl::NotFoundError(
-          absl::StrCat("this daemon knows no sweep ", id, " (it keeps the last ", options_.keep_finished, " it ran)"));
-    }
+    if (runs_.count(id) == 0) return Unknown(id);
     return id;
   }
   if (!running_.empty()) return running_;
@@ -368,10 +370,11 @@ absl::StatusOr<std::string> SweepRunner::Resolve(const std::string& id) {
   return order_.back();
 }
 
-bool SweepRunner::Wait(const std::string& id, uint64_t* seq, absl::Duration timeout, v1::SweepProgress* out) {
+absl::StatusOr<bool> SweepRunner::Wait(const std::string& id, uint64_t* seq, absl::Duration timeout,
+                                       v1::SweepProgress* out) {
   absl::MutexLock lock(&mu_);
   auto it = runs_.find(id);
-  if (it == runs_.end()) return false;
+  if (it == runs_.end()) return Unknown(id);
   std::shared_ptr<Run> run = it->second;
   const uint64_t after = *seq;
   auto changed = [&run, after]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return run->seq > after; };

@@ -69,8 +69,10 @@ class SweepRunner {
   absl::StatusOr<std::string> Cancel(const std::string& id);
   // The sweep a watcher of `id` follows: `id` itself when known, for "" the running sweep else the newest.
   absl::StatusOr<std::string> Resolve(const std::string& id);
-  // Waits up to `timeout` for a state of `id` newer than `*seq`; fills `out`, advances `*seq`, returns true.
-  bool Wait(const std::string& id, uint64_t* seq, absl::Duration timeout, v1::SweepProgress* out);
+  // Waits up to `timeout` for a state of `id` newer than `*seq`: true with `out` filled and `*seq` advanced, false
+  // when none came in time. NotFound naming `id` when this daemon no longer keeps that sweep (evicted, see
+  // keep_finished) or never ran it: no later call will find it either.
+  absl::StatusOr<bool> Wait(const std::string& id, uint64_t* seq, absl::Duration timeout, v1::SweepProgress* out);
   std::string running_id();
   void Shutdown();
   // Sets how the sweep reaches this daemon when it was not known at construction (a TCP port bound later).
@@ -88,6 +90,7 @@ class SweepRunner {
   void Supervise(std::shared_ptr<Run> run, int out_fd, int err_fd);
   void OnStdoutLine(Run& run, const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finish(Run& run, int wait_status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Unknown(const std::string& id) const;  // NotFound naming `id`
 
   const SweepRunnerOptions options_;
   absl::Mutex mu_;

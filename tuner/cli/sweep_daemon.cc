@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/json_field.h"
 #include "tuner/cli/sweep_common.h"
@@ -121,10 +122,12 @@ int RunViaDaemon(const DaemonSweepFlags& flags, const v1::StartSweepRequest& req
   sa.sa_handler = OnInterrupt;
   ::sigaction(SIGINT, &sa, &old_int);
   ::sigaction(SIGTERM, &sa, &old_term);
+  // The watch has no deadline (a sweep takes hours); keepalive pings end it when the daemon's host goes silent.
+  auto watch_stub = v1::Tuner::NewStub(rpc::MakeKeepaliveChannel(remote.target()));
   grpc::ClientContext ctx;
   v1::WatchSweepRequest wreq;
   wreq.set_sweep_id(id);
-  auto reader = stub.WatchSweep(&ctx, wreq);
+  auto reader = watch_stub->WatchSweep(&ctx, wreq);
   // Ctrl-C: detach (end the watch) or ask the daemon to cancel and keep watching until it has stopped.
   std::atomic<bool> finished{false};
   std::atomic<bool> detached{false};
@@ -180,11 +183,19 @@ int RunViaDaemon(const DaemonSweepFlags& flags, const v1::StartSweepRequest& req
   }
   if (!final_seen) {
     absl::Status s = FromGrpc(end);
+    if (s.code() == absl::StatusCode::kNotFound) return ReportError(s);  // names the id and what the daemon keeps
+    const std::string resume =
+        absl::StrCat("if it stopped, the sweep was cancelled: resume it with --via-daemon --resume ", id);
+    const std::string hint =
+        s.code() == absl::StatusCode::kUnavailable
+            ? absl::StrCat(" (hccl-tuned at ", remote.target(),
+                           " is unreachable or stopped answering; a silent connection is given up after ",
+                           absl::FormatDuration(rpc::kKeepaliveTime + rpc::kKeepaliveTimeout), ". ", resume,
+                           "; if it still runs, follow it again with --watch ", id, ")")
+            : absl::StrCat(" (", resume, ")");
     return ReportError(absl::Status(
         s.ok() ? absl::StatusCode::kUnavailable : s.code(),
-        absl::StrCat("lost the daemon's sweep ", id, " before it ended", s.ok() ? "" : ": ", s.message(),
-                     " (if hccl-tuned stopped, the sweep was cancelled: resume it with --via-daemon --resume ", id,
-                     ")")));
+        absl::StrCat("lost the daemon's sweep ", id, " before it ended", s.ok() ? "" : ": ", s.message(), hint)));
   }
   switch (last.state()) {
     case v1::SweepProgress::DONE: PrintResult(remote, opened->where, last, json); return 0;

@@ -8,11 +8,13 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 
 #include "absl/strings/match.h"
 #include "daemon/activity.h"
+#include "daemon/grpc_service.h"
 #include "daemon/handlers.h"
 #include "daemon/sweep_convert.h"
 #include "db/memory_store.h"
@@ -49,7 +51,10 @@ class SweepRunnerTest : public ::testing::Test {
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
     while (absl::Now() < deadline) {
       v1::SweepProgress p;
-      if (!r.Wait(id, &seq, absl::Milliseconds(100), &p)) continue;
+      absl::StatusOr<bool> changed = r.Wait(id, &seq, absl::Milliseconds(100), &p);
+      EXPECT_TRUE(changed.ok()) << changed.status();
+      if (!changed.ok()) break;
+      if (!*changed) continue;
       seen.push_back(p);
       if (p.state() >= v1::SweepProgress::DONE) break;
     }
@@ -93,7 +98,8 @@ TEST_F(SweepRunnerTest, RelaysProgressAndResult) {
   // A late watcher gets the end state at once.
   uint64_t seq = 0;
   v1::SweepProgress again;
-  ASSERT_TRUE(r.Wait(*id, &seq, absl::Milliseconds(10), &again));
+  auto changed = r.Wait(*id, &seq, absl::Milliseconds(10), &again);
+  ASSERT_TRUE(changed.ok() && *changed) << changed.status();
   EXPECT_EQ(again.state(), v1::SweepProgress::DONE);
   auto resolved = r.Resolve("");
   ASSERT_TRUE(resolved.ok());
@@ -157,6 +163,63 @@ TEST_F(SweepRunnerTest, KillsAfterTheGraceAndTheWholeGroup) {
   };
   for (int i = 0; i < 50 && alive(grandchild); ++i) absl::SleepFor(absl::Milliseconds(20));
   EXPECT_FALSE(alive(grandchild)) << "grandchild " << grandchild << " survived";
+}
+
+TEST_F(SweepRunnerTest, EvictedAndUnknownSweepsAreNotFoundAndTheirWatchEnds) {
+  SweepRunnerOptions o = Options(Script("echo '{\"event\":\"done\",\"table_version\":1}'\n"));
+  o.keep_finished = 1;
+  SweepRunner r(o);
+  auto first = r.Start(v1::StartSweepRequest());
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_FALSE(Follow(r, *first).empty());
+  auto second = r.Start(v1::StartSweepRequest());  // evicts the first (keep_finished = 1)
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_FALSE(Follow(r, *second).empty());
+  uint64_t seq = 0;
+  v1::SweepProgress p;
+  const absl::Time t0 = absl::Now();
+  absl::StatusOr<bool> gone = r.Wait(*first, &seq, absl::Seconds(5), &p);
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(1));  // at once, not after the timeout
+  ASSERT_FALSE(gone.ok());
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(absl::StrContains(gone.status().message(), *first)) << gone.status();
+  EXPECT_EQ(r.Resolve(*first).status().code(), absl::StatusCode::kNotFound);
+
+  // Through gRPC: a watch of the evicted sweep and of one never run ends promptly with NOT_FOUND naming it.
+  db::InMemoryTuningStore store;
+  LiveIngest ingest(&store, IngestOptions{1000, 500, 10});
+  TunerHandlers h(&store, &ingest, HandlerLimits{4, 100});
+  TunerService service(&h, &r);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + dir_ + "/s.sock", grpc::InsecureServerCredentials());
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::Tuner::NewStub(grpc::CreateChannel("unix:" + dir_ + "/s.sock", grpc::InsecureChannelCredentials()));
+  for (const std::string& id : {*first, std::string("sw-nosuch")}) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::WatchSweepRequest req;
+    req.set_sweep_id(id);
+    auto reader = stub->WatchSweep(&ctx, req);
+    v1::SweepProgress got;
+    EXPECT_FALSE(reader->Read(&got));
+    grpc::Status end = reader->Finish();
+    EXPECT_EQ(end.error_code(), grpc::StatusCode::NOT_FOUND) << id << ": " << end.error_message();
+    EXPECT_TRUE(absl::StrContains(end.error_message(), id)) << end.error_message();
+  }
+  // The kept sweep is still watched to its end.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  v1::WatchSweepRequest req;
+  req.set_sweep_id(*second);
+  auto reader = stub->WatchSweep(&ctx, req);
+  v1::SweepProgress got;
+  ASSERT_TRUE(reader->Read(&got));
+  EXPECT_EQ(got.state(), v1::SweepProgress::DONE);
+  EXPECT_FALSE(reader->Read(&got));
+  EXPECT_TRUE(reader->Finish().ok());
+  server->Shutdown();
 }
 
 TEST_F(SweepRunnerTest, FailureNamesTheReason) {
