@@ -1,5 +1,7 @@
 #include "daemon/handlers.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "daemon/proto_convert.h"
 #include "db/store_util.h"
@@ -229,6 +231,11 @@ absl::Status TunerHandlers::ReportBatch(const v1::TimingBatch& batch, v1::Report
     auto dtype = rpc::DataTypeFromWire(p.dtype());
     auto config = CanonicalConfiguration(p.configuration());
     absl::Status st = !coll.ok() ? coll.status() : !dtype.ok() ? dtype.status() : config.status();
+    if (st.ok() && !(std::isfinite(p.duration_us()) && p.duration_us() > 0)) {
+      // No call takes 0 us: such a sample would give the online policy a median of 0 and an infinite margin.
+      st = absl::InvalidArgumentError(
+          absl::StrCat("duration_us ", p.duration_us(), " is not a positive, finite number of microseconds"));
+    }
     if (st.ok()) {
       s = db::LiveSample{*coll, *dtype, p.world_size(), p.bytes(), *config, p.duration_us(), now};
       st = db::ValidateLiveSample(s);

@@ -1,6 +1,7 @@
 #include "daemon/online_policy.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "db/store_util.h"
@@ -17,6 +18,11 @@ double Median(const std::deque<double>& v) {
   if (s.size() % 2 == 1) return hi;
   return (hi + *std::max_element(s.begin(), s.begin() + static_cast<ptrdiff_t>(mid))) / 2;
 }
+
+bool ValidDuration(double us) { return std::isfinite(us) && us > 0; }
+
+// a / b - 1 (how much slower a is than b), 0 when b is no duration: a margin is finite, never inf or NaN.
+double Margin(double a, double b) { return ValidDuration(a) && ValidDuration(b) ? a / b - 1 : 0; }
 
 std::string Describe(const db::EntryKey& k) {
   return absl::StrCat(CollectiveName(k.collective), "/", DataTypeName(k.dtype), " world ", k.world_size, " ",
@@ -68,13 +74,19 @@ OnlinePolicy::~OnlinePolicy() { Stop(); }
 void OnlinePolicy::Observe(const std::string& fp, absl::Span<const db::LiveSample> samples) {
   if (!options_.enabled || samples.empty()) return;
   absl::MutexLock lock(&mu_);
-  const size_t room = pending_count_ >= options_.max_pending ? 0 : options_.max_pending - pending_count_;
-  const size_t take = std::min(room, samples.size());
-  dropped_ += samples.size() - take;
-  if (take == 0) return;
-  auto& v = pending_[fp];
-  v.insert(v.end(), samples.begin(), samples.begin() + static_cast<ptrdiff_t>(take));
-  pending_count_ += take;
+  size_t room = pending_count_ >= options_.max_pending ? 0 : options_.max_pending - pending_count_;
+  std::vector<db::LiveSample>* v = nullptr;
+  for (const db::LiveSample& s : samples) {
+    // ReportTimings refuses these; a median of 0 (or NaN) would make margins no table accepts.
+    if (room == 0 || !ValidDuration(s.duration_us)) {
+      ++dropped_;
+      continue;
+    }
+    if (v == nullptr) v = &pending_[fp];
+    v->push_back(s);
+    --room;
+    ++pending_count_;
+  }
 }
 
 std::string OnlinePolicy::KeyId(const db::EntryKey& k) {
@@ -142,7 +154,7 @@ std::optional<PolicyAction> OnlinePolicy::Judge(const std::string& fp, const db:
     a.kind = PolicyAction::Kind::kSwitch;
     out->configuration = e.explore;
     out->runner_up = e.configuration;
-    out->margin = a.winner_live_us / a.candidate_live_us - 1;
+    out->margin = Margin(a.winner_live_us, a.candidate_live_us);
     out->rank_time_us = a.candidate_live_us;
     out->time_us = a.candidate_live_us;
     out->sweep_id = "online";
@@ -150,7 +162,7 @@ std::optional<PolicyAction> OnlinePolicy::Judge(const std::string& fp, const db:
   } else {
     a.kind = PolicyAction::Kind::kKeep;
     out->rank_time_us = a.winner_live_us;  // the regression is the new normal; the candidate is no better
-    out->margin = a.candidate_live_us / a.winner_live_us - 1;
+    out->margin = Margin(a.candidate_live_us, a.winner_live_us);
     out->stale = false;
   }
   st.by_config.clear();

@@ -103,7 +103,8 @@ class OnlinePolicy {
   OnlinePolicy(const OnlinePolicy&) = delete;
   OnlinePolicy& operator=(const OnlinePolicy&) = delete;
 
-  // Live samples of a topology (canonical configuration strings), as accepted by ReportTimings.
+  // Live samples of a topology (canonical configuration strings), as accepted by ReportTimings. Samples over
+  // max_pending or without a positive, finite duration are dropped (counted in dropped()).
   void Observe(const std::string& fingerprint, absl::Span<const db::LiveSample> samples);
   // Takes the queued samples into the windows and judges every entry that has samples; returns what it did.
   absl::StatusOr<std::vector<PolicyAction>> Evaluate(absl::Time now = absl::Now());

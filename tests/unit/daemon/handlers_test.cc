@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "daemon/proto_convert.h"
 #include "db/memory_store.h"
 #include "runtime/common/configuration.h"
@@ -211,6 +214,15 @@ TEST_F(HandlersTest, ReportTimingsRefusesBadSamples) {
   auto neg = Batch(topo_, 1);
   neg.mutable_samples(0)->set_duration_us(-5);
   EXPECT_EQ(h_.ReportBatch(neg, &resp).code(), absl::StatusCode::kInvalidArgument);
+  // A zero or non-finite duration is no measurement: refused naming the sample and the value.
+  for (double bad : {0.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+    auto zero = Batch(topo_, 2);
+    zero.mutable_samples(1)->set_duration_us(bad);
+    absl::Status s = h_.ReportBatch(zero, &resp);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_TRUE(absl::StrContains(s.message(), "samples[1]")) << s;
+    EXPECT_TRUE(absl::StrContains(s.message(), absl::StrCat("duration_us ", bad))) << s;
+  }
   auto cfg = Batch(topo_, 1);
   cfg.mutable_samples(0)->set_configuration("ring(chnk=1M)");
   EXPECT_EQ(h_.ReportBatch(cfg, &resp).code(), absl::StatusCode::kInvalidArgument);

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "daemon/daemon_config.h"
 #include "db/memory_store.h"
 #include "db/store_util.h"
@@ -133,6 +136,27 @@ TEST_F(OnlinePolicyTest, SlowerCandidateKeepsWinnerWithNewBaseline) {
   EXPECT_DOUBLE_EQ(e.rank_time_us, 25);
   Feed(kRing, 25, 40);  // the new normal is not a regression
   EXPECT_TRUE(Eval().empty());
+}
+
+TEST_F(OnlinePolicyTest, ZeroAndNonFiniteDurationsAreIgnoredAndTheEntryIsStillDecided) {
+  Feed(kRing, 25, 40);
+  ASSERT_EQ(Eval().size(), 1u);  // plan to explore kOneShot
+  // Durations no real call has: a candidate median of 0 would make an infinite margin that no table accepts.
+  Feed(kOneShot, 0, 12);
+  Feed(kOneShot, std::numeric_limits<double>::quiet_NaN(), 3);
+  Feed(kOneShot, -1, 3);
+  Feed(kRing, 25, 12);
+  EXPECT_TRUE(Eval().empty());  // the candidate has no valid samples yet
+  EXPECT_EQ(policy_->dropped(), 18u);
+  Feed(kOneShot, 14, 12);
+  auto actions = Eval();
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, PolicyAction::Kind::kSwitch);
+  db::TunedEntry e = Latest();
+  EXPECT_EQ(e.configuration, kOneShot);
+  EXPECT_FALSE(e.stale);
+  EXPECT_TRUE(std::isfinite(e.margin));
+  EXPECT_NEAR(e.margin, 25.0 / 14 - 1, 1e-9);
 }
 
 TEST_F(OnlinePolicyTest, NoCandidateWithinBudgetOnlyMarksStale) {
