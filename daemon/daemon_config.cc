@@ -1,10 +1,11 @@
 #include "daemon/daemon_config.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
-#include <fstream>
-#include <sstream>
+#include <cstring>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -150,11 +151,64 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
 }
 
 absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* config, std::vector<std::string>* keys_set) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read config file ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ApplyConfigText(ss.str(), path, config, keys_set);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    const std::string what = absl::StrCat("cannot read config file ", path, ": ", std::strerror(err));
+    if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(what);
+    if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(what);
+    return absl::FailedPreconditionError(what);
+  }
+  std::string text;
+  char buf[8192];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      text.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {  // EISDIR, EIO: the file is there but cannot be read
+      const int err = errno;
+      ::close(fd);
+      return absl::FailedPreconditionError(absl::StrCat("cannot read config file ", path, ": ", std::strerror(err)));
+    }
+    break;
+  }
+  ::close(fd);
+  return ApplyConfigText(text, path, config, keys_set);
+}
+
+std::vector<std::string> ChangedConfigKeys(const DaemonConfig& a, const DaemonConfig& b) {
+  std::vector<std::string> out;
+  auto check = [&out](const char* key, bool same) {
+    if (!same) out.push_back(key);
+  };
+  const OnlinePolicyOptions &x = a.online, &y = b.online;
+  check("socket", a.socket == b.socket);
+  check("listen", a.listen == b.listen);
+  check("db", a.db == b.db);
+  check("log_level", a.log_level == b.log_level);
+  check("max_versions", a.max_versions == b.max_versions);
+  check("ingest_queue_samples", a.ingest_queue_samples == b.ingest_queue_samples);
+  check("max_message_bytes", a.max_message_bytes == b.max_message_bytes);
+  check("sweep_command", a.sweep_command == b.sweep_command);
+  check("online_policy", x.enabled == y.enabled);
+  check("online_regression_ratio", x.regression_ratio == y.regression_ratio);
+  check("online_min_samples", x.min_samples == y.min_samples);
+  check("online_window", x.window == y.window);
+  check("online_explore_every", x.explore_every == y.explore_every);
+  check("online_explore_calls", x.explore_calls == y.explore_calls);
+  check("online_explore_max_ratio", x.explore_max_ratio == y.explore_max_ratio);
+  check("online_explore_min_samples", x.explore_min_samples == y.explore_min_samples);
+  check("online_interval_ms", x.interval_ms == y.interval_ms);
+  check("online_explore_timeout_s", x.explore_timeout_s == y.explore_timeout_s);
+  check("online_cooldown_s", x.cooldown_s == y.cooldown_s);
+  check("online_min_regression_us", x.min_regression_us == y.min_regression_us);
+  check("mini_sweep", a.mini_sweep.enabled == b.mini_sweep.enabled);
+  check("mini_sweep_idle_s", a.mini_sweep.idle_s == b.mini_sweep.idle_s);
+  check("mini_sweep_max_per_hour", a.mini_sweep.max_per_hour == b.mini_sweep.max_per_hour);
+  return out;
 }
 
 }  // namespace hccltune::daemon

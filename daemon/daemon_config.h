@@ -8,7 +8,7 @@
 // online_explore_every, online_explore_calls, online_explore_max_ratio, online_explore_min_samples,
 // online_interval_ms, online_explore_timeout_s, online_cooldown_s, online_min_regression_us; and the mini-sweeps'
 // (daemon/mini_sweep.h): mini_sweep (on|off), mini_sweep_idle_s, mini_sweep_max_per_hour. SIGHUP re-reads the file:
-// log_level applies at once, the rest at the next start.
+// log_level applies at once, the rest at the next start (the daemon logs a warning naming each such changed key).
 #pragma once
 
 #include <string>
@@ -38,9 +38,13 @@ struct DaemonConfig {
 // user-mode socket and $XDG_STATE_HOME/hccl-tune/tuning.db (else ~/.local/state/hccl-tune/tuning.db).
 DaemonConfig DefaultDaemonConfig(const Environment& env, bool system_mode);
 
-// Applies the settings of `path` onto `config`. `keys_set` (optional) receives the keys the file set.
+// Applies the settings of `path` onto `config`. `keys_set` (optional) receives the keys the file set. NotFound
+// only when the file does not exist; PermissionDenied when it may not be read, FailedPrecondition for other
+// errors (a directory, an I/O error); each names the path and the reason.
 absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* config,
                              std::vector<std::string>* keys_set = nullptr);
+// The config-file keys whose values differ between `a` and `b`, in the order the header lists them.
+std::vector<std::string> ChangedConfigKeys(const DaemonConfig& a, const DaemonConfig& b);
 absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, DaemonConfig* config,
                              std::vector<std::string>* keys_set = nullptr);
 

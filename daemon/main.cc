@@ -11,9 +11,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "daemon/daemon_config.h"
 #include "daemon/server.h"
 #include "hccltune/version.h"
@@ -131,12 +133,24 @@ int main(int argc, char** argv) {
       if (!reloaded.ok()) {
         hccltune::Log(LogLevel::kError, "reload failed, keeping the running settings: ", reloaded.status().message());
       } else {
-        hccltune::SetLogLevel(reloaded->log_level);
-        if (reloaded->socket != config->socket || reloaded->listen != config->listen || reloaded->db != config->db) {
-          hccltune::Log(LogLevel::kWarn, "reload: socket, listen and db changes take effect at the next start");
+        // Only log_level applies to a running daemon; every other changed key is named, not silently ignored.
+        std::vector<std::string> restart;
+        for (const std::string& key : hccltune::daemon::ChangedConfigKeys(*config, *reloaded)) {
+          if (key != "log_level") restart.push_back(key);
         }
-        hccltune::Log(LogLevel::kInfo, "reloaded ", f.config, "; log level ",
-                      hccltune::LogLevelName(reloaded->log_level));
+        const LogLevel old_level = config->log_level;
+        hccltune::SetLogLevel(reloaded->log_level);
+        config->log_level = reloaded->log_level;
+        if (!restart.empty()) {
+          hccltune::Log(LogLevel::kWarn, "reload of ", f.config, ": ", absl::StrJoin(restart, ", "),
+                        restart.size() == 1 ? " changed; it takes" : " changed; they take",
+                        " effect only when hccl-tuned is restarted (the running daemon keeps its values)");
+        }
+        hccltune::Log(
+            LogLevel::kInfo, "reloaded ", f.config,
+            ": applied log_level = ", hccltune::LogLevelName(reloaded->log_level),
+            old_level == reloaded->log_level ? " (unchanged)" : "",
+            restart.empty() ? "" : absl::StrCat("; not applied until a restart: ", absl::StrJoin(restart, ", ")));
       }
       sd_notify(0, "READY=1");
       continue;

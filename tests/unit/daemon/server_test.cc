@@ -5,10 +5,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "daemon/remote_store.h"
 #include "db/sqlite_store.h"
@@ -228,6 +232,77 @@ TEST(DaemonConfigFile, ParsesAndRejectsWithLineNumbers) {
   EXPECT_NE(unknown.message().find("f.conf:2: unknown key 'colour'"), std::string::npos) << unknown;
   EXPECT_FALSE(ApplyConfigText("max_versions = 1\n", "f", &c).ok());
   EXPECT_FALSE(ApplyConfigText("just words\n", "f", &c).ok());
+}
+
+TEST(DaemonConfigFile, MissingIsNotFoundButUnreadableIsAnErrorNamingThePath) {
+  TempDir dir;
+  DaemonConfig c;
+  auto missing = ApplyConfigFile(dir.File("none.conf"), &c);
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound) << missing;
+  // A path that exists but cannot be read is not "missing": hccl-tuned must not skip it as an absent default.
+  ASSERT_EQ(::mkdir(dir.File("adir.conf").c_str(), 0755), 0);
+  auto directory = ApplyConfigFile(dir.File("adir.conf"), &c);
+  EXPECT_EQ(directory.code(), absl::StatusCode::kFailedPrecondition) << directory;
+  EXPECT_NE(directory.message().find(dir.File("adir.conf")), std::string::npos) << directory;
+  const std::string secret = dir.File("secret.conf");
+  std::ofstream(secret) << "log_level = debug\n";
+  ASSERT_EQ(::chmod(secret.c_str(), 0600), 0);
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  // Read by another user (root reads anything): a child that gives up root when it has it.
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::geteuid() == 0 && ::setuid(65534) != 0) ::_exit(10);
+    DaemonConfig cc;
+    absl::Status s = ApplyConfigFile(secret, &cc);
+    if (s.code() != absl::StatusCode::kPermissionDenied) ::_exit(12);
+    if (s.message().find(secret) == std::string::npos) ::_exit(13);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: cannot drop root, 12: not PermissionDenied, 13: path not named";
+  EXPECT_TRUE(ApplyConfigFile(secret, &c).ok() || ::geteuid() != 0);
+}
+
+TEST(DaemonConfigFile, ChangedKeysNameEveryKeyThatDiffers) {
+  const DaemonConfig base;
+  EXPECT_TRUE(ChangedConfigKeys(base, base).empty());
+  // Every key of the file, set to a value other than the default, is reported, and only it.
+  const std::vector<std::pair<std::string, std::string>> keys = {
+      {"socket", "/x.sock"},
+      {"listen", "127.0.0.1:1"},
+      {"db", "/x.db"},
+      {"log_level", "trace"},
+      {"max_versions", "7"},
+      {"ingest_queue_samples", "2048"},
+      {"max_message_bytes", "1048576"},
+      {"sweep_command", "/bin/true"},
+      {"online_policy", "off"},
+      {"online_regression_ratio", "1.7"},
+      {"online_min_samples", "65"},
+      {"online_window", "300"},
+      {"online_explore_every", "9"},
+      {"online_explore_calls", "100"},
+      {"online_explore_max_ratio", "3"},
+      {"online_explore_min_samples", "17"},
+      {"online_interval_ms", "600"},
+      {"online_explore_timeout_s", "30"},
+      {"online_cooldown_s", "5"},
+      {"online_min_regression_us", "3"},
+      {"mini_sweep", "off"},
+      {"mini_sweep_idle_s", "10"},
+      {"mini_sweep_max_per_hour", "9"},
+  };
+  for (const auto& [key, value] : keys) {
+    DaemonConfig changed;
+    ASSERT_TRUE(ApplyConfigText(key + " = " + value + "\n", "f", &changed).ok()) << key;
+    EXPECT_EQ(ChangedConfigKeys(base, changed), std::vector<std::string>{key}) << key;
+  }
+  DaemonConfig two;
+  ASSERT_TRUE(ApplyConfigText("log_level = debug\nmini_sweep_idle_s = 30\n", "f", &two).ok());
+  EXPECT_EQ(ChangedConfigKeys(base, two), (std::vector<std::string>{"log_level", "mini_sweep_idle_s"}));
 }
 
 }  // namespace
