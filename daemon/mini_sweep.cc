@@ -13,6 +13,10 @@ namespace hccltune::daemon {
 namespace {
 
 constexpr int kMergeAttempts = 5;
+// An entry whose mini-sweep failed or was dropped waits kBackoffBase, doubled per further failure up to
+// kBackoffMax, while other stale entries go first: one entry that always fails cannot use up the hourly budget.
+constexpr absl::Duration kBackoffBase = absl::Minutes(15);
+constexpr absl::Duration kBackoffMax = absl::Hours(24);
 // An open-ended range is measured from its lower end up to this many times it (a full sweep's default upper
 // end, 64 MiB, bounds it; a larger lower end is measured alone).
 constexpr uint64_t kOpenRangeFactor = 8;
@@ -170,12 +174,29 @@ MiniSweepEvent MiniSweeper::Follow(absl::Time now) {
     ev.kind = MiniSweepEvent::Kind::kFailed;
     ev.message = p.message();
   }
+  if (ev.kind == MiniSweepEvent::Kind::kFailed || ev.kind == MiniSweepEvent::Kind::kDropped) {
+    absl::StrAppend(&ev.message, BackOff(r.fingerprint, r.key, now));
+  } else if (ev.kind == MiniSweepEvent::Kind::kMerged) {
+    backoff_.erase(absl::StrCat(r.fingerprint, " ", Describe(r.key)));
+  }
   const LogLevel level = ev.kind == MiniSweepEvent::Kind::kFailed ? LogLevel::kWarn : LogLevel::kInfo;
   Log(level, "mini-sweep ", r.id, " of ", r.fingerprint, " ", Describe(r.key), ": ", ev.message);
   running_.reset();
   absl::MutexLock lock(&mu_);
   running_id_.clear();
   return ev;
+}
+
+std::string MiniSweeper::BackOff(const std::string& fp, const db::EntryKey& key, absl::Time now) {
+  Backoff& b = backoff_[absl::StrCat(fp, " ", Describe(key))];
+  ++b.failures;
+  absl::Duration wait = kBackoffBase;
+  for (int i = 1; i < b.failures && wait < kBackoffMax; ++i) wait *= 2;
+  wait = std::min(wait, kBackoffMax);
+  b.until = now + wait;
+  return absl::StrCat("; this entry is not mini-swept again for ", absl::FormatDuration(wait), " (",
+                      b.failures == 1 ? "first failure" : absl::StrCat(b.failures, " failures in a row"),
+                      "), other stale entries go first");
 }
 
 MiniSweepEvent MiniSweeper::Merge(const Running& r, const std::string& done_json) {
@@ -239,8 +260,15 @@ MiniSweepEvent MiniSweeper::MaybeStart(absl::Time now) {
     auto t = store_->GetTable(s.topology.fingerprint, 0);
     if (!t.ok()) continue;
     for (const db::TunedEntry& e : t->entries) {
-      if (!e.stale) continue;
+      if (!e.stale) {
+        if (!backoff_.empty()) backoff_.erase(absl::StrCat(s.topology.fingerprint, " ", Describe(e.key)));
+        continue;
+      }
       const db::EntryKey& k = e.key;
+      if (!backoff_.empty()) {
+        auto b = backoff_.find(absl::StrCat(s.topology.fingerprint, " ", Describe(k)));
+        if (b != backoff_.end() && now < b->second.until) continue;  // failed lately: the next stale entry
+      }
       const uint64_t first = FirstPowerOfTwo(k.range.min);
       if (first == 0 || first >= k.range.max) {
         if (skipped_.insert(absl::StrCat(s.topology.fingerprint, " ", Describe(k))).second) {
@@ -273,7 +301,7 @@ MiniSweepEvent MiniSweeper::MaybeStart(absl::Time now) {
       auto id = sweeps_->Start(req, {"--range", FormatByteRange(k.range), "--no-table"});
       if (!id.ok()) {
         ev.kind = MiniSweepEvent::Kind::kFailed;
-        ev.message = std::string(id.status().message());
+        ev.message = absl::StrCat(id.status().message(), BackOff(s.topology.fingerprint, k, now));
         Log(LogLevel::kWarn, "mini-sweep of ", s.topology.fingerprint, " ", Describe(k), ": ", ev.message);
         return ev;
       }

@@ -22,6 +22,9 @@
 //     child that measured another topology (its `done` event names the fingerprint) is dropped too.
 //   - A job that starts reporting while a mini-sweep runs cancels it (SIGINT to the child's process group, so it
 //     stops disturbing the job); the entry stays stale and is tried again once the node is idle again.
+//   - An entry whose mini-sweep failed (or could not start) or whose result was dropped is not tried again for
+//     15 min, doubled per further failure in a row up to 24 h (logged with the event); meanwhile the next stale
+//     entry is taken, so one entry that always fails cannot use up the hourly budget. A merge clears it.
 //
 // Thread-safety: Tick() from one thread at a time (the background thread, or a test); Start/Stop from the owner.
 #pragma once
@@ -30,6 +33,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -114,9 +118,15 @@ class MiniSweeper {
     absl::Time started;
     bool cancelling = false;
   };
+  struct Backoff {
+    int failures = 0;
+    absl::Time until;  // the entry is not mini-swept again before this
+  };
   MiniSweepEvent Follow(absl::Time now);
   MiniSweepEvent MaybeStart(absl::Time now);
   MiniSweepEvent Merge(const Running& r, const std::string& done_json);
+  // Records a failed or dropped mini-sweep of `fp`'s entry `key`; returns what to add to the event's message.
+  std::string BackOff(const std::string& fp, const db::EntryKey& key, absl::Time now);
 
   db::TuningStore* const store_;
   const Publisher publish_;
@@ -125,9 +135,10 @@ class MiniSweeper {
   const MiniSweepOptions options_;
   const absl::Time started_;
 
-  std::optional<Running> running_;  // Tick() only
-  std::deque<absl::Time> starts_;   // Tick() only: start times within the last hour
-  std::set<std::string> skipped_;   // Tick() only: unmeasurable entries already logged
+  std::optional<Running> running_;          // Tick() only
+  std::deque<absl::Time> starts_;           // Tick() only: start times within the last hour
+  std::set<std::string> skipped_;           // Tick() only: unmeasurable entries already logged
+  std::map<std::string, Backoff> backoff_;  // Tick() only: by "fingerprint entry", entries whose sweep failed
   mutable absl::Mutex mu_;
   std::string running_id_ ABSL_GUARDED_BY(mu_);
   PeriodicWorker worker_;  // last member: stopped before the state it uses goes away

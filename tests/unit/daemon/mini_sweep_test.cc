@@ -254,6 +254,53 @@ TEST_F(MiniSweeperTest, ResultForAnotherTopologyOrARemeasuredEntryIsDropped) {
   EXPECT_TRUE(store_.GetTable(single_.fingerprint, 0)->entries[1].stale);
 }
 
+TEST_F(MiniSweeperTest, AnEntryWhoseSweepFailsBacksOffAndTheNextStaleEntryGoesFirst) {
+  auto t = Table();
+  t[2].stale = true;  // two stale entries: [8, 16) first, then [16, inf)
+  ASSERT_TRUE(store_.PutTable(single_, t, {}).ok());
+  Make("echo 'hccl-tune: cannot measure' >&2\nexit 1\n", /*max_per_hour=*/20);
+  const absl::Time t0 = absl::Now();
+  // Ticks at `at` until an event that is not kNone (or 20 s of real time).
+  auto tick_until = [this](absl::Time at) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < deadline) {
+      MiniSweepEvent ev = sweeper_->Tick(at);
+      if (ev.kind != MiniSweepEvent::Kind::kNone) return ev;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return MiniSweepEvent{};
+  };
+  auto start_and_fail = [&](absl::Time at, const db::EntryKey& want, const std::string& backoff) {
+    MiniSweepEvent started = sweeper_->Tick(at);
+    ASSERT_EQ(started.kind, MiniSweepEvent::Kind::kStarted) << started.message;
+    EXPECT_EQ(started.key, want);
+    MiniSweepEvent failed = tick_until(at);
+    ASSERT_EQ(failed.kind, MiniSweepEvent::Kind::kFailed) << failed.message;
+    EXPECT_TRUE(absl::StrContains(failed.message, "cannot measure")) << failed.message;
+    EXPECT_TRUE(absl::StrContains(failed.message, "not mini-swept again for " + backoff)) << failed.message;
+  };
+  start_and_fail(t0, t[1].key, "15m");
+  start_and_fail(t0, t[2].key, "15m");  // not [8, 16) again: it backs off
+  EXPECT_EQ(sweeper_->Tick(t0 + absl::Minutes(14)).kind, MiniSweepEvent::Kind::kNone);  // both back off
+  start_and_fail(t0 + absl::Minutes(16), t[1].key, "30m");  // its second failure doubles the wait
+  start_and_fail(t0 + absl::Minutes(16), t[2].key, "30m");
+  EXPECT_EQ(sweeper_->Tick(t0 + absl::Minutes(45)).kind, MiniSweepEvent::Kind::kNone);
+  // A success clears the backoff: the next failure of that entry waits 15 min again, not 1 h.
+  auto script = [this](const std::string& body) {
+    std::ofstream(dir_ + "/fake-hccl-tune") << "#!/bin/sh\n" << body;  // the same sweeper, another outcome
+  };
+  script(DoneLine(single_.fingerprint));
+  ASSERT_EQ(sweeper_->Tick(t0 + absl::Minutes(47)).kind, MiniSweepEvent::Kind::kStarted);
+  ASSERT_EQ(tick_until(t0 + absl::Minutes(47)).kind, MiniSweepEvent::Kind::kMerged);
+  auto merged = store_.GetTable(single_.fingerprint, 0);
+  ASSERT_TRUE(merged.ok());
+  EXPECT_FALSE(merged->entries[1].stale);
+  merged->entries[1].stale = true;  // judged stale again later
+  ASSERT_TRUE(store_.PutTable(single_, merged->entries, {}).ok());
+  script("echo 'hccl-tune: cannot measure' >&2\nexit 1\n");
+  start_and_fail(t0 + absl::Minutes(48), merged->entries[1].key, "15m");
+}
+
 TEST_F(MiniSweeperTest, AJobThatStartsReportingCancelsTheMiniSweepWhichRetriesLater) {
   Make("trap 'exit 130' INT\nsleep 30 & wait\n", /*max_per_hour=*/2);
   ASSERT_EQ(sweeper_->Tick().kind, MiniSweepEvent::Kind::kStarted);
