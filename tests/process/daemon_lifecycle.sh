@@ -71,12 +71,19 @@ got=$("$cli" get --coll allreduce --dtype fp32 --bytes 1M --world 4 --topology "
 if "$tuned" --socket "$sock" --db "$tmp/other.db" 2>"$tmp/second.log"; then fail "second daemon started"; fi
 grep -q "another hccl-tuned is serving" "$tmp/second.log" || fail "unclear refusal: $(cat "$tmp/second.log")"
 
-# SIGHUP reloads the config and keeps serving.
+# SIGHUP reloads the config and keeps serving; a changed key it cannot apply while running is named.
 sed -i 's/log_level = info/log_level = debug/' "$tmp/tuned.conf"
+echo "mini_sweep_idle_s = 30" >> "$tmp/tuned.conf"
 kill -HUP "$daemon"
 sleep 0.3
 "$cli" status --daemon "$target" >/dev/null || fail "not serving after SIGHUP"
-grep -q "reloaded" "$tmp/tuned.log" || fail "no reload logged"
+grep -q "reloaded .*applied log_level = debug" "$tmp/tuned.log" || fail "no reload logged: $(cat "$tmp/tuned.log")"
+grep -q "warn: reload of .*: mini_sweep_idle_s changed; it takes effect only when hccl-tuned is restarted" \
+  "$tmp/tuned.log" || fail "changed key not named on reload: $(cat "$tmp/tuned.log")"
+
+# status --live reads the daemon's database (same node, absolute path).
+"$cli" status --daemon "$target" --live --json > "$tmp/live.json" || fail "status --live failed"
+grep -q '"live"' "$tmp/live.json" || fail "status --live lacks live rows: $(cat "$tmp/live.json")"
 
 stop
 start
@@ -113,6 +120,25 @@ stop
 python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])" "$sock"
 start
 stop
+
+# status --live through a daemon whose database path is relative (to the daemon's working directory): a clear
+# error naming the path, and no empty database created where the CLI runs.
+mkdir -p "$tmp/relwd" "$tmp/elsewhere"
+(cd "$tmp/relwd" && exec "$tuned" --socket "$tmp/run/rel.sock" --db rel.db --config /dev/null 2>>"$tmp/rel.log") &
+rel=$!
+pids+=("$rel")
+for _ in $(seq 100); do
+  "$cli" status --daemon "unix:$tmp/run/rel.sock" >/dev/null 2>&1 && break
+  kill -0 "$rel" 2>/dev/null || fail "hccl-tuned with a relative db exited: $(cat "$tmp/rel.log")"
+  sleep 0.1
+done
+if (cd "$tmp/elsewhere" && "$cli" status --daemon "unix:$tmp/run/rel.sock" --live) >/dev/null 2>"$tmp/rel.err"; then
+  fail "status --live with the daemon's relative db path succeeded"
+fi
+grep -q "'rel.db', relative to the daemon's working directory" "$tmp/rel.err" || fail "unclear: $(cat "$tmp/rel.err")"
+[[ ! -e $tmp/elsewhere/rel.db ]] || fail "status --live created an empty database"
+kill -TERM "$rel"
+wait "$rel" || fail "hccl-tuned with a relative db did not stop cleanly"
 
 # A database path holding something else is refused and left alone.
 echo "precious notes" > "$tmp/notes.db"

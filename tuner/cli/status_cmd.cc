@@ -1,8 +1,16 @@
 // `hccl-tune status`: the daemon's (or a database file's) state.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "db/sqlite_store.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/sizes.h"
 #include "runtime/common/types.h"
@@ -10,6 +18,44 @@
 #include "tuner/cli/store_access.h"
 
 namespace hccltune::cli {
+namespace {
+
+// The database hccl-tuned at `target` reports as `path`, opened here without creating anything: only when the
+// daemon is on this node (a unix socket or a loopback address), the path is absolute and names an existing file.
+absl::StatusOr<std::unique_ptr<db::TuningStore>> OpenDaemonDatabase(const std::string& target,
+                                                                    const std::string& path) {
+  constexpr absl::string_view how = "; run hccl-tune status --live --db PATH on the daemon's node instead";
+  std::string host = target;
+  if (absl::StartsWith(host, "dns:///")) host = host.substr(7);
+  host = host.substr(0, host.rfind(':'));
+  const bool local = absl::StartsWith(target, "unix:") || host == "localhost" || host == "127.0.0.1" ||
+                     host == "[::1]" || absl::StartsWith(host, "127.");
+  if (!local) {
+    return absl::FailedPreconditionError(absl::StrCat("live statistics are not served over gRPC, and hccl-tuned at ",
+                                                      target, " may be on another host: its database ", path,
+                                                      " is not read here", how));
+  }
+  if (path.empty() || path[0] != '/') {
+    return absl::FailedPreconditionError(absl::StrCat("hccl-tuned at ", target, " reports its database as '", path,
+                                                      "', relative to the daemon's working directory", how));
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat("cannot read the database of hccl-tuned at ", target, ": ", path, ": ",
+                                            std::strerror(errno), how));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the database of hccl-tuned at ", target, ", ", path, ", is not a regular file"));
+  }
+  if (::access(path.c_str(), R_OK) != 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot read the database of hccl-tuned at ", target, ": ", path, ": ", std::strerror(errno)));
+  }
+  return db::OpenSqliteTuningStore(path);
+}
+
+}  // namespace
 
 void RegisterStatus(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("status", "Show the tuning daemon's (or a database's) state");
@@ -59,24 +105,35 @@ void RegisterStatus(CLI::App& app, int* exit_code) {
              {"entries", info->entries},
              {"live_samples", info->live_samples}};
     }
+    bool live_errors = false;
     if (*live) {
-      // Live statistics live in the database; over a daemon, read its file (same node) directly.
-      StoreFlags db_flags;
-      db_flags.db = opened->remote != nullptr ? out["db_path"].get<std::string>() : flags->db;
-      auto db = opened->remote != nullptr ? OpenStore(db_flags) : absl::StatusOr<OpenedStore>(std::move(*opened));
-      if (!db.ok()) {
-        *exit_code = ReportError(db.status());
-        return;
+      // Live statistics live in the database and are not served over gRPC; over a daemon, read its file here.
+      std::unique_ptr<db::TuningStore> daemon_db;
+      db::TuningStore* store = opened->store.get();
+      if (opened->remote != nullptr) {
+        auto file = OpenDaemonDatabase(opened->remote->target(), out["db_path"].get<std::string>());
+        if (!file.ok()) {
+          *exit_code = ReportError(file.status());
+          return;
+        }
+        daemon_db = *std::move(file);
+        store = daemon_db.get();
       }
-      auto tables = db->store->ListTables();
+      auto tables = store->ListTables();
       if (!tables.ok()) {
         *exit_code = ReportError(tables.status());
         return;
       }
       nlohmann::json rows = nlohmann::json::array();
+      nlohmann::json errors = nlohmann::json::array();
       for (const auto& t : *tables) {
-        auto stats = db->store->GetLiveStats(t.topology.fingerprint);
-        if (!stats.ok()) continue;
+        auto stats = store->GetLiveStats(t.topology.fingerprint);
+        if (!stats.ok()) {  // named, not skipped: the other topologies are still listed
+          errors.push_back({{"topology", t.topology.fingerprint}, {"error", std::string(stats.status().message())}});
+          std::fprintf(stderr, "hccl-tune: live statistics of topology %s: %s\n", t.topology.fingerprint.c_str(),
+                       std::string(stats.status().message()).c_str());
+          continue;
+        }
         for (const auto& l : *stats) {
           rows.push_back({{"topology", l.fingerprint},
                           {"collective", std::string(CollectiveName(l.collective))},
@@ -90,12 +147,16 @@ void RegisterStatus(CLI::App& app, int* exit_code) {
         }
       }
       out["live"] = rows;
+      if (!errors.empty()) {
+        out["live_errors"] = errors;
+        live_errors = true;
+      }
     }
     if (*json) {
       std::cout << out.dump(2) << "\n";
     } else {
       for (auto it = out.begin(); it != out.end(); ++it) {
-        if (it.key() == "live") continue;
+        if (it.key() == "live" || it.key() == "live_errors") continue;
         std::cout << it.key() << ": " << (it->is_string() ? it->get<std::string>() : it->dump()) << "\n";
       }
       if (out.contains("live")) {
@@ -109,7 +170,7 @@ void RegisterStatus(CLI::App& app, int* exit_code) {
         }
       }
     }
-    *exit_code = 0;
+    *exit_code = live_errors ? 1 : 0;
   });
 }
 
