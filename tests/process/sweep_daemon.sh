@@ -7,7 +7,8 @@
 #     --cancel-on-interrupt it cancels the sweep instead);
 #  3. SIGTERM to the daemon mid-sweep: exit 0, the sweep is cancelled (no table entries from it, DB intact), and
 #     no sweep or rank process survives; a restarted daemon resumes it to the end (--via-daemon --resume);
-#  4. a job reporting live timings makes a sweep refuse without --force, naming the job.
+#  4. a job reporting live timings makes a sweep refuse without --force, naming the job;
+#  5. a daemon that stops answering (SIGSTOP) ends a watch within the keepalive limit, naming the daemon.
 # usage: sweep_daemon.sh HCCL_TUNE_BIN HCCL_TUNED_BIN
 set -euo pipefail
 bin=$1
@@ -172,6 +173,39 @@ job=""
 grep -Eq "$named" "$d/live.txt" || fail "busy message does not name the job: $(cat "$d/live.txt")"
 grep -q "pass --force" "$d/live.txt" || fail "busy message: $(cat "$d/live.txt")"
 echo "busy check names the live job ok"
+
+# 5. A daemon that stops answering without closing the connection (SIGSTOP: like a host that died without a
+#    reset) ends the watch within the keepalive limit (20 s + 10 s), naming the daemon, instead of never.
+"$bin" sweep --via-daemon --daemon "$T" --ranks 2 --coll allreduce --min-bytes 1K --max-bytes 4M --links shm,tcp \
+  --cap-ms 80 --force --plain > "$d/silent.txt" 2>&1 &
+client=$!
+sid=""
+for _ in $(seq 300); do
+  sid=$(sqlite3 "$d/t.db" "SELECT id FROM sweeps WHERE status='running'" 2>/dev/null || true)
+  [[ -n $sid ]] && break
+  sleep 0.1
+done
+[[ -n $sid ]] || fail "the sweep to watch did not start: $(cat "$d/silent.txt")"
+kill -STOP "$tpid"
+t0=$SECONDS
+for _ in $(seq 600); do
+  kill -0 $client 2>/dev/null || break
+  sleep 0.1
+done
+waited=$((SECONDS - t0))
+if kill -0 $client 2>/dev/null; then
+  kill -9 $client
+  kill -CONT "$tpid"
+  fail "the watch of a silent daemon did not end within 60 s: $(cat "$d/silent.txt")"
+fi
+rc=0
+wait $client || rc=$?
+kill -CONT "$tpid"
+[[ $rc == 1 ]] || fail "the watch of a silent daemon exited $rc: $(cat "$d/silent.txt")"
+grep -q "lost the daemon's sweep $sid before it ended: .*is unreachable or stopped answering" "$d/silent.txt" ||
+  fail "the lost watch said: $(cat "$d/silent.txt")"
+echo "a silent daemon ends the watch after ${waited} s ok"
+
 kill -TERM "$tpid"
 wait "$tpid" || fail "daemon exit $? at the end"
 tpid=""
