@@ -58,16 +58,30 @@ std::vector<db::TunedEntry> MergeEntries(const std::vector<db::TunedEntry>& exis
                                          const std::vector<db::TunedEntry>& fresh) {
   std::vector<db::TunedEntry> out;
   for (const db::TunedEntry& old : existing) {
-    bool overlapped = false;
+    // The fresh ranges of the same key that overlap this entry, in order; what lies between them stays old.
+    std::vector<ByteRange> cuts;
     for (const db::TunedEntry& f : fresh) {
       if (f.key.collective == old.key.collective && f.key.dtype == old.key.dtype &&
           f.key.world_size == old.key.world_size && f.key.range.min < old.key.range.max &&
           old.key.range.min < f.key.range.max) {
-        overlapped = true;
-        break;
+        cuts.push_back(f.key.range);
       }
     }
-    if (!overlapped) out.push_back(old);
+    std::sort(cuts.begin(), cuts.end(), [](const ByteRange& a, const ByteRange& b) { return a.min < b.min; });
+    uint64_t from = old.key.range.min;  // the start of the part not yet covered by a fresh range
+    for (const ByteRange& cut : cuts) {
+      if (cut.min > from) {
+        db::TunedEntry piece = old;
+        piece.key.range = ByteRange{from, cut.min};
+        out.push_back(std::move(piece));
+      }
+      from = std::max(from, cut.max);
+    }
+    if (from < old.key.range.max) {
+      db::TunedEntry piece = old;
+      piece.key.range = ByteRange{from, old.key.range.max};
+      out.push_back(std::move(piece));
+    }
   }
   out.insert(out.end(), fresh.begin(), fresh.end());
   return out;

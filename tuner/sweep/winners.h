@@ -32,8 +32,9 @@ struct EntryContext {
 // runner-up is never better than the winner by median).
 std::vector<db::TunedEntry> BuildEntries(const std::vector<PointResult>& results, const EntryContext& ctx);
 
-// The latest table of the topology with the entries of `fresh` merged in: existing entries of the same
-// (collective, dtype, world size) that overlap a fresh one are dropped, everything else is kept.
+// The latest table of the topology with the entries of `fresh` merged in: where a fresh entry's range overlaps an
+// existing entry of the same (collective, dtype, world size), the existing entry keeps only its parts outside the
+// fresh ranges (split at their bounds, every other field as it was); everything else is kept as it is.
 std::vector<db::TunedEntry> MergeEntries(const std::vector<db::TunedEntry>& existing,
                                          const std::vector<db::TunedEntry>& fresh);
 

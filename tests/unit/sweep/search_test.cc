@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "db/store_util.h"
 #include "gtest/gtest.h"
 #include "tuner/sweep/sweep.h"
 #include "tuner/sweep/winners.h"
@@ -220,23 +222,72 @@ TEST(Winners, ExactRangeMustMatchTheMeasuredSizes) {
   EXPECT_NE(s.Validate().message().find("no power of two"), std::string::npos) << s.Validate();
 }
 
-TEST(Winners, MergeReplacesOnlyOverlappingEntriesOfTheSameKey) {
-  auto entry = [](Collective c, uint64_t lo, uint64_t hi, const char* cfg) {
-    db::TunedEntry e;
-    e.key.collective = c;
-    e.key.world_size = 2;
-    e.key.range = ByteRange{lo, hi};
-    e.configuration = cfg;
-    return e;
-  };
-  const std::vector<db::TunedEntry> old = {entry(Collective::kAllreduce, 0, 1024, "a"),
-                                           entry(Collective::kAllreduce, 1024, 1 << 20, "b"),
-                                           entry(Collective::kAllgather, 0, 1 << 20, "c")};
-  const auto merged = MergeEntries(old, {entry(Collective::kAllreduce, 4096, 1 << 16, "n")});
-  ASSERT_EQ(merged.size(), 3u);
-  EXPECT_EQ(merged[0].configuration, "a");
-  EXPECT_EQ(merged[1].configuration, "c");
-  EXPECT_EQ(merged[2].configuration, "n");
+db::TunedEntry MergeTestEntry(Collective c, uint64_t lo, uint64_t hi, const char* cfg, double time_us = 1) {
+  db::TunedEntry e;
+  e.key.collective = c;
+  e.key.world_size = 2;
+  e.key.range = ByteRange{lo, hi};
+  e.configuration = cfg;
+  e.time_us = time_us;
+  e.samples = 7;
+  e.sweep_id = "old-sweep";
+  return e;
+}
+
+// (configuration, min, max) of each entry, in the order MergeEntries returns them.
+std::vector<std::tuple<std::string, uint64_t, uint64_t>> Ranges(const std::vector<db::TunedEntry>& entries) {
+  std::vector<std::tuple<std::string, uint64_t, uint64_t>> out;
+  for (const auto& e : entries) out.emplace_back(e.configuration, e.key.range.min, e.key.range.max);
+  return out;
+}
+
+TEST(Winners, MergeKeepsTheOldPartsOutsideTheFreshRanges) {
+  using R = std::vector<std::tuple<std::string, uint64_t, uint64_t>>;
+  const auto ar = Collective::kAllreduce;
+  // The reviewer's case: 0-64K = a, 64K- = b, a fresh sweep of 1M only: b keeps 64K-1M and 2M-.
+  const std::vector<db::TunedEntry> table = {MergeTestEntry(ar, 0, 64 << 10, "a"),
+                                             MergeTestEntry(ar, 64 << 10, kUnbounded, "b", 5)};
+  auto merged = MergeEntries(table, {MergeTestEntry(ar, 1 << 20, 2 << 20, "n")});
+  EXPECT_EQ(Ranges(merged),
+            (R{{"a", 0, 64 << 10}, {"b", 64 << 10, 1 << 20}, {"b", 2 << 20, kUnbounded}, {"n", 1 << 20, 2 << 20}}));
+  // The kept parts keep every other field of the entry they came from.
+  EXPECT_DOUBLE_EQ(merged[2].time_us, 5);
+  EXPECT_EQ(merged[2].samples, 7u);
+  EXPECT_EQ(merged[2].sweep_id, "old-sweep");
+
+  // A fresh range overlapping an old one's lower end, and one overlapping an old one's upper end.
+  merged = MergeEntries(table, {MergeTestEntry(ar, 32 << 10, 128 << 10, "n")});
+  EXPECT_EQ(Ranges(merged), (R{{"a", 0, 32 << 10}, {"b", 128 << 10, kUnbounded}, {"n", 32 << 10, 128 << 10}}));
+
+  // Two fresh ranges inside one old entry: three old parts around them; a fresh range covering an old entry
+  // whole leaves nothing of it.
+  merged = MergeEntries(table, {MergeTestEntry(ar, 0, 64 << 10, "x"), MergeTestEntry(ar, 1 << 20, 2 << 20, "y"),
+                                MergeTestEntry(ar, 8 << 20, 16 << 20, "z")});
+  EXPECT_EQ(Ranges(merged), (R{{"b", 64 << 10, 1 << 20},
+                               {"b", 2 << 20, 8 << 20},
+                               {"b", 16 << 20, kUnbounded},
+                               {"x", 0, 64 << 10},
+                               {"y", 1 << 20, 2 << 20},
+                               {"z", 8 << 20, 16 << 20}}));
+
+  // Only the same (collective, dtype, world size) is trimmed: the allgather entry stays whole.
+  auto other_world = MergeTestEntry(ar, 0, kUnbounded, "w");
+  other_world.key.world_size = 4;
+  merged = MergeEntries({MergeTestEntry(Collective::kAllgather, 0, kUnbounded, "c"), other_world},
+                        {MergeTestEntry(ar, 1 << 20, 2 << 20, "n")});
+  EXPECT_EQ(Ranges(merged), (R{{"c", 0, kUnbounded}, {"w", 0, kUnbounded}, {"n", 1 << 20, 2 << 20}}));
+
+  // The merged table is one the store accepts (no overlaps), without gaps from 0 to the open end.
+  auto normalized = db::NormalizeEntries(
+      MergeEntries({MergeTestEntry(ar, 0, 64 << 10, "one_shot"), MergeTestEntry(ar, 64 << 10, kUnbounded, "ring")},
+                   {MergeTestEntry(ar, 1 << 20, 2 << 20, "recursive_doubling")}));
+  ASSERT_TRUE(normalized.ok()) << normalized.status();
+  ASSERT_EQ(normalized->size(), 4u);
+  EXPECT_EQ(normalized->front().key.range.min, 0u);
+  for (size_t i = 1; i < normalized->size(); ++i) {
+    EXPECT_EQ((*normalized)[i - 1].key.range.max, (*normalized)[i].key.range.min);
+  }
+  EXPECT_EQ(normalized->back().key.range.max, kUnbounded);
 }
 
 }  // namespace
