@@ -204,18 +204,22 @@ absl::Status InMemoryTuningStore::AddSweepSamples(absl::string_view sweep_id, ab
   auto it = sweeps_.find(sweep_id);
   if (it == sweeps_.end()) return absl::NotFoundError(absl::StrCat("no sweep '", sweep_id, "'"));
   it->second.samples.insert(it->second.samples.end(), normalized.begin(), normalized.end());
-  TrimSweepSamplesLocked();
+  TrimSweepSamplesLocked(it->second);
   return absl::OkStatus();
 }
 
-void InMemoryTuningStore::TrimSweepSamplesLocked() {
+void InMemoryTuningStore::TrimSweepSamplesLocked(const SweepState& written) {
   std::vector<SweepState*> order;
   for (auto& [id, s] : sweeps_) order.push_back(&s);
   std::sort(order.begin(), order.end(), [](const SweepState* a, const SweepState* b) {
     return a->sweep.started_unix_ms != b->sweep.started_unix_ms ? a->sweep.started_unix_ms > b->sweep.started_unix_ms
                                                                 : a->sweep.id > b->sweep.id;
   });
-  for (size_t i = options_.max_sweeps_with_samples; i < order.size(); ++i) order[i]->samples.clear();
+  for (size_t i = options_.max_sweeps_with_samples; i < order.size(); ++i) {
+    // Never the sweep being written nor one marked running (a resumed sweep keeps its first start time).
+    if (order[i] == &written || order[i]->sweep.status == SweepStatus::kRunning) continue;
+    order[i]->samples.clear();
+  }
 }
 
 absl::StatusOr<std::vector<SweepSample>> InMemoryTuningStore::GetSweepSamples(absl::string_view sweep_id) {

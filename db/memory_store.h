@@ -52,7 +52,8 @@ class InMemoryTuningStore final : public TuningStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<const Table*> FindLocked(absl::string_view fingerprint, int64_t version)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void TrimSweepSamplesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Samples only for the newest max_sweeps_with_samples sweeps, `written` and any sweep marked running.
+  void TrimSweepSamplesLocked(const SweepState& written) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const StoreOptions options_;
   absl::Mutex mu_;

@@ -722,11 +722,13 @@ absl::Status SqliteTuningStore::AddSweepSamples(absl::string_view sweep_id, absl
       ins.Bind(9, static_cast<int64_t>(s.iteration));
       HT_RETURN_IF_ERROR(ins.Run());
     }
-    // Retention: raw samples only for the newest max_sweeps_with_samples sweeps.
+    // Retention: raw samples only for the newest max_sweeps_with_samples sweeps, never for the one being written
+    // nor one marked running (a resumed sweep keeps its first start time: it may be older than the newest ones).
     PREP(trim,
-         "DELETE FROM sweep_samples WHERE sweep_id NOT IN (SELECT id FROM sweeps ORDER BY started_ms DESC, id DESC "
-         "LIMIT ?)");
-    return trim.Bind(1, static_cast<int64_t>(options_.max_sweeps_with_samples)).Run();
+         "DELETE FROM sweep_samples WHERE sweep_id <> ?1 AND sweep_id NOT IN (SELECT id FROM sweeps WHERE status = ?2) "
+         "AND sweep_id NOT IN (SELECT id FROM sweeps ORDER BY started_ms DESC, id DESC LIMIT ?3)");
+    trim.Bind(1, sweep_id).Bind(2, SweepStatusName(SweepStatus::kRunning));
+    return trim.Bind(3, static_cast<int64_t>(options_.max_sweeps_with_samples)).Run();
   });
 }
 

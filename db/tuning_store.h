@@ -8,7 +8,8 @@
 //  - Live statistics per (topology, collective, dtype, world size, power-of-two size bucket, configuration):
 //    count, mean, median/p90 from a log-scale histogram, last seen.
 //  - Sweeps (id, parameters, status, progress, times) and their raw samples, kept for the newest
-//    StoreOptions::max_sweeps_with_samples sweeps.
+//    StoreOptions::max_sweeps_with_samples sweeps by start time, for every sweep marked running and for the
+//    sweep being written (a resumed sweep keeps its first start time).
 //
 // Implementations: SqliteTuningStore (db/sqlite_store.h) and InMemoryTuningStore (db/memory_store.h); one
 // conformance suite (tests/unit/db/tuning_store_conformance_test.cc) runs against both.
@@ -182,7 +183,7 @@ struct StoreInfo {
 
 struct StoreOptions {
   int max_versions = 16;            // versions kept per topology (>= 2)
-  int max_sweeps_with_samples = 8;  // raw samples are kept for this many newest sweeps
+  int max_sweeps_with_samples = 8;  // raw samples are kept for this many newest sweeps (and running ones)
   int busy_timeout_ms = 5000;       // SQLite
 };
 

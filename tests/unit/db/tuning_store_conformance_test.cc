@@ -299,6 +299,9 @@ TYPED_TEST(TuningStoreConformance, SweepsAndBoundedRawSamples) {
         SweepSample{Collective::kAllreduce, DataType::kFloat32, 8, 1024, "ring", 5, 4, 0},
         SweepSample{Collective::kAllreduce, DataType::kFloat32, 8, 1024, "ring", 6, 5, 1}};
     ASSERT_TRUE(this->store_->AddSweepSamples(s.id, samples).ok());
+    s.status = SweepStatus::kDone;  // a running sweep's samples are never trimmed (next test)
+    s.finished_unix_ms = 1500 + i;
+    ASSERT_TRUE(this->store_->PutSweep(s).ok());
   }
   Sweep done{"sweep-2", "{}", SweepStatus::kDone, 1, 1002, 2000, "ok"};
   ASSERT_TRUE(this->store_->PutSweep(done).ok());
@@ -311,6 +314,44 @@ TYPED_TEST(TuningStoreConformance, SweepsAndBoundedRawSamples) {
   EXPECT_TRUE(this->store_->GetSweepSamples("sweep-0")->empty());  // beyond max_sweeps_with_samples
   EXPECT_EQ(this->store_->GetSweep("nope").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(this->store_->AddSweepSamples("nope", {}).code(), absl::StatusCode::kNotFound);
+}
+
+// A resumed sweep keeps its first start time, so newer sweeps can outnumber it: its samples (and those of any
+// sweep marked running) must survive the retention that each AddSweepSamples applies, also in the same call.
+TYPED_TEST(TuningStoreConformance, RetentionNeverTrimsTheSweepBeingWrittenNorARunningOne) {
+  const std::vector<SweepSample> two = {
+      SweepSample{Collective::kAllreduce, DataType::kFloat32, 8, 1024, "ring", 5, 4, 0},
+      SweepSample{Collective::kAllreduce, DataType::kFloat32, 8, 1024, "ring", 6, 5, 1}};
+  Sweep resumed{"sweep-old", R"({"ranks":8})", SweepStatus::kRunning, 0.1, 100, 0, ""};
+  Sweep stopped{"sweep-stopped", R"({"ranks":8})", SweepStatus::kCancelled, 0.1, 200, 300, "cancelled"};
+  ASSERT_TRUE(this->store_->PutSweep(resumed).ok());
+  ASSERT_TRUE(this->store_->PutSweep(stopped).ok());
+  ASSERT_TRUE(this->store_->AddSweepSamples(resumed.id, two).ok());
+  ASSERT_TRUE(this->store_->AddSweepSamples(stopped.id, two).ok());
+  // More newer sweeps than max_sweeps_with_samples (2), each with samples.
+  for (int i = 0; i < 3; ++i) {
+    Sweep s{absl::StrCat("sweep-new-", i), "{}", SweepStatus::kDone, 1, 1000 + i, 2000 + i, "ok"};
+    ASSERT_TRUE(this->store_->PutSweep(s).ok());
+    ASSERT_TRUE(this->store_->AddSweepSamples(s.id, two).ok());
+  }
+  EXPECT_EQ(this->store_->GetSweepSamples("sweep-old")->size(), 2u) << "running: kept";
+  EXPECT_TRUE(this->store_->GetSweepSamples("sweep-stopped")->empty()) << "neither running nor newest: trimmed";
+  EXPECT_TRUE(this->store_->GetSweepSamples("sweep-new-0")->empty());
+  EXPECT_EQ(this->store_->GetSweepSamples("sweep-new-2")->size(), 2u);
+  // The running sweep writes more: every sample it wrote is still there.
+  ASSERT_TRUE(this->store_->AddSweepSamples(resumed.id, two).ok());
+  EXPECT_EQ(this->store_->GetSweepSamples("sweep-old")->size(), 4u);
+  // A sweep writing samples keeps them even when it is not marked running and is not among the newest.
+  ASSERT_TRUE(this->store_->AddSweepSamples(stopped.id, two).ok());
+  EXPECT_EQ(this->store_->GetSweepSamples("sweep-stopped")->size(), 2u);
+  // Once the resumed sweep is done, it is trimmed like any other old sweep by the next write.
+  resumed.status = SweepStatus::kDone;
+  resumed.finished_unix_ms = 5000;
+  ASSERT_TRUE(this->store_->PutSweep(resumed).ok());
+  ASSERT_TRUE(this->store_->AddSweepSamples("sweep-new-2", two).ok());
+  EXPECT_TRUE(this->store_->GetSweepSamples("sweep-old")->empty());
+  EXPECT_TRUE(this->store_->GetSweepSamples("sweep-stopped")->empty());
+  EXPECT_EQ(this->store_->GetSweepSamples("sweep-new-1")->size(), 2u);
 }
 
 TYPED_TEST(TuningStoreConformance, InfoCountsLatestVersions) {
