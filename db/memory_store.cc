@@ -11,13 +11,12 @@ InMemoryTuningStore::InMemoryTuningStore(StoreOptions options) : options_(option
 
 absl::StatusOr<int64_t> InMemoryTuningStore::PutTable(const Topology& topology, absl::Span<const TunedEntry> entries,
                                                       const PutOptions& options) {
-  if (absl::Status s = ValidateFingerprint(topology.fingerprint); !s.ok()) return s;
-  auto sorted = NormalizeEntries(entries);
+  auto sorted = ValidatePut(topology, entries, options);
   if (!sorted.ok()) return sorted.status();
   absl::MutexLock lock(&mu_);
   auto it = topologies_.find(topology.fingerprint);
-  if (it == topologies_.end() || !topology.json.empty()) {
-    if (absl::Status s = ValidateTopology(topology); !s.ok()) return s;
+  if (it == topologies_.end()) {
+    if (absl::Status s = ValidateTopology(topology); !s.ok()) return s;  // the JSON is required the first time
   }
   TopologyState& state = topologies_[topology.fingerprint];
   if (!topology.json.empty()) state.json = topology.json;
@@ -35,17 +34,18 @@ absl::StatusOr<int64_t> InMemoryTuningStore::PutLocked(TopologyState& state, con
   if (!state.versions.empty() && state.versions.rbegin()->second.content_hash == hash) {
     return state.versions.rbegin()->first;
   }
+  auto version = NewVersion(fingerprint, state.next_version, options);
+  if (!version.ok()) return version.status();
   Table t;
   t.topology = Topology{fingerprint, state.json};
-  t.version = std::max(state.next_version, options.min_version);
+  t.version = *version;
   t.content_hash = std::move(hash);
   t.created_unix_ms = options.created_unix_ms != 0 ? options.created_unix_ms : NowUnixMs();
   t.entries = std::move(sorted);
   state.next_version = t.version + 1;
-  const int64_t version = t.version;
-  state.versions.emplace(version, std::move(t));
+  state.versions.emplace(*version, std::move(t));
   while (static_cast<int>(state.versions.size()) > options_.max_versions) state.versions.erase(state.versions.begin());
-  return version;
+  return *version;
 }
 
 absl::StatusOr<const Table*> InMemoryTuningStore::FindLocked(absl::string_view fingerprint, int64_t version) {

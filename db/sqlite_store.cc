@@ -405,7 +405,7 @@ absl::StatusOr<int64_t> SqliteTuningStore::PutLocked(absl::string_view fp, const
   next.Bind(1, fp);
   HT_ASSIGN_OR_RETURN(has, next.Step());
   if (!has) return absl::InternalError("topology row missing");
-  const int64_t version = std::max(next.Int(0), options.min_version);
+  HT_ASSIGN_OR_RETURN(version, NewVersion(fp, next.Int(0), options));
   {
     PREP(up, "UPDATE topologies SET next_version = ? WHERE fingerprint = ?");
     HT_RETURN_IF_ERROR(up.Bind(1, version + 1).Bind(2, fp).Run());
@@ -451,14 +451,13 @@ absl::StatusOr<int64_t> SqliteTuningStore::PutLocked(absl::string_view fp, const
 
 absl::StatusOr<int64_t> SqliteTuningStore::PutTable(const Topology& topology, absl::Span<const TunedEntry> entries,
                                                     const PutOptions& options) {
-  HT_RETURN_IF_ERROR(ValidateFingerprint(topology.fingerprint));
-  HT_ASSIGN_OR_RETURN(sorted, NormalizeEntries(entries));
+  HT_ASSIGN_OR_RETURN(sorted, ValidatePut(topology, entries, options));
   absl::MutexLock lock(&mu_);
   return InTransaction([&]() -> absl::StatusOr<int64_t> {
     PREP(find, "SELECT json FROM topologies WHERE fingerprint = ?");
     find.Bind(1, topology.fingerprint);
     HT_ASSIGN_OR_RETURN(known, find.Step());
-    if (!known || !topology.json.empty()) HT_RETURN_IF_ERROR(ValidateTopology(topology));
+    if (!known) HT_RETURN_IF_ERROR(ValidateTopology(topology));  // the JSON is required the first time
     if (!known) {
       PREP(ins, "INSERT INTO topologies(fingerprint, json) VALUES (?, ?)");
       HT_RETURN_IF_ERROR(ins.Bind(1, topology.fingerprint).Bind(2, topology.json).Run());

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -147,6 +148,33 @@ absl::StatusOr<std::vector<TunedEntry>> NormalizeEntries(absl::Span<const TunedE
     }
   }
   return out;
+}
+
+absl::Status ValidatePutOptions(const PutOptions& options) {
+  if (options.min_version < 0 || options.min_version > kMaxTableVersion) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table version ", options.min_version, " is out of range 0..", kMaxTableVersion, " (2^53)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<TunedEntry>> ValidatePut(const Topology& topology, absl::Span<const TunedEntry> entries,
+                                                    const PutOptions& options) {
+  if (absl::Status s = ValidateFingerprint(topology.fingerprint); !s.ok()) return s;
+  if (!topology.json.empty()) {
+    if (absl::Status s = ValidateTopology(topology); !s.ok()) return s;
+  }
+  if (absl::Status s = ValidatePutOptions(options); !s.ok()) return s;
+  return NormalizeEntries(entries);
+}
+
+absl::StatusOr<int64_t> NewVersion(absl::string_view fingerprint, int64_t next_version, const PutOptions& options) {
+  const int64_t version = std::max(next_version, options.min_version);
+  if (version < 1 || version == std::numeric_limits<int64_t>::max()) {
+    return absl::FailedPreconditionError(absl::StrCat("table ", fingerprint, ": the stored next version number ",
+                                                      next_version, " is out of range; it cannot take a new version"));
+  }
+  return version;
 }
 
 absl::Status CheckExpectedVersion(absl::string_view fingerprint, int64_t latest, const PutOptions& options) {

@@ -33,6 +33,20 @@ bool EntryKeyLess(const EntryKey& a, const EntryKey& b);
 // SHA-256 hex over the canonical serialization of sorted entries (what Table::content_hash holds).
 std::string ContentHash(absl::Span<const TunedEntry> sorted_entries);
 
+// The largest table version a write may ask for (PutOptions::min_version): 2^53, exact in a double and in any
+// JSON reader. Versions then grow by one per change, far from int64's end.
+inline constexpr int64_t kMaxTableVersion = int64_t{1} << 53;
+// InvalidArgument naming the value when PutOptions::min_version is outside [0, kMaxTableVersion].
+absl::Status ValidatePutOptions(const PutOptions& options);
+// Everything PutTable checks before it looks at what the store holds: the fingerprint, the topology JSON against
+// it when given, the entries (NormalizeEntries), the options. Returns the entries in canonical order. (The
+// topology JSON may be empty only for a topology the store already has.)
+absl::StatusOr<std::vector<TunedEntry>> ValidatePut(const Topology& topology, absl::Span<const TunedEntry> entries,
+                                                    const PutOptions& options);
+// The version a change gets: max(next_version, min_version); FailedPrecondition when the stored next version is
+// out of range (written before versions were bounded), where adding one would overflow.
+absl::StatusOr<int64_t> NewVersion(absl::string_view fingerprint, int64_t next_version, const PutOptions& options);
+
 // PutOptions::expected_version against the topology's latest version (0 = no table): Aborted when they differ.
 absl::Status CheckExpectedVersion(absl::string_view fingerprint, int64_t latest, const PutOptions& options);
 

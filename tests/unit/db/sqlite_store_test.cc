@@ -128,6 +128,29 @@ TEST(SqliteStore, RefusesADirectoryAndAMissingParent) {
   EXPECT_NE(missing.status().message().find("cannot open database"), std::string::npos) << missing.status();
 }
 
+// A database written before versions were bounded may hold a next version at int64's end: a change is refused
+// with an error naming it instead of overflowing, and the table is still readable.
+TEST(SqliteStore, AStoredNextVersionAtInt64sEndIsAnErrorNotAnOverflow) {
+  TempDir dir;
+  const std::string path = dir.File("t.db");
+  Topology topo = MakeTopology(2);
+  {
+    auto s = OpenSqliteTuningStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->PutTable(topo, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")}, {}).ok());
+  }
+  RunSql(path, "UPDATE topologies SET next_version = 9223372036854775807");
+  auto s = OpenSqliteTuningStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto v = (*s)->PutTable(topo, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "one_shot")}, {});
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(v.status().message().find("9223372036854775807"), std::string::npos) << v.status();
+  auto t = (*s)->GetTable(topo.fingerprint, 0);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->version, 1);
+}
+
 TEST(SqliteStore, TwoHandlesOnOneFileSeeEachOther) {
   TempDir dir;
   auto a = OpenSqliteTuningStore(dir.File("t.db"));

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <thread>
 
@@ -228,6 +229,40 @@ TYPED_TEST(TuningStoreConformance, MinVersionAndCreatedTimeAreKept) {
   EXPECT_EQ(*v, 42);
   auto t = this->store_->GetTable(topo.fingerprint, 0);
   EXPECT_EQ(t->created_unix_ms, 1234);
+}
+
+// A version number near int64's end would overflow the next one and freeze the table: versions asked for are
+// bounded by 2^53, and a table at that bound still takes new versions.
+TYPED_TEST(TuningStoreConformance, HugeVersionNumbersAreRefusedNamingTheValue) {
+  Topology topo = MakeTopology(2);
+  for (int64_t bad : {std::numeric_limits<int64_t>::max(), kMaxTableVersion + 1, int64_t{-1}}) {
+    auto v = this->store_->PutTable(topo, ThreeEntries(), PutOptions{bad, 0});
+    ASSERT_FALSE(v.ok()) << bad;
+    EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument) << v.status();
+    EXPECT_NE(v.status().message().find(absl::StrCat(bad)), absl::string_view::npos) << v.status();
+  }
+  EXPECT_EQ(this->store_->GetTable(topo.fingerprint, 0).status().code(), absl::StatusCode::kNotFound);
+  auto v = this->store_->PutTable(topo, ThreeEntries(), PutOptions{kMaxTableVersion, 0});
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, kMaxTableVersion);
+  auto fewer = ThreeEntries();
+  fewer.pop_back();
+  auto next = this->store_->PutTable(topo, fewer, {});
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(*next, kMaxTableVersion + 1);
+  auto back = this->store_->Rollback(topo.fingerprint, 0);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, kMaxTableVersion + 2);
+  // An import file asking for such a version is refused the same way, and stores nothing.
+  Table huge;
+  huge.topology = MakeTopology(4);
+  huge.version = std::numeric_limits<int64_t>::max();
+  huge.entries = ThreeEntries();
+  auto imported = ImportIntoStore(*this->store_, TablesToJson({huge}));
+  ASSERT_FALSE(imported.ok());
+  EXPECT_EQ(imported.status().code(), absl::StatusCode::kInvalidArgument) << imported.status();
+  EXPECT_NE(imported.status().message().find("9223372036854775807"), absl::string_view::npos) << imported.status();
+  EXPECT_EQ(this->store_->GetTable(huge.topology.fingerprint, 0).status().code(), absl::StatusCode::kNotFound);
 }
 
 TYPED_TEST(TuningStoreConformance, ExportImportExportIsByteIdentical) {
