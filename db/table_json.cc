@@ -1,6 +1,7 @@
 #include "db/table_json.h"
 
 #include "absl/strings/str_cat.h"
+#include "db/store_util.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/json_field.h"
 
@@ -179,14 +180,37 @@ absl::StatusOr<std::string> ExportStore(TuningStore& store) {
 absl::StatusOr<int> ImportIntoStore(TuningStore& store, absl::string_view text) {
   auto tables = TablesFromJson(text);
   if (!tables.ok()) return tables.status();
+  // Every table is checked as PutTable checks it before any is written: a file with one bad table stores none.
+  for (size_t i = 0; i < tables->size(); ++i) {
+    const Table& t = (*tables)[i];
+    absl::Status s = ValidatePut(t.topology, t.entries, PutOptions{t.version, t.created_unix_ms}).status();
+    if (s.ok() && t.topology.json.empty()) {
+      // Allowed only for a topology the store has (PutTable refuses it otherwise).
+      auto cur = store.GetTable(t.topology.fingerprint, 0);
+      if (absl::IsNotFound(cur.status())) {
+        s = absl::InvalidArgumentError("the topology JSON is empty and the store has no table for this fingerprint");
+      } else {
+        s = cur.status();
+      }
+    }
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("tables[", i, "] (topology ", t.topology.fingerprint,
+                                                 "): ", s.message(), "; nothing imported"));
+    }
+  }
   int changed = 0;
-  for (const Table& t : *tables) {
+  for (size_t i = 0; i < tables->size(); ++i) {
+    const Table& t = (*tables)[i];
     int64_t before = 0;
     if (auto cur = store.GetTable(t.topology.fingerprint, 0); cur.ok()) before = cur->version;
     auto v = store.PutTable(t.topology, t.entries, PutOptions{t.version, t.created_unix_ms});
-    if (!v.ok())
-      return absl::Status(v.status().code(),
-                          absl::StrCat("table ", t.topology.fingerprint, ": ", v.status().message()));
+    if (!v.ok()) {
+      // Checked above, so the store itself failed (or changed meanwhile): say what is already stored.
+      return absl::Status(
+          v.status().code(),
+          absl::StrCat("table ", t.topology.fingerprint, " (tables[", i, "]): ", v.status().message(), "; ", i, " of ",
+                       tables->size(), " table(s) were stored before this error (", changed, " changed)"));
+    }
     if (*v != before) ++changed;
   }
   return changed;

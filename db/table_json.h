@@ -32,7 +32,9 @@ absl::StatusOr<TunedEntry> EntryFromJsonText(absl::string_view text, const std::
 // Exports the latest version of every table in `store`.
 absl::StatusOr<std::string> ExportStore(TuningStore& store);
 // Stores every table of `text` (keeping its version number where the store allows); returns how many tables
-// changed.
+// changed. Every table is checked first as PutTable would (fingerprint against the topology JSON, entries,
+// version): an invalid one stores nothing and the error names it (tables[i]). Should a write still fail, the
+// error says how many tables were stored before it.
 absl::StatusOr<int> ImportIntoStore(TuningStore& store, absl::string_view text);
 
 }  // namespace hccltune::db

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "db/table_json.h"
 #include "tests/unit/db/test_util.h"
 
 namespace hccltune::db {
@@ -149,6 +150,31 @@ TEST(SqliteStore, AStoredNextVersionAtInt64sEndIsAnErrorNotAnOverflow) {
   auto t = (*s)->GetTable(topo.fingerprint, 0);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->version, 1);
+}
+
+// An import whose tables all check out but whose second write fails in the store says how many were stored.
+TEST(SqliteStore, AnImportFailingPartWaySaysHowManyTablesWereStored) {
+  TempDir dir;
+  const std::string path = dir.File("t.db");
+  Topology a = MakeTopology(2), b = MakeTopology(4);
+  {
+    auto s = OpenSqliteTuningStore(path);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ASSERT_TRUE((*s)->PutTable(b, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")}, {}).ok());
+  }
+  RunSql(
+      path,
+      ("UPDATE topologies SET next_version = 9223372036854775807 WHERE fingerprint = '" + b.fingerprint + "'").c_str());
+  auto s = OpenSqliteTuningStore(path);
+  ASSERT_TRUE(s.ok()) << s.status();
+  Table ta{a, 5, "", 1000, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")}};
+  Table tb{b, 1, "", 1000, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "one_shot")}};
+  auto r = ImportIntoStore(**s, TablesToJson({ta, tb}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(b.fingerprint), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("1 of 2 table(s) were stored before this error"), std::string::npos)
+      << r.status();
+  EXPECT_EQ((*s)->GetTable(a.fingerprint, 0)->version, 5);
 }
 
 TEST(SqliteStore, TwoHandlesOnOneFileSeeEachOther) {

@@ -296,6 +296,44 @@ TYPED_TEST(TuningStoreConformance, ExportImportExportIsByteIdentical) {
   EXPECT_NE(bad.status().message().find("content_hash"), absl::string_view::npos) << bad.status();
 }
 
+// An import file whose later table is invalid stores nothing: each table is checked as PutTable checks it first.
+TYPED_TEST(TuningStoreConformance, ImportWithAnInvalidTableStoresNone) {
+  Table good;
+  good.topology = MakeTopology(2);
+  good.version = 3;
+  good.entries = ThreeEntries();
+  Table mismatch;  // the topology JSON does not hash to the fingerprint
+  mismatch.topology = MakeTopology(4);
+  mismatch.topology.json = MakeTopology(8).json;
+  mismatch.version = 1;
+  mismatch.entries = ThreeEntries();
+  Table overlapping;  // two entries of one key overlap
+  overlapping.topology = MakeTopology(4);
+  overlapping.version = 1;
+  overlapping.entries = {MakeEntry(Collective::kAllreduce, 8, 0, 4096, "ring"),
+                         MakeEntry(Collective::kAllreduce, 8, 1024, kUnbounded, "one_shot")};
+  Table unknown_empty;  // no topology JSON for a topology the store has never seen
+  unknown_empty.topology = MakeTopology(16);
+  unknown_empty.topology.json.clear();
+  unknown_empty.version = 1;
+  unknown_empty.entries = ThreeEntries();
+  for (const Table& bad : {mismatch, overlapping, unknown_empty}) {
+    auto r = ImportIntoStore(*this->store_, TablesToJson({good, bad}));
+    ASSERT_FALSE(r.ok()) << bad.topology.fingerprint;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    EXPECT_NE(r.status().message().find("tables[1]"), absl::string_view::npos) << r.status();
+    EXPECT_NE(r.status().message().find(bad.topology.fingerprint), absl::string_view::npos) << r.status();
+    EXPECT_NE(r.status().message().find("nothing imported"), absl::string_view::npos) << r.status();
+    EXPECT_TRUE(this->store_->ListTables()->empty()) << "the valid first table was stored: " << r.status();
+  }
+  // Once the store has the topology, an empty topology JSON is fine (as PutTable allows).
+  ASSERT_TRUE(this->store_->PutTable(MakeTopology(16), ThreeEntries(), {}).ok());
+  auto r = ImportIntoStore(*this->store_, TablesToJson({good, unknown_empty}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, 1);  // the second table's content is what the store has already
+  EXPECT_EQ(this->store_->GetTable(good.topology.fingerprint, 0)->version, 3);
+}
+
 TYPED_TEST(TuningStoreConformance, LiveStatsAggregateCountMeanQuantiles) {
   Topology topo = MakeTopology(2);
   std::vector<LiveSample> batch;
