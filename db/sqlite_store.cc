@@ -1,10 +1,14 @@
 #include "db/sqlite_store.h"
 
+#include <libgen.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -119,7 +123,10 @@ class SqliteTuningStore final : public TuningStore {
 
   absl::Status CheckIdentity() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<int64_t> PragmaInt(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `error_code`, when given, gets SQLite's extended error code of a failure.
+  absl::StatusOr<int64_t> PragmaInt(const char* sql, int* error_code = nullptr) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // PermissionDenied naming the path: the database could not be opened for writing.
+  absl::Status CannotOpenReadWrite(absl::string_view detail) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Latest version of the topology's table (0 when it has none) and its content hash.
   absl::StatusOr<std::pair<int64_t, std::string>> LatestLocked(absl::string_view fp) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<int64_t> ResolveVersionLocked(absl::string_view fp, int64_t version)
@@ -141,10 +148,11 @@ class SqliteTuningStore final : public TuningStore {
   HT_ASSIGN_OR_RETURN(var##_raw, PrepareRaw(sql)); \
   Stmt var(var##_raw)
 
-absl::StatusOr<int64_t> SqliteTuningStore::PragmaInt(const char* sql) {
+absl::StatusOr<int64_t> SqliteTuningStore::PragmaInt(const char* sql, int* error_code) {
   sqlite3_stmt* raw = nullptr;
   if (sqlite3_prepare_v2(db_, sql, -1, &raw, nullptr) != SQLITE_OK) {
     std::string msg = sqlite3_errmsg(db_);
+    if (error_code != nullptr) *error_code = sqlite3_extended_errcode(db_);
     sqlite3_finalize(raw);
     return absl::FailedPreconditionError(msg);
   }
@@ -152,16 +160,51 @@ absl::StatusOr<int64_t> SqliteTuningStore::PragmaInt(const char* sql) {
   int rc = sqlite3_step(raw);
   if (rc == SQLITE_ROW) v = sqlite3_column_int64(raw, 0);
   std::string msg = sqlite3_errmsg(db_);
+  if (error_code != nullptr) *error_code = sqlite3_extended_errcode(db_);
   sqlite3_finalize(raw);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return absl::FailedPreconditionError(msg);
   return v;
 }
 
+absl::Status SqliteTuningStore::CannotOpenReadWrite(absl::string_view detail) {
+  // A file this user may not write is opened read-only without a word, and a directory it may not write keeps
+  // SQLite from creating the -wal and -shm files beside it: name which one.
+  auto denied = [](const std::string& p) {
+    return ::access(p.c_str(), W_OK) != 0 && (errno == EACCES || errno == EPERM);
+  };
+  std::string dir_buf = path_;
+  const std::string dir = ::dirname(dir_buf.data());
+  std::string why;
+  if (denied(path_)) {
+    why = absl::StrCat("permission denied (this user may not write ", path_, "; sqlite: ", detail, ")");
+  } else if (denied(dir)) {
+    why = absl::StrCat("permission denied (this user may not write its directory ", dir,
+                       ", where the -wal and -shm files go; sqlite: ", detail, ")");
+  } else if (const int err = sqlite3_system_errno(db_); err == EACCES || err == EPERM) {
+    why = absl::StrCat("permission denied (sqlite: ", detail, ")");
+  } else {
+    why = absl::StrCat(detail, " (the file, its directory and its -wal and -shm files must be writable)");
+  }
+  return absl::PermissionDeniedError(absl::StrCat("cannot open database ", path_, " read-write: ", why));
+}
+
 absl::Status SqliteTuningStore::CheckIdentity() {
-  auto app = PragmaInt("PRAGMA application_id");
+  int code = SQLITE_OK;
+  auto app = PragmaInt("PRAGMA application_id", &code);
   if (!app.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(path_, " is not an hccl-tune database (", app.status().message(),
-                                                      "); refusing to use or overwrite it"));
+    switch (code & 0xff) {
+      case SQLITE_READONLY:
+      case SQLITE_CANTOPEN:
+      case SQLITE_PERM:
+      case SQLITE_AUTH:
+      case SQLITE_IOERR: return CannotOpenReadWrite(app.status().message());
+      case SQLITE_BUSY:
+      case SQLITE_LOCKED:
+        return absl::UnavailableError(absl::StrCat("cannot read database ", path_, ": ", app.status().message()));
+      default:  // SQLITE_NOTADB, SQLITE_CORRUPT: the file is something else
+        return absl::FailedPreconditionError(absl::StrCat(
+            path_, " is not an hccl-tune database (", app.status().message(), "); refusing to use or overwrite it"));
+    }
   }
   if (*app == kApplicationId) return absl::OkStatus();
   auto objects = PragmaInt("SELECT count(*) FROM sqlite_master");
@@ -202,8 +245,14 @@ absl::Status SqliteTuningStore::Open() {
     if (st.st_size > 0) {
       char header[16] = {};
       FILE* f = std::fopen(path_.c_str(), "rb");
-      size_t n = f ? std::fread(header, 1, sizeof(header), f) : 0;
-      if (f) std::fclose(f);
+      if (f == nullptr) {
+        const int err = errno;
+        return absl::Status(
+            err == EACCES || err == EPERM ? absl::StatusCode::kPermissionDenied : absl::StatusCode::kFailedPrecondition,
+            absl::StrCat("cannot open database ", path_, ": ", std::strerror(err)));
+      }
+      size_t n = std::fread(header, 1, sizeof(header), f);
+      std::fclose(f);
       if (n != sizeof(header) || absl::string_view(header, 16) != absl::string_view("SQLite format 3\0", 16)) {
         return absl::FailedPreconditionError(
             absl::StrCat(path_, " is not an SQLite database; refusing to use or overwrite it"));

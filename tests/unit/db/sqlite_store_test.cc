@@ -1,11 +1,17 @@
 // What only the SQLite store has: a file that persists, migrations, refusal of foreign files.
 #include "db/sqlite_store.h"
 
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "db/table_json.h"
 #include "tests/unit/db/test_util.h"
@@ -87,7 +93,73 @@ TEST(SqliteStore, RefusesACorruptDatabase) {
   ::unlink((path + "-shm").c_str());
   auto s = OpenSqliteTuningStore(path);
   ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("is not an hccl-tune database"), std::string::npos) << s.status();
   EXPECT_EQ(ReadAll(path), bytes);
+}
+
+// OpenSqliteTuningStore(path) as an unprivileged user: root may write any file, so as root the open runs in a
+// child process that has become `nobody` (65534); otherwise here. Returns the status's code and message.
+std::pair<absl::StatusCode, std::string> OpenAsUnprivileged(const std::string& path) {
+  auto open = [&path] {
+    auto s = OpenSqliteTuningStore(path);
+    return std::make_pair(s.status().code(), std::string(s.status().message()));
+  };
+  if (::geteuid() != 0) return open();
+  int fds[2];
+  if (::pipe(fds) != 0) return {absl::StatusCode::kInternal, "pipe failed"};
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    auto [code, message] = open();
+    const std::string out = absl::StrCat(static_cast<int>(code), " ", message);
+    (void)!::write(fds[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string out;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out.find(' ') == std::string::npos) {
+    return {absl::StatusCode::kInternal, absl::StrCat("child failed (status ", status, "): ", out)};
+  }
+  return {static_cast<absl::StatusCode>(std::stoi(out.substr(0, out.find(' ')))), out.substr(out.find(' ') + 1)};
+}
+
+// A valid database this user may not write is reported as such, naming the path, not as a foreign file.
+TEST(SqliteStore, AReadOnlyDatabaseIsReportedAsPermissionDenied) {
+  TempDir dir;
+  const std::string path = dir.File("t.db");
+  ASSERT_TRUE(OpenSqliteTuningStore(path).ok());
+  ::unlink((path + "-wal").c_str());
+  ::unlink((path + "-shm").c_str());
+  // Neither the file nor its directory is writable. (A read-only file in a writable directory opens read-only:
+  // SQLite can make the -shm file, and reading works.)
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(path.c_str(), 0444), 0);
+  auto [code, message] = OpenAsUnprivileged(path);
+  EXPECT_EQ(code, absl::StatusCode::kPermissionDenied) << message;
+  EXPECT_NE(message.find("cannot open database " + path + " read-write: permission denied"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("not an hccl-tune database"), std::string::npos) << message;
+  // The file is writable but its directory is not (no -wal or -shm file can be made).
+  ASSERT_EQ(::chmod(path.c_str(), 0666), 0);
+  std::tie(code, message) = OpenAsUnprivileged(path);
+  EXPECT_EQ(code, absl::StatusCode::kPermissionDenied) << message;
+  EXPECT_NE(message.find("permission denied"), std::string::npos) << message;
+  EXPECT_NE(message.find("directory " + dir.path()), std::string::npos) << message;
+  // A file this user may not read at all.
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  std::tie(code, message) = OpenAsUnprivileged(path);
+  EXPECT_EQ(code, absl::StatusCode::kPermissionDenied) << message;
+  EXPECT_NE(message.find("cannot open database " + path), std::string::npos) << message;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0700), 0);
+  // The database itself was left alone.
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  EXPECT_TRUE(OpenSqliteTuningStore(path).ok());
 }
 
 TEST(SqliteStore, RefusesAnotherApplicationsDatabase) {
