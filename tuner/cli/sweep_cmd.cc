@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "db/sqlite_store.h"
+#include "db/store_util.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/configuration.h"
 #include "runtime/common/json_field.h"
@@ -199,7 +200,12 @@ int RunLaunched(const SweepArgs& a) {
       io.resume = !a.resume.empty();
       io.store_table = !a.no_table;
       io.sweep_id = !a.resume.empty() ? a.resume : !a.sweep_id.empty() ? a.sweep_id : sweep::NewSweepId();
-      if (!a.checked) {
+      if (!a.checked && io.resume && !a.force) {
+        // Not while its owner still runs it (RunSweep reports a row that does not exist).
+        if (auto row = io.journal->GetSweep(io.sweep_id); row.ok())
+          open_error = sweep::CheckResumable(*row, db::NowUnixMs());
+      }
+      if (!a.checked && open_error.ok()) {
         auto q = CheckQuiet(io.journal, storage.tables.remote, io.sweep_id);
         if (!q.warning.empty()) std::fprintf(stderr, "hccl-tune sweep: warning: %s\n", q.warning.c_str());
         if (q.refuse && !a.force)
@@ -268,6 +274,10 @@ int RunLocal(SweepArgs a) {
     if (!a.resume.empty()) {
       auto row = s->journal->GetSweep(a.resume);
       if (!row.ok()) return ReportError(row.status());
+      // Not while its owner still runs it: two processes would write one sweep's samples and table.
+      if (!a.force) {
+        if (absl::Status busy = sweep::CheckResumable(*row, db::NowUnixMs()); !busy.ok()) return ReportError(busy);
+      }
       auto params = nlohmann::json::parse(row->params_json, nullptr, false);
       if (!params.is_discarded()) a.ranks = JsonOr(params, "world", a.ranks);
     }

@@ -514,6 +514,31 @@ QuietCheck CheckNodeQuiet(db::TuningStore* journal, const std::string& own_id) {
   return q;
 }
 
+absl::Status CheckResumable(const db::Sweep& row, int64_t now_unix_ms) {
+  if (!db::SweepInProgress(row, now_unix_ms)) return absl::OkStatus();
+  const json params = json::parse(row.params_json, nullptr, false);
+  const json owner =
+      params.is_object() && params.contains("owner") && params["owner"].is_object() ? params["owner"] : json::object();
+  const json self = json::parse(db::ThisProcessOwnerJson());
+  const int64_t pid = JsonOr(owner, "pid", int64_t{0});
+  const bool here = JsonOr(owner, "boot_id", "") == JsonOr(self, "boot_id", "") &&
+                    JsonOr(owner, "pid_ns", "") == JsonOr(self, "pid_ns", "");
+  std::string who;
+  if (pid <= 0) {
+    who = "its row names no owning process";
+  } else if (here) {
+    who = absl::StrCat("its owner, pid ", pid, ", is still running");
+  } else {
+    who = absl::StrCat("its owner, pid ", pid,
+                       ", runs on another machine, boot or container (where that cannot be "
+                       "told, a running row counts for 6 h)");
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "sweep ", row.id, " is still marked running (", who, ", started ",
+      absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(row.started_unix_ms), absl::UTCTimeZone()),
+      "): wait for it to finish, or pass --force if it really died"));
+}
+
 namespace {
 
 // Rank 0: the winners, in one transaction, merged into the topology's latest table; the sweep row marked done.

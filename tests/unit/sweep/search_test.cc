@@ -1,6 +1,9 @@
 // The sweep's statistics, search and winner ranges on a measurement hook with known, deterministic costs.
 #include "tuner/sweep/search.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -11,6 +14,7 @@
 
 #include "db/store_util.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tuner/sweep/sweep.h"
 #include "tuner/sweep/winners.h"
 
@@ -288,6 +292,43 @@ TEST(Winners, MergeKeepsTheOldPartsOutsideTheFreshRanges) {
     EXPECT_EQ((*normalized)[i - 1].key.range.max, (*normalized)[i].key.range.min);
   }
   EXPECT_EQ(normalized->back().key.range.max, kUnbounded);
+}
+
+// --resume is refused while the sweep's owner still runs it, naming the owner's pid; a row whose owner is gone,
+// or that is not marked running, may be resumed.
+TEST(Resume, RefusedWhileTheOwnerStillRuns) {
+  using json = nlohmann::json;
+  db::Sweep row;
+  row.id = "sw-live";
+  row.status = db::SweepStatus::kRunning;
+  row.started_unix_ms = db::NowUnixMs();
+  json params = {{"spec", json::object()}, {"owner", json::parse(db::ThisProcessOwnerJson())}};
+  row.params_json = params.dump();
+  absl::Status s = CheckResumable(row, db::NowUnixMs());
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find(absl::StrCat("pid ", ::getpid())), absl::string_view::npos) << s;
+  EXPECT_NE(s.message().find("sw-live"), absl::string_view::npos) << s;
+  EXPECT_NE(s.message().find("--force"), absl::string_view::npos) << s;
+  // The owner exited (a reaped child's pid): resumable.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  params["owner"]["pid"] = static_cast<long>(child);
+  row.params_json = params.dump();
+  EXPECT_TRUE(CheckResumable(row, db::NowUnixMs()).ok()) << CheckResumable(row, db::NowUnixMs());
+  // Stopped or failed sweeps are resumable whoever owned them.
+  params["owner"]["pid"] = static_cast<long>(::getpid());
+  row.params_json = params.dump();
+  for (db::SweepStatus st : {db::SweepStatus::kCancelled, db::SweepStatus::kFailed}) {
+    row.status = st;
+    EXPECT_TRUE(CheckResumable(row, db::NowUnixMs()).ok());
+  }
+  // No owner recorded (an older row, another host): running counts for 6 h after its start.
+  row.status = db::SweepStatus::kRunning;
+  row.params_json = R"({"spec":{}})";
+  EXPECT_EQ(CheckResumable(row, db::NowUnixMs()).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(CheckResumable(row, db::NowUnixMs() + int64_t{7} * 3600 * 1000).ok());
 }
 
 }  // namespace
