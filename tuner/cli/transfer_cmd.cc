@@ -1,5 +1,14 @@
 // `hccl-tune export FILE` / `hccl-tune import FILE`: tuned tables as JSON (db/table_json.h); export -> import ->
-// export is byte-identical. FILE "-" is stdout / stdin.
+// export is byte-identical. FILE "-" is stdout / stdin. Export replaces FILE only once the whole file is written.
+#include <fcntl.h>
+#include <libgen.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,6 +20,82 @@
 #include "tuner/cli/store_access.h"
 
 namespace hccltune::cli {
+namespace {
+
+absl::Status WriteError(const std::string& what, const std::string& file, int err) {
+  return absl::UnavailableError(absl::StrCat("cannot write ", file, ": ", what, std::strerror(err)));
+}
+
+// Writes all of `text` to `fd`, then fsync (EINVAL: the file cannot be synced, a device or a pipe) and close.
+absl::Status WriteAndClose(int fd, absl::string_view text, const std::string& file) {
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      return WriteError("", file, err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+    const int err = errno;
+    ::close(fd);
+    return WriteError("fsync: ", file, err);
+  }
+  if (::close(fd) != 0) return WriteError("close: ", file, errno);
+  return absl::OkStatus();
+}
+
+// `file` gets `text` whole or not at all: a regular file (or a new one) is written to a temporary file beside it,
+// synced and renamed over it, so a failed export leaves the old content; a device or pipe (/dev/stdout, a FIFO)
+// is written in place. A symbolic link is followed (its target is replaced, the link stays).
+absl::Status WriteFileAtomically(const std::string& file, absl::string_view text) {
+  std::string target = file;
+  struct stat st {};
+  if (::stat(file.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat("cannot write ", file, ": a directory"));
+    if (!S_ISREG(st.st_mode)) {
+      const int fd = ::open(file.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+      if (fd < 0) return WriteError("", file, errno);
+      return WriteAndClose(fd, text, file);
+    }
+    char* real = ::realpath(file.c_str(), nullptr);
+    if (real != nullptr) {
+      target = real;
+      std::free(real);
+    }
+  }
+  std::string dir_buf = target;
+  const std::string dir = ::dirname(dir_buf.data());
+  // Created with 0666 less the umask, as a new file would be; a replaced file's mode is kept.
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    tmp = absl::StrCat(target, ".tmp-", ::getpid(), "-", attempt);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) return WriteError(absl::StrCat("creating a temporary file in ", dir, ": "), file, errno);
+  if (S_ISREG(st.st_mode)) (void)::fchmod(fd, st.st_mode & 07777);
+  if (absl::Status s = WriteAndClose(fd, text, file); !s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return WriteError("rename: ", file, err);
+  }
+  // The rename itself reaches the disk with the directory.
+  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
+    (void)::fsync(dfd);
+    ::close(dfd);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 void RegisterExport(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("export", "Write every tuned table (latest versions) to a JSON file");
@@ -30,14 +115,15 @@ void RegisterExport(CLI::App& app, int* exit_code) {
       return;
     }
     if (*file == "-") {
-      std::cout << *text;
-    } else {
-      std::ofstream out(*file, std::ios::binary | std::ios::trunc);
-      out << *text;
-      if (!out.good()) {
-        *exit_code = ReportError(absl::UnavailableError(absl::StrCat("cannot write ", *file)));
+      errno = 0;
+      std::cout << *text << std::flush;
+      if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        *exit_code = ReportError(WriteError("", "stdout", errno != 0 ? errno : EIO));
         return;
       }
+    } else if (absl::Status s = WriteFileAtomically(*file, *text); !s.ok()) {
+      *exit_code = ReportError(s);
+      return;
     }
     *exit_code = 0;
   });
