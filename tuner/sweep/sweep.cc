@@ -515,14 +515,18 @@ QuietCheck CheckNodeQuiet(db::TuningStore* journal, const std::string& own_id) {
 }
 
 absl::Status CheckResumable(const db::Sweep& row, int64_t now_unix_ms) {
-  if (!db::SweepInProgress(row, now_unix_ms)) return absl::OkStatus();
+  if (row.status != db::SweepStatus::kRunning || db::SweepOwnerGone(row)) return absl::OkStatus();
   const json params = json::parse(row.params_json, nullptr, false);
   const json owner =
       params.is_object() && params.contains("owner") && params["owner"].is_object() ? params["owner"] : json::object();
   const json self = json::parse(db::ThisProcessOwnerJson());
   const int64_t pid = JsonOr(owner, "pid", int64_t{0});
-  const bool here = JsonOr(owner, "boot_id", "") == JsonOr(self, "boot_id", "") &&
+  const std::string boot = JsonOr(self, "boot_id", "");
+  const bool here = !boot.empty() && JsonOr(owner, "boot_id", "") == boot &&
                     JsonOr(owner, "pid_ns", "") == JsonOr(self, "pid_ns", "");
+  // An owner on this machine that is not gone still runs, however long ago the sweep first started (a resumed
+  // sweep keeps its first start time); where that cannot be told, the 6 h horizon of SweepInProgress decides.
+  if (!(here && pid > 0) && !db::SweepInProgress(row, now_unix_ms)) return absl::OkStatus();
   std::string who;
   if (pid <= 0) {
     who = "its row names no owning process";

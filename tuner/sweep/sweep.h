@@ -107,8 +107,9 @@ struct QuietCheck {
 };
 QuietCheck CheckNodeQuiet(db::TuningStore* journal, const std::string& own_id);
 
-// Before `--resume`: FailedPrecondition when the sweep's row is still in progress (db::SweepInProgress: marked
-// running and its owner not known to be gone), naming the owner's pid and saying to wait or pass --force if it
+// Before `--resume`: FailedPrecondition when the sweep's row is marked running and its owner still runs it (an
+// owner on this machine that is not gone, whenever the sweep started; an owner that cannot be told, within
+// db::SweepInProgress's 6 h of the start), naming the owner's pid and saying to wait or pass --force if it
 // really died; OK otherwise (RunSweep itself refuses a sweep that is done).
 absl::Status CheckResumable(const db::Sweep& row, int64_t now_unix_ms);
 

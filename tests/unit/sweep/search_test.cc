@@ -309,6 +309,9 @@ TEST(Resume, RefusedWhileTheOwnerStillRuns) {
   EXPECT_NE(s.message().find(absl::StrCat("pid ", ::getpid())), absl::string_view::npos) << s;
   EXPECT_NE(s.message().find("sw-live"), absl::string_view::npos) << s;
   EXPECT_NE(s.message().find("--force"), absl::string_view::npos) << s;
+  // A resumed sweep keeps its first start time: a live owner here is refused even 7 h after it.
+  EXPECT_EQ(CheckResumable(row, db::NowUnixMs() + int64_t{7} * 3600 * 1000).code(),
+            absl::StatusCode::kFailedPrecondition);
   // The owner exited (a reaped child's pid): resumable.
   const pid_t child = ::fork();
   if (child == 0) ::_exit(0);
