@@ -61,10 +61,14 @@ absl::StatusOr<sockaddr_storage> Resolve(const std::string& host, int port, sock
   return ss;
 }
 
+// One thread serves every client from a poll loop. Sockets are non-blocking and each client has its own input
+// and output buffer, so a client that connects and says nothing (or sends half a request and stalls) holds up
+// no one: requests are answered as soon as they are complete, whoever else is connected.
 class Server final : public TcpStoreServer {
  public:
   Server(int fd, int port) : listen_fd_(fd), port_(port) {
-    if (::pipe2(wake_, O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
+    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
+    ::fcntl(listen_fd_, F_SETFL, ::fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
     thread_ = std::thread([this] { Loop(); });
   }
   ~Server() override {
@@ -72,7 +76,7 @@ class Server final : public TcpStoreServer {
     char c = 1;
     if (wake_[1] >= 0) (void)!::write(wake_[1], &c, 1);
     thread_.join();
-    for (int fd : clients_) ::close(fd);
+    for (const Conn& conn : clients_) ::close(conn.fd);
     ::close(listen_fd_);
     if (wake_[0] >= 0) ::close(wake_[0]);
     if (wake_[1] >= 0) ::close(wake_[1]);
@@ -80,53 +84,114 @@ class Server final : public TcpStoreServer {
   int port() const override { return port_; }
 
  private:
+  struct Conn {
+    int fd = -1;
+    bool greeted = false;  // the hello was checked and answered
+    std::string in, out;
+  };
+
   void Loop() {
     while (!stop_) {
       std::vector<pollfd> fds;
       fds.push_back({listen_fd_, POLLIN, 0});
       fds.push_back({wake_[0], POLLIN, 0});
-      for (int fd : clients_) fds.push_back({fd, POLLIN, 0});
+      for (const Conn& c : clients_) {
+        fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+      }
       if (::poll(fds.data(), fds.size(), 1000) <= 0) continue;
-      std::vector<int> accepted;
-      if (fds[0].revents & POLLIN) {
-        int c = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c >= 0) {
-          int one = 1;
-          ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-          uint32_t hello[2];
-          // A client that does not speak our protocol is dropped (it sees EOF).
-          if (RecvAll(c, hello, sizeof(hello)) && hello[0] == kMagic && hello[1] == kVersion &&
-              SendAll(c, hello, sizeof(hello))) {
-            accepted.push_back(c);
-          } else {
-            ::close(c);
-          }
-        }
-      }
-      std::vector<int> alive;
+      std::vector<Conn> alive;
       for (size_t i = 2; i < fds.size(); ++i) {
-        if (fds[i].revents == 0) {
-          alive.push_back(fds[i].fd);
-        } else if (Serve(fds[i].fd)) {
-          alive.push_back(fds[i].fd);
+        Conn& c = clients_[i - 2];
+        if (fds[i].revents == 0 || Progress(c)) {
+          alive.push_back(std::move(c));
         } else {
-          ::close(fds[i].fd);
+          ::close(c.fd);
         }
       }
-      alive.insert(alive.end(), accepted.begin(), accepted.end());
+      if (fds[0].revents & POLLIN) {
+        while (true) {
+          int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+          if (fd < 0) break;
+          int one = 1;
+          ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+          alive.push_back(Conn{fd, false, {}, {}});
+        }
+      }
       clients_ = std::move(alive);
     }
   }
 
-  // One request; false when the client is gone or spoke garbage.
-  bool Serve(int fd) {
-    uint8_t op = 0;
-    if (!RecvAll(fd, &op, 1)) return false;
-    std::string key, value, reply;
-    if (!ReadStr(fd, key)) return false;
+  // Reads what the client sent, answers every complete request, writes what the socket takes. False when the
+  // client is gone or spoke garbage (a client that does not speak our protocol sees EOF).
+  bool Progress(Conn& c) {
+    char buf[64 << 10];
+    while (true) {
+      const ssize_t r = ::recv(c.fd, buf, sizeof(buf), 0);
+      if (r > 0) {
+        c.in.append(buf, static_cast<size_t>(r));
+        continue;
+      }
+      if (r == 0) return false;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return false;
+    }
+    size_t pos = 0;
+    if (!c.greeted) {
+      if (c.in.size() >= 8) {
+        uint32_t hello[2];
+        std::memcpy(hello, c.in.data(), sizeof(hello));
+        if (hello[0] != kMagic || hello[1] != kVersion) return false;
+        c.out.append(c.in, 0, 8);
+        c.greeted = true;
+        pos = 8;
+      }
+    }
+    while (c.greeted) {
+      const int used = Serve(c.in, pos, c.out);
+      if (used < 0) return false;
+      if (used == 0) break;
+      pos += static_cast<size_t>(used);
+    }
+    c.in.erase(0, pos);
+    while (!c.out.empty()) {
+      const ssize_t w = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+      if (w > 0) {
+        c.out.erase(0, static_cast<size_t>(w));
+        continue;
+      }
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      return false;
+    }
+    return true;
+  }
+
+  // Takes a string (u32 length + bytes) at `pos`: 1 = taken, 0 = not all there yet, -1 = garbage.
+  static int TakeStr(const std::string& in, size_t& pos, std::string& s) {
+    if (in.size() - pos < 4) return 0;
+    uint32_t n = 0;
+    std::memcpy(&n, in.data() + pos, 4);
+    if (n > (64u << 20)) return -1;
+    if (in.size() - pos - 4 < n) return 0;
+    s.assign(in, pos + 4, n);
+    pos += 4 + n;
+    return 1;
+  }
+
+  // One request from in[start...]: the bytes it took (0: incomplete, wait for more; -1: garbage).
+  int Serve(const std::string& in, size_t start, std::string& reply) {
+    size_t pos = start;
+    if (pos >= in.size()) return 0;
+    const uint8_t op = static_cast<uint8_t>(in[pos++]);
+    if (op != kSet && op != kGet && op != kAdd && op != kCheck) return -1;
+    std::string key, value;
+    if (int t = TakeStr(in, pos, key); t <= 0) return t;
+    if (op == kSet || op == kAdd) {
+      if (int t = TakeStr(in, pos, value); t <= 0) return t;
+    }
     switch (op) {
       case kSet:
-        if (!ReadStr(fd, value)) return false;
         data_[key] = value;
         reply.push_back(1);
         break;
@@ -137,9 +202,8 @@ class Server final : public TcpStoreServer {
         break;
       }
       case kAdd: {
-        if (!ReadStr(fd, value)) return false;
         int64_t delta = 0, cur = 0;
-        if (!absl::SimpleAtoi(value, &delta)) return false;
+        if (!absl::SimpleAtoi(value, &delta)) return -1;
         auto it = data_.find(key);
         if (it != data_.end() && !absl::SimpleAtoi(it->second, &cur)) cur = 0;
         cur += delta;
@@ -148,17 +212,16 @@ class Server final : public TcpStoreServer {
         PutStr(reply, data_[key]);
         break;
       }
-      case kCheck: reply.push_back(data_.count(key) ? 1 : 0); break;
-      default: return false;
+      default: reply.push_back(data_.count(key) ? 1 : 0); break;
     }
-    return SendAll(fd, reply.data(), reply.size());
+    return static_cast<int>(pos - start);
   }
 
   int listen_fd_;
   int port_;
   int wake_[2] = {-1, -1};
   std::atomic<bool> stop_{false};
-  std::vector<int> clients_;
+  std::vector<Conn> clients_;  // only the server thread touches them until it is joined
   std::map<std::string, std::string> data_;
   std::thread thread_;
 };
