@@ -323,7 +323,10 @@ absl::StatusOr<std::shared_ptr<Store>> ConnectTcpStore(const std::string& host, 
   while (true) {
     int fd = ::socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) return SysError("socket");
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&*addr), len) == 0) {
+    // Bounded by the deadline: against an address that drops packets a blocking connect() waits for the
+    // kernel's SYN retries (about 2 minutes) whatever the timeout says.
+    const int err = ConnectBefore(fd, reinterpret_cast<sockaddr*>(&*addr), len, deadline);
+    if (err == 0) {
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       timeval tv{static_cast<time_t>(absl::ToInt64Seconds(timeout)) + 5, 0};
@@ -341,7 +344,7 @@ absl::StatusOr<std::shared_ptr<Store>> ConnectTcpStore(const std::string& host, 
     ::close(fd);
     if (absl::Now() >= deadline) {
       return absl::DeadlineExceededError(absl::StrCat("tcp store: no rendezvous server at ", where, " after ",
-                                                      absl::FormatDuration(timeout), ": ", std::strerror(errno)));
+                                                      absl::FormatDuration(timeout), ": ", std::strerror(err)));
     }
     absl::SleepFor(pause);
     pause = std::min(pause * 2, absl::Milliseconds(100));

@@ -221,6 +221,14 @@ absl::StatusOr<std::string> TcpDomain::AddressFor(int peer, const std::string& n
   return absl::FailedPreconditionError(absl::StrCat("tcp: rank ", peer, " published no reachable address"));
 }
 
+absl::Status TcpDomain::Aborted() {
+  if (!abort_probe_) return absl::OkStatus();
+  const absl::Time now = absl::Now();
+  if (now - last_probe_ < absl::Milliseconds(50)) return absl::OkStatus();
+  last_probe_ = now;
+  return abort_probe_();
+}
+
 absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, std::vector<int>>& wanted,
                                     absl::Time deadline) {
   auto satisfied = [&] {
@@ -241,6 +249,9 @@ absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, 
       return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": tcp connections from ranks", missing,
                                                       " never arrived (HCCL_CONNECT_TIMEOUT)"));
     }
+    // Another rank that failed (e.g. rank 0 found no address in the requested network) posts an abort: report
+    // its error now instead of waiting out HCCL_CONNECT_TIMEOUT for connections that will never come.
+    if (absl::Status aborted = Aborted(); !aborted.ok()) return aborted;
     pollfd p{listen_fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, 100))) <= 0) continue;
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
@@ -295,17 +306,30 @@ absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ra
     std::vector<int> fds;
     for (int lane = 0; lane < channels; ++lane) {
       int fd = -1;
+      sockaddr_in sa{};
+      sa.sin_family = AF_INET;
+      sa.sin_port = htons(static_cast<uint16_t>(peers_[peer].port));
+      if (::inet_pton(AF_INET, addr->c_str(), &sa.sin_addr) != 1) {
+        for (int f : fds) ::close(f);
+        return absl::FailedPreconditionError(
+            absl::StrCat("tcp: rank ", peer, " published '", *addr, "', which is not an IPv4 address"));
+      }
       while (true) {
         fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in sa{};
-        sa.sin_family = AF_INET;
-        sa.sin_port = htons(static_cast<uint16_t>(peers_[peer].port));
-        ::inet_pton(AF_INET, addr->c_str(), &sa.sin_addr);
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0) break;
-        const int err = errno;
-        ::close(fd);
-        if (absl::Now() > deadline) {
+        if (fd < 0) {
+          absl::Status s = SysError(absl::StrCat("socket for the connection to rank ", peer));
           for (int f : fds) ::close(f);
+          return s;
+        }
+        // Bounded by the deadline: an address that drops packets would otherwise hold connect() for the
+        // kernel's SYN retries (about 2 minutes).
+        const int err = ConnectBefore(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa), deadline);
+        if (err == 0) break;
+        ::close(fd);
+        absl::Status aborted = Aborted();
+        if (!aborted.ok() || absl::Now() >= deadline) {
+          for (int f : fds) ::close(f);
+          if (!aborted.ok()) return aborted;
           return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": cannot connect to rank ", peer, " at ",
                                                           where, ": ", std::strerror(err), " (HCCL_CONNECT_TIMEOUT)"));
         }

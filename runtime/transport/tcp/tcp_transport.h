@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,6 +56,9 @@ class TcpDomain {
   int port() const { return port_; }
   const std::vector<InterfaceAddress>& interfaces() const { return interfaces_; }
   void SetPeers(std::map<int, TcpPeerInfo> peers) { peers_ = std::move(peers); }
+  // Asked (at most every 50 ms) while Connect waits for peers: a non-OK status (another rank's abort) ends the
+  // wait with that status.
+  void SetAbortProbe(std::function<absl::Status()> probe) { abort_probe_ = std::move(probe); }
 
   // Links to every rank in `ranks` (excluding this rank) for (network, channels), connecting on first use.
   // Every rank in `ranks` must call this for the same key around the same time.
@@ -63,6 +67,7 @@ class TcpDomain {
  private:
   using Key = std::tuple<std::string, int, int>;  // network, channels, peer
   absl::StatusOr<std::string> AddressFor(int peer, const std::string& network) const;
+  absl::Status Aborted();
   absl::Status AcceptUntil(const std::map<std::pair<std::string, int>, std::vector<int>>& wanted, absl::Time deadline);
 
   int rank_ = 0;
@@ -73,6 +78,8 @@ class TcpDomain {
   int port_ = 0;
   std::vector<InterfaceAddress> interfaces_;
   std::map<int, TcpPeerInfo> peers_;
+  std::function<absl::Status()> abort_probe_;
+  absl::Time last_probe_ = absl::InfinitePast();
   std::map<Key, std::unique_ptr<Pair>> pairs_;
   // Accepted sockets not yet claimed: (key string, peer) -> fd per lane.
   std::map<std::pair<std::string, int>, std::map<int, int>> stash_;
