@@ -515,8 +515,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(cons
     const std::string hp = env.store.substr(6);
     const size_t colon = hp.rfind(':');
     int port = 0;
-    if (colon == std::string::npos || !absl::SimpleAtoi(hp.substr(colon + 1), &port)) {
-      return absl::InvalidArgumentError(absl::StrCat("HCCL_TUNE_STORE='", env.store, "': expected tcp://HOST:PORT"));
+    if (colon == std::string::npos || colon == 0 || !absl::SimpleAtoi(hp.substr(colon + 1), &port) || port < 1 ||
+        port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("HCCL_TUNE_STORE='", env.store, "': expected tcp://HOST:PORT with a PORT from 1 to 65535"));
     }
     auto client = ConnectTcpStore(hp.substr(0, colon), port, timeout);
     if (!client.ok()) return client.status();
@@ -529,7 +531,19 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(cons
     std::string host = env.master_addr;
     int port = env.master_port.value_or(0);
     if (host.empty()) host = env.launcher_master_addr;
-    if (port == 0 && env.launcher_master_port) port = *env.launcher_master_port + 1;
+    if (env.master_port && (port < 1 || port > 65535)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("HCCL_TUNE_MASTER_PORT=", port, " is invalid: expected an integer from 1 to 65535"));
+    }
+    if (!env.master_port && env.launcher_master_port) {
+      if (*env.launcher_master_port < 1 || *env.launcher_master_port > 65534) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "MASTER_PORT=", *env.launcher_master_port,
+            ": hccl-tune serves its rendezvous on MASTER_PORT+1, so MASTER_PORT must be from 1 to 65534 (or set "
+            "HCCL_TUNE_MASTER_PORT)"));
+      }
+      port = *env.launcher_master_port + 1;
+    }
     if (host.empty() || port == 0) {
       return absl::InvalidArgumentError(
           "env:// bootstrap needs a rendezvous: HCCL_TUNE_STORE=file:///shared/dir, or HCCL_TUNE_MASTER_ADDR and "

@@ -288,6 +288,10 @@ class Client final : public Store {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host, int port) {
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tcp store: cannot listen on ", host, ":", port, ": a port is 1-65535 (0 = any free port)"));
+  }
   socklen_t len = 0;
   auto addr = Resolve(host.empty() ? "0.0.0.0" : host, port, &len);
   if (!addr.ok()) return addr.status();
@@ -314,6 +318,10 @@ absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std:
 }
 
 absl::StatusOr<std::shared_ptr<Store>> ConnectTcpStore(const std::string& host, int port, absl::Duration timeout) {
+  if (port < 1 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tcp store: cannot connect to ", host, ":", port, ": a port is 1-65535"));
+  }
   socklen_t len = 0;
   auto addr = Resolve(host, port, &len);
   if (!addr.ok()) return addr.status();

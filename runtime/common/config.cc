@@ -224,6 +224,14 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
   if (!e.store.empty() && e.store.rfind("file://", 0) != 0 && e.store.rfind("tcp://", 0) != 0) {
     return Bad("HCCL_TUNE_STORE", e.store, "file:///path/to/shared/dir or tcp://HOST:PORT (a running hccl-tune store)");
   }
+  if (e.store.rfind("tcp://", 0) == 0) {
+    const size_t colon = e.store.rfind(':');
+    int port = 0;
+    // The host is not empty (the last ':' comes after "tcp://" and at least one character).
+    if (colon <= 6 || !absl::SimpleAtoi(e.store.substr(colon + 1), &port) || port < 1 || port > 65535) {
+      return Bad("HCCL_TUNE_STORE", e.store, "tcp://HOST:PORT with a PORT from 1 to 65535");
+    }
+  }
   HT_TRY(ReadOptInt(src, "HCCL_TUNE_TABLE_VERSION", 1, INT64_MAX, e.table_version));
   if (auto v = src("HCCL_TUNE_TORCH_ALIAS")) {
     const std::string a = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));

@@ -117,6 +117,10 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
       {"HCCL_TUNE_LOG_LEVEL", "loud", "error, warn, info, debug or trace"},
       {"HCCL_TUNE_MASTER_PORT", "70000", "to 65535"},
       {"HCCL_TUNE_STORE", "/tmp/x", "file:///"},
+      {"HCCL_TUNE_STORE", "tcp://127.0.0.1:99999", "PORT from 1 to 65535"},
+      {"HCCL_TUNE_STORE", "tcp://127.0.0.1:0", "PORT from 1 to 65535"},
+      {"HCCL_TUNE_STORE", "tcp://127.0.0.1", "PORT from 1 to 65535"},
+      {"HCCL_TUNE_STORE", "tcp://:29500", "PORT from 1 to 65535"},
       {"HCCL_TUNE_TORCH_ALIAS", "maybe", "0 or 1"},
       {"HCCL_TUNE_SINGLE_COPY", "yes", "auto or off"},
       {"HCCL_TUNE_NT_STORES", "lots", "auto, off or a call size"},
@@ -133,6 +137,11 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
     EXPECT_NE(msg.find(c.var), std::string::npos) << msg;
     EXPECT_NE(msg.find(c.value), std::string::npos) << msg;
     EXPECT_NE(msg.find(c.accepted), std::string::npos) << msg;
+  }
+  for (const char* store : {"tcp://127.0.0.1:1", "tcp://node-0:65535"}) {
+    auto ok = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_STORE", store}});
+    ASSERT_TRUE(ok.ok()) << store << ": " << ok.status();
+    EXPECT_EQ(ok->store, store);
   }
   auto e = Environment::LoadFrom(std::map<std::string, std::string>{{"RANK", "4"}, {"WORLD_SIZE", "4"}});
   ASSERT_FALSE(e.ok());
