@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -29,18 +31,31 @@ std::string Hostname() {
   return buf;
 }
 
-nlohmann::json InfoToJson(const RankInfo& i) {
-  return {{"rank", i.rank},         {"protocol", i.protocol},
+// Keys of one communicator instance live under its tag, so nothing an earlier job left in a reused store
+// (a file:// directory, a long-lived tcp:// server, a second Create on one Store) is read as this job's.
+std::string TagPrefix(uint64_t tag) { return absl::StrCat("job-", absl::Hex(tag)); }
+
+nlohmann::json InfoToJson(const RankInfo& i, int size, uint64_t tag) {
+  return {{"rank", i.rank},         {"size", size},
+          {"protocol", i.protocol}, {"tag", absl::StrCat(absl::Hex(tag))},
           {"node", i.node},         {"host", i.host},
           {"pid", i.pid},           {"device", i.device},
           {"decisive", i.decisive}, {"tcp", TcpInfoToJson(i.tcp.port, i.tcp.interfaces)},
           {"shm", i.shm_segment}};
 }
 
-absl::StatusOr<RankInfo> InfoFromJson(const std::string& text, int expected_rank) {
+absl::StatusOr<RankInfo> InfoFromJson(const std::string& text, int expected_rank, uint64_t tag,
+                                      const std::string& where) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::DataLossError(absl::StrCat("bootstrap: rank ", expected_rank, " published unreadable info"));
+  }
+  const std::string expected_tag = absl::StrCat(absl::Hex(tag));
+  if (JsonOr(j, "tag", "") != expected_tag || JsonOr(j, "rank", -1) != expected_rank) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "bootstrap: the info published for rank ", expected_rank, " belongs to another communicator (tag '",
+        JsonOr(j, "tag", ""), "', rank ", JsonOr(j, "rank", -1), "; this one is tag ", expected_tag,
+        "): stale rendezvous data in ", where, " from an earlier job; use a fresh directory or store for each job"));
   }
   RankInfo i;
   i.rank = JsonOr(j, "rank", -1);
@@ -75,6 +90,55 @@ std::string FirstDifference(const std::string& a, const std::string& b) {
   return absl::StrCat(a, "' vs '", b);
 }
 
+// What a blocked wait asks: has another rank announced a failure ("abort", under the communicator's tag)?
+std::function<absl::Status()> AbortProbe(std::shared_ptr<Store> store) {
+  return [store = std::move(store)]() -> absl::Status {
+    auto present = store->Check({"abort"});
+    if (!present.ok() || !*present) return absl::OkStatus();
+    auto why = store->Get("abort", absl::Seconds(1));
+    return absl::AbortedError(why.ok() ? *why : "another rank aborted the communicator");
+  };
+}
+
+// A rank other than 0: the tag rank 0 published, claimed for this rank (store key joined/<rank> under the
+// tag). A tag whose rank was already claimed is an earlier job's (the store was reused; or two processes
+// were given this rank): wait for rank 0 of this job to publish a new one.
+absl::StatusOr<uint64_t> JoinTag(const std::shared_ptr<Store>& named, int rank, absl::Time deadline, int timeout_s,
+                                 std::optional<uint64_t> stale) {
+  Store& store = *named;
+  while (true) {
+    auto t = store.Get("tag", std::max(deadline - absl::Now(), absl::ZeroDuration()));
+    if (!t.ok() && t.status().code() != absl::StatusCode::kDeadlineExceeded) return t.status();
+    if (!t.ok() && !stale) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank, ": rank 0 never arrived at the rendezvous (", t.status().message(), ")"));
+    }
+    uint64_t tag = 0;
+    if (t.ok() && !absl::SimpleAtoi(*t, &tag)) return absl::DataLossError("bootstrap: bad communicator tag");
+    if (!t.ok() || (stale && tag == *stale)) {
+      if (absl::Now() >= deadline) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "rank ", rank, ": stale rendezvous data in ", store.Describe(),
+            " from an earlier job: its communicator (tag ", absl::Hex(*stale), ") already has a rank ", rank,
+            ", and rank 0 published no new one within ", timeout_s,
+            " s (HCCL_CONNECT_TIMEOUT); use a fresh directory or store for each job (or: two processes were given "
+            "rank ",
+            rank, ", or the ranks disagree on the world size)"));
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+      continue;
+    }
+    auto claimed = NewPrefixStore(named, TagPrefix(tag))->Add(absl::StrCat("joined/", rank), 1);
+    if (!claimed.ok()) return claimed.status();
+    if (*claimed == 1) return tag;
+    if (!stale) {
+      Log(LogLevel::kInfo, "rank ", rank, ": the tag in ", store.Describe(), " (", absl::Hex(tag),
+          ") already has a rank ", rank, " (an earlier job's); waiting for rank 0 to publish this job's");
+    }
+    stale = tag;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CommImpl>> CommImpl::Init(int rank, int size, std::shared_ptr<Store> store,
@@ -96,55 +160,96 @@ absl::StatusOr<std::unique_ptr<CommImpl>> CommImpl::Init(int rank, int size, std
 
 absl::Status CommImpl::Setup() {
   const absl::Duration connect_timeout = absl::Seconds(env_.connect_timeout_s);
-  // A tag unique to this communicator instance: names shm segments and authenticates TCP hellos.
-  if (rank_ == 0) {
-    std::random_device rd;
-    tag_ = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(::getpid());
-    if (absl::Status s = store_->Set("tag", absl::StrCat(tag_)); !s.ok()) return s;
-  } else {
-    auto t = store_->Get("tag", connect_timeout);
-    if (!t.ok()) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("rank ", rank_, ": rank 0 never arrived at the rendezvous (", t.status().message(), ")"));
+  const absl::Time deadline = absl::Now() + connect_timeout;
+  // A tag unique to this communicator instance: names shm segments and authenticates TCP hellos; every other
+  // key of this instance lives under it.
+  const std::shared_ptr<Store> named = store_;
+  std::optional<uint64_t> stale;  // a tag found to be an earlier job's
+  std::vector<int> sizes;         // the world size each rank was started with
+  // Whether the tag rank 0 published is no longer the one this rank joined.
+  auto tag_replaced = [&] {
+    if (rank_ == 0) return false;
+    auto now = named->Get("tag", absl::Seconds(1));
+    return now.ok() && *now != absl::StrCat(tag_);
+  };
+  while (true) {
+    if (rank_ == 0) {
+      std::random_device rd;
+      tag_ = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(::getpid());
+      if (absl::Status s = named->Set("tag", absl::StrCat(tag_)); !s.ok()) return s;
+    } else {
+      auto tag = JoinTag(named, rank_, deadline, env_.connect_timeout_s, stale);
+      if (!tag.ok()) return tag.status();
+      tag_ = *tag;
     }
-    if (!absl::SimpleAtoi(*t, &tag_)) return absl::DataLossError("bootstrap: bad communicator tag");
-  }
+    store_ = NewPrefixStore(named, TagPrefix(tag_));
 
-  auto tcp = TcpDomain::Create(rank_, tag_, env_.socket_ifname, connect_timeout);
-  if (!tcp.ok()) return tcp.status();
-  tcp_ = *std::move(tcp);
+    auto tcp = TcpDomain::Create(rank_, tag_, env_.socket_ifname, connect_timeout);
+    if (!tcp.ok()) return tcp.status();
+    tcp_ = *std::move(tcp);
+    tcp_->SetAbortProbe(AbortProbe(store_));
 
-  RankInfo me;
-  me.rank = rank_;
-  me.protocol = kWireProtocolVersion;
-  me.node = LocalNodeId(env_);
-  me.host = Hostname();
-  me.pid = static_cast<int>(::getpid());
-  me.device = env_.device ? *env_.device : (env_.local_rank ? *env_.local_rank : -1);
-  me.decisive = Decisive(env_);
-  me.tcp.port = tcp_->port();
-  me.tcp.interfaces = tcp_->interfaces();
-  if (absl::Status s = store_->Set(absl::StrCat("info/", rank_), InfoToJson(me).dump()); !s.ok()) return s;
+    RankInfo me;
+    me.rank = rank_;
+    me.protocol = kWireProtocolVersion;
+    me.node = LocalNodeId(env_);
+    me.host = Hostname();
+    me.pid = static_cast<int>(::getpid());
+    me.device = env_.device ? *env_.device : (env_.local_rank ? *env_.local_rank : -1);
+    me.decisive = Decisive(env_);
+    me.tcp.port = tcp_->port();
+    me.tcp.interfaces = tcp_->interfaces();
+    if (absl::Status s = store_->Set(absl::StrCat("info/", rank_), InfoToJson(me, size_, tag_).dump()); !s.ok())
+      return s;
 
-  std::vector<std::string> keys;
-  for (int r = 0; r < size_; ++r) keys.push_back(absl::StrCat("info/", r));
-  if (absl::Status s = store_->Wait(keys, connect_timeout); !s.ok()) {
-    std::vector<std::string> missing;
-    for (int r = 0; r < size_; ++r) {
-      auto ok = store_->Check({absl::StrCat("info/", r)});
-      if (ok.ok() && !*ok) missing.push_back(absl::StrCat(r));
+    std::vector<std::string> keys;
+    for (int r = 0; r < size_; ++r) keys.push_back(absl::StrCat("info/", r));
+    bool replaced = false;
+    while (true) {
+      // In slices, so that a rank that joined an earlier job's tag sees rank 0 of this job replace it.
+      const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+      absl::Status s = store_->Wait(keys, std::min(left, absl::Milliseconds(200)));
+      if (s.ok()) break;
+      // Only a deadline means ranks are missing; a store that failed (a lost connection) says so itself.
+      if (s.code() != absl::StatusCode::kDeadlineExceeded) return s;
+      if ((replaced = tag_replaced())) break;
+      if (absl::Now() < deadline) continue;
+      std::vector<std::string> missing;
+      for (int r = 0; r < size_; ++r) {
+        auto ok = store_->Check({absl::StrCat("info/", r)});
+        if (ok.ok() && !*ok) missing.push_back(absl::StrCat(r));
+      }
+      return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": ranks ", absl::StrJoin(missing, ", "),
+                                                      " never joined the communicator of ", size_, " ranks within ",
+                                                      env_.connect_timeout_s, " s (HCCL_CONNECT_TIMEOUT)"));
     }
-    return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": ranks ", absl::StrJoin(missing, ", "),
-                                                    " never joined the communicator of ", size_, " ranks within ",
-                                                    env_.connect_timeout_s, " s (HCCL_CONNECT_TIMEOUT)"));
+    if (!replaced) {
+      infos_.assign(static_cast<size_t>(size_), RankInfo{});
+      sizes.assign(static_cast<size_t>(size_), 0);
+      for (int r = 0; r < size_; ++r) {
+        auto text = store_->Get(absl::StrCat("info/", r), connect_timeout);
+        if (!text.ok()) return text.status();
+        auto info = InfoFromJson(*text, r, tag_, store_->Describe());
+        if (!info.ok()) return info.status();
+        infos_[static_cast<size_t>(r)] = *std::move(info);
+        auto j = nlohmann::json::parse(*text, nullptr, false);
+        sizes[static_cast<size_t>(r)] = JsonOr(j, "size", 0);
+      }
+      // Rank 0's info for another world size: the tag is an earlier job's (or the ranks disagree on the size,
+      // which JoinTag's deadline reports).
+      replaced = rank_ != 0 && (sizes[0] != size_ || tag_replaced());
+    }
+    if (!replaced) break;
+    Log(LogLevel::kInfo, "rank ", rank_, ": communicator tag ", absl::Hex(tag_), " in ", store_->Describe(),
+        " is an earlier job's; joining the one rank 0 publishes");
+    stale = tag_;
   }
-  infos_.resize(static_cast<size_t>(size_));
   for (int r = 0; r < size_; ++r) {
-    auto text = store_->Get(absl::StrCat("info/", r), connect_timeout);
-    if (!text.ok()) return text.status();
-    auto info = InfoFromJson(*text, r);
-    if (!info.ok()) return info.status();
-    infos_[static_cast<size_t>(r)] = *std::move(info);
+    if (sizes[static_cast<size_t>(r)] != size_) {
+      return absl::FailedPreconditionError(absl::StrCat("rank ", r, " was started with a world size of ",
+                                                        sizes[static_cast<size_t>(r)], ", rank ", rank_, " with ",
+                                                        size_, ": every rank needs the same WORLD_SIZE"));
+    }
   }
 
   // Checks every rank makes: same protocol, same decisive settings, no shared device on a node.
@@ -261,12 +366,12 @@ absl::Status CommImpl::Setup() {
     const std::string counter = absl::StrCat("shm_mapped/", my_node);
     auto n = store_->Add(counter, 1);
     if (!n.ok()) return n.status();
-    const absl::Time deadline = absl::Now() + connect_timeout;
+    const absl::Time map_deadline = absl::Now() + connect_timeout;
     while (true) {
       auto v = store_->Add(counter, 0);
       if (!v.ok()) return v.status();
       if (*v >= static_cast<int64_t>(local_ranks_.size())) break;
-      if (absl::Now() > deadline) {
+      if (absl::Now() > map_deadline) {
         return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": local ranks did not all map shared memory"));
       }
       absl::SleepFor(absl::Microseconds(200));
@@ -392,12 +497,7 @@ absl::StatusOr<StreamEndpoint*> CommImpl::EndpointFor(const LinkSpec& link, int 
             .first;
     // A rank that fails a call announces it in the store; blocked peers pick it up instead of waiting for
     // the exec timeout.
-    it->second->SetAbortProbe([this]() -> absl::Status {
-      auto present = store_->Check({"abort"});
-      if (!present.ok() || !*present) return absl::OkStatus();
-      auto why = store_->Get("abort", absl::Seconds(1));
-      return absl::AbortedError(why.ok() ? *why : "another rank aborted the communicator");
-    });
+    it->second->SetAbortProbe(AbortProbe(store_));
   }
   StreamEndpoint* ep = it->second.get();
   const int my_node = topo_.node_of[static_cast<size_t>(rank_)];
@@ -493,6 +593,7 @@ struct ServedStore final : Store {
   absl::StatusOr<std::string> Get(const std::string& k, absl::Duration t) override { return client->Get(k, t); }
   absl::StatusOr<int64_t> Add(const std::string& k, int64_t d) override { return client->Add(k, d); }
   absl::StatusOr<bool> Check(const std::vector<std::string>& k) override { return client->Check(k); }
+  std::string Describe() const override { return client->Describe(); }
 };
 }  // namespace
 

@@ -114,6 +114,7 @@ std::string EncodeKey(const std::string& key) {
 class FileStore final : public Store {
  public:
   explicit FileStore(std::string dir) : dir_(std::move(dir)) {}
+  std::string Describe() const override { return absl::StrCat("file store ", dir_); }
 
   absl::Status Set(const std::string& key, const std::string& value) override {
     const std::string path = Path(key);
@@ -179,6 +180,7 @@ class PrefixStore final : public Store {
   absl::Status Wait(const std::vector<std::string>& keys, absl::Duration timeout) override {
     return base_->Wait(Ks(keys), timeout);
   }
+  std::string Describe() const override { return base_->Describe(); }
 
  private:
   std::string K(const std::string& key) const { return absl::StrCat(prefix_, "/", key); }

@@ -31,6 +31,8 @@ class Store {
   virtual absl::StatusOr<bool> Check(const std::vector<std::string>& keys) = 0;
   // Waits up to `timeout` until every key exists.
   virtual absl::Status Wait(const std::vector<std::string>& keys, absl::Duration timeout);
+  // Where the data lives, for error messages ("file store /shared/dir", "tcp store host:port").
+  virtual std::string Describe() const { return "the rendezvous store"; }
 };
 
 // Threads of one process.

@@ -230,6 +230,7 @@ class Client final : public Store {
  public:
   explicit Client(int fd, std::string where) : fd_(fd), where_(std::move(where)) {}
   ~Client() override { ::close(fd_); }
+  std::string Describe() const override { return absl::StrCat("tcp store ", where_); }
 
   absl::Status Set(const std::string& key, const std::string& value) override {
     std::string req(1, static_cast<char>(kSet));
