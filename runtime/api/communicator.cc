@@ -550,6 +550,24 @@ void* CommImpl::Scratch(int depth, size_t bytes) {
 }
 
 absl::StatusOr<std::unique_ptr<Communicator>> CommImpl::Split(int color, int key) {
+  {
+    // Behind queued non-blocking work, like a blocking collective (the caller's program order).
+    std::unique_lock<std::mutex> lock(q_mu_);
+    const bool on_progress = progress_.joinable() && std::this_thread::get_id() == progress_.get_id();
+    if (!on_progress && in_flight_ > 0) {
+      lock.unlock();
+      std::unique_ptr<Communicator> sub;
+      absl::Status s = Submit([this, color, key, &sub] {
+                         absl::StatusOr<std::unique_ptr<Communicator>> r = Split(color, key);
+                         if (r.ok()) sub = *std::move(r);
+                         return r.status();
+                       })->Wait();
+      if (!s.ok()) return s;
+      return sub;
+    }
+  }
+  // Serialised with the calls of other threads (split_count_ is guarded by exec_mu_).
+  std::lock_guard<std::mutex> exec_lock(exec_mu_);
   // Exchange (color, key) over the store, under a name unique to this split call.
   const int split_id = split_count_++;
   const std::string base = absl::StrCat("split", split_id);
