@@ -143,7 +143,10 @@ absl::StatusOr<uint64_t> JoinTag(const std::shared_ptr<Store>& named, int rank, 
 
 absl::StatusOr<std::unique_ptr<CommImpl>> CommImpl::Init(int rank, int size, std::shared_ptr<Store> store,
                                                          const Environment& env, std::string name) {
-  if (size < 1) return absl::InvalidArgumentError(absl::StrCat("communicator size must be >= 1, got ", size));
+  if (size < 1 || size > kMaxRanks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("communicator size must be between 1 and ", kMaxRanks, ", got ", size));
+  }
   if (rank < 0 || rank >= size) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " is out of range for size ", size));
   }

@@ -70,7 +70,6 @@ std::string ReadString(const Environment::Source& src, const std::string& var) {
   return v ? std::string(absl::StripAsciiWhitespace(*v)) : std::string();
 }
 
-constexpr int kMaxRanks = 1 << 20;
 constexpr int kDay = 24 * 3600;
 
 }  // namespace

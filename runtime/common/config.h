@@ -19,6 +19,9 @@
 
 namespace hccltune {
 
+// The largest world size accepted anywhere (the launchers' variables, Communicator::Create, the C ABI).
+inline constexpr int kMaxRanks = 1 << 20;
+
 // HCCL_TUNE_TEST_DELAY (a test hook, docs/ENVIRONMENT.md): every call of `collective` that runs a matching
 // configuration takes `delay_us` longer (slept after the algorithm, inside the measured call time).
 struct TestDelay {

@@ -95,6 +95,13 @@ int main(void) {
   const int n = 3;
   char dir[] = "/tmp/hccltune-capi-XXXXXX";
   if (mkdtemp(dir) == NULL) return 2;
+  /* An impossible size is an error code at once (it used to build 2^31 rendezvous keys until memory ran out). */
+  hccltune_comm* huge = NULL;
+  int rc = hccltune_comm_init_file(0, 2147483647, dir, &huge);
+  if (rc != 3 || huge != NULL || strstr(hccltune_last_error(), "between 1 and") == NULL) {
+    fprintf(stderr, "init with size INT_MAX: rc %d, %s\n", rc, hccltune_last_error());
+    return 1;
+  }
   int rank = -1;
   pid_t pids[3];
   for (int r = 0; r < n; ++r) {
