@@ -25,12 +25,9 @@
 namespace hccltune {
 namespace {
 
+using testing::Contains;
 using testing::RunRanks;
 using testing::TestEnv;
-
-bool Contains(const absl::Status& s, absl::string_view what) {
-  return s.message().find(what) != absl::string_view::npos;
-}
 
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

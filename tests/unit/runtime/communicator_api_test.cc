@@ -13,12 +13,9 @@
 namespace hccltune {
 namespace {
 
+using testing::Contains;
 using testing::RunRanks;
 using testing::TestEnv;
-
-bool Contains(const absl::Status& s, absl::string_view what) {
-  return s.message().find(what) != absl::string_view::npos;
-}
 
 TEST(CommunicatorApi, MismatchedCountsAreNamed) {
   auto st = RunRanks(2, [](int rank, Communicator& comm) -> absl::Status {

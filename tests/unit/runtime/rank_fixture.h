@@ -22,6 +22,11 @@ inline Environment TestEnv() {
   return e;
 }
 
+// Whether `s`'s message names `what` (errors are checked by what they say, not only by their code).
+inline bool Contains(const absl::Status& s, absl::string_view what) {
+  return s.message().find(what) != absl::string_view::npos;
+}
+
 // Runs fn(rank, comm) on n threads after creating the communicators; returns each rank's status.
 inline std::vector<absl::Status> RunRanks(int n, const std::function<absl::Status(int, Communicator&)>& fn,
                                           const std::function<Environment(int)>& env_for = nullptr) {
