@@ -117,6 +117,10 @@ absl::Status TunerHandlers::GetConfig(const v1::GetConfigRequest& req, v1::GetCo
 
 absl::Status TunerHandlers::PutTable(const v1::PutTableRequest& req, v1::PutTableResponse* resp) {
   HT_RETURN_IF_ERROR(CheckVersion(req.min_version(), "min_version"));
+  if (req.expected_version() < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected_version ", req.expected_version(), " must be -1 (no table yet), 0 (any) or a version"));
+  }
   if (req.entries_size() > limits_.max_table_entries) {
     return absl::InvalidArgumentError(
         absl::StrCat("table of ", req.entries_size(), " entries exceeds the limit of ", limits_.max_table_entries));
@@ -132,7 +136,7 @@ absl::Status TunerHandlers::PutTable(const v1::PutTableRequest& req, v1::PutTabl
   int64_t before = 0;
   if (auto cur = Latest(fp); cur.ok()) before = (*cur)->version;
   auto v = store_->PutTable(db::Topology{fp, req.topology().json()}, entries,
-                            db::PutOptions{req.min_version(), req.created_unix_ms()});
+                            db::PutOptions{req.min_version(), req.created_unix_ms(), req.expected_version()});
   if (!v.ok()) return v.status();
   resp->set_version(*v);
   resp->set_changed(*v != before);

@@ -66,6 +66,7 @@ absl::StatusOr<int64_t> RemoteTuningStore::PutTable(const db::Topology& topology
   for (const db::TunedEntry& e : entries) EntryToProto(e, req.add_entries());
   req.set_min_version(options.min_version);
   req.set_created_unix_ms(options.created_unix_ms);
+  req.set_expected_version(options.expected_version);
   v1::PutTableResponse resp;
   if (absl::Status s = FromGrpc(stub_->PutTable(Context().get(), req, &resp), target_); !s.ok()) return s;
   return resp.version();

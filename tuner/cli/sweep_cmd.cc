@@ -239,16 +239,7 @@ int RunLaunched(const SweepArgs& a) {
     auto t = OpenStore(a.store);
     absl::Status s = t.status();
     if (t.ok()) {
-      std::vector<db::TunedEntry> existing;
-      auto cur = t->store->GetTable(c.fingerprint(), 0);
-      if (cur.ok()) existing = cur->entries;
-      s = cur.ok() || absl::IsNotFound(cur.status()) ? absl::OkStatus() : cur.status();
-      if (s.ok()) {
-        s = t->store
-                ->PutTable(db::Topology{c.fingerprint(), c.topology_json()},
-                           sweep::MergeEntries(existing, out->entries), db::PutOptions{})
-                .status();
-      }
+      s = sweep::PutMerged(*t->store, db::Topology{c.fingerprint(), c.topology_json()}, out->entries).status();
     }
     if (!s.ok()) {
       std::fprintf(stderr, "hccl-tune sweep: rank %d: storing the winners on this node: %s\n", c.rank(),

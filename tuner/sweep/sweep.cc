@@ -547,14 +547,7 @@ namespace {
 
 // Rank 0: the winners, in one transaction, merged into the topology's latest table; the sweep row marked done.
 absl::Status StoreWinners(const Communicator& comm, const RankZeroIo& io, SweepOutcome& out, db::Sweep& sweep_row) {
-  std::vector<db::TunedEntry> existing;
-  auto current = io.tables->GetTable(comm.fingerprint(), 0);
-  if (current.ok())
-    existing = current->entries;
-  else if (!absl::IsNotFound(current.status()))
-    return current.status();
-  auto version = io.tables->PutTable(db::Topology{comm.fingerprint(), comm.topology_json()},
-                                     MergeEntries(existing, out.entries), db::PutOptions{});
+  auto version = PutMerged(*io.tables, db::Topology{comm.fingerprint(), comm.topology_json()}, out.entries);
   if (!version.ok()) {
     sweep_row.status = db::SweepStatus::kFailed;
     sweep_row.message = absl::StrCat("storing the winners: ", version.status().message());

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace hccltune::sweep {
 
 std::vector<db::TunedEntry> BuildEntries(const std::vector<PointResult>& results, const EntryContext& ctx) {
@@ -85,6 +87,27 @@ std::vector<db::TunedEntry> MergeEntries(const std::vector<db::TunedEntry>& exis
   }
   out.insert(out.end(), fresh.begin(), fresh.end());
   return out;
+}
+
+absl::StatusOr<int64_t> PutMerged(db::TuningStore& store, const db::Topology& topology,
+                                  const std::vector<db::TunedEntry>& fresh, int attempts) {
+  for (int i = 0; i < attempts; ++i) {
+    std::vector<db::TunedEntry> existing;
+    int64_t read = -1;  // no table yet
+    auto current = store.GetTable(topology.fingerprint, 0);
+    if (current.ok()) {
+      existing = current->entries;
+      read = current->version;
+    } else if (!absl::IsNotFound(current.status())) {
+      return current.status();
+    }
+    db::PutOptions options;
+    options.expected_version = read;
+    auto v = store.PutTable(topology, MergeEntries(existing, fresh), options);
+    if (!absl::IsAborted(v.status())) return v;
+  }
+  return absl::AbortedError(absl::StrCat("table ", topology.fingerprint, " changed under each of ", attempts,
+                                         " attempts to merge the winners into it"));
 }
 
 }  // namespace hccltune::sweep

@@ -38,4 +38,10 @@ std::vector<db::TunedEntry> BuildEntries(const std::vector<PointResult>& results
 std::vector<db::TunedEntry> MergeEntries(const std::vector<db::TunedEntry>& existing,
                                          const std::vector<db::TunedEntry>& fresh);
 
+// Stores MergeEntries(latest table, fresh) as the topology's new version with a compare-and-swap on the version
+// read: a version published meanwhile (hccl-tuned's online policy, a mini-sweep) is re-read and merged into,
+// never overwritten. Returns the stored version; Aborted after `attempts` lost races. Thread-safe as `store` is.
+absl::StatusOr<int64_t> PutMerged(db::TuningStore& store, const db::Topology& topology,
+                                  const std::vector<db::TunedEntry>& fresh, int attempts = 8);
+
 }  // namespace hccltune::sweep

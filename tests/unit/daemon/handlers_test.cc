@@ -144,6 +144,28 @@ TEST_F(HandlersTest, BadInputGetsProperCodes) {
   EXPECT_EQ(h_.DeleteTable(del, &delr).code(), absl::StatusCode::kNotFound);
 }
 
+TEST_F(HandlersTest, PutTableCompareAndSwapOverTheRpc) {
+  // expected_version reaches the store: a put against a version that is no longer the latest writes nothing.
+  v1::PutTableRequest first = PutRequest(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")});
+  first.set_expected_version(-1);  // no table yet
+  v1::PutTableResponse r;
+  ASSERT_TRUE(h_.PutTable(first, &r).ok());
+  EXPECT_EQ(r.version(), 1);
+  v1::PutTableRequest stale = PutRequest(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "bruck")});
+  stale.set_expected_version(-1);  // but version 1 exists now
+  EXPECT_EQ(h_.PutTable(stale, &r).code(), absl::StatusCode::kAborted);
+  stale.set_expected_version(1);
+  ASSERT_TRUE(h_.PutTable(stale, &r).ok());
+  EXPECT_EQ(r.version(), 2);
+  stale.set_expected_version(1);  // 2 is the latest now
+  EXPECT_EQ(h_.PutTable(stale, &r).code(), absl::StatusCode::kAborted);
+  auto t = store_.GetTable(topo_.fingerprint, 0);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->version, 2);
+  stale.set_expected_version(-2);
+  EXPECT_EQ(h_.PutTable(stale, &r).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(HandlersTest, PutReportsChangeAndRollbackMakesANewVersion) {
   v1::PutTableResponse r1, r2, r3;
   ASSERT_TRUE(h_.PutTable(PutRequest(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")}), &r1).ok());

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "db/memory_store.h"
 #include "db/store_util.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -292,6 +293,86 @@ TEST(Winners, MergeKeepsTheOldPartsOutsideTheFreshRanges) {
     EXPECT_EQ((*normalized)[i - 1].key.range.max, (*normalized)[i].key.range.min);
   }
   EXPECT_EQ(normalized->back().key.range.max, kUnbounded);
+}
+
+// A store whose table changes under the first write (hccl-tuned's online policy publishing between a sweep's
+// read and its put): `race` is put, without a compare-and-swap, right before the first PutTable is forwarded.
+class RacingStore final : public db::TuningStore {
+ public:
+  RacingStore(db::TuningStore& inner, std::vector<db::TunedEntry> race) : inner_(inner), race_(std::move(race)) {}
+  absl::StatusOr<int64_t> PutTable(const db::Topology& t, absl::Span<const db::TunedEntry> e,
+                                   const db::PutOptions& o) override {
+    ++puts;
+    if (!race_.empty()) {
+      auto v = inner_.PutTable(t, race_, {});
+      if (!v.ok()) return v.status();
+      race_.clear();
+    }
+    return inner_.PutTable(t, e, o);
+  }
+  absl::StatusOr<db::Table> GetTable(absl::string_view f, int64_t v) override { return inner_.GetTable(f, v); }
+  absl::StatusOr<std::optional<db::TunedEntry>> Lookup(absl::string_view f, Collective c, DataType d, int w, uint64_t b,
+                                                       int64_t v) override {
+    return inner_.Lookup(f, c, d, w, b, v);
+  }
+  absl::StatusOr<std::vector<db::TableSummary>> ListTables() override { return inner_.ListTables(); }
+  absl::StatusOr<uint64_t> DeleteTable(absl::string_view f) override { return inner_.DeleteTable(f); }
+  absl::StatusOr<int64_t> Rollback(absl::string_view f, int64_t v) override { return inner_.Rollback(f, v); }
+  absl::Status RecordLiveSamples(absl::string_view f, absl::Span<const db::LiveSample> s) override {
+    return inner_.RecordLiveSamples(f, s);
+  }
+  absl::StatusOr<std::vector<db::LiveStats>> GetLiveStats(absl::string_view f) override {
+    return inner_.GetLiveStats(f);
+  }
+  absl::Status PutSweep(const db::Sweep& s) override { return inner_.PutSweep(s); }
+  absl::StatusOr<db::Sweep> GetSweep(absl::string_view id) override { return inner_.GetSweep(id); }
+  absl::StatusOr<std::vector<db::Sweep>> ListSweeps() override { return inner_.ListSweeps(); }
+  absl::Status AddSweepSamples(absl::string_view id, absl::Span<const db::SweepSample> s) override {
+    return inner_.AddSweepSamples(id, s);
+  }
+  absl::StatusOr<std::vector<db::SweepSample>> GetSweepSamples(absl::string_view id) override {
+    return inner_.GetSweepSamples(id);
+  }
+  absl::StatusOr<db::StoreInfo> Info() override { return inner_.Info(); }
+  int puts = 0;
+
+ private:
+  db::TuningStore& inner_;
+  std::vector<db::TunedEntry> race_;
+};
+
+TEST(Winners, PutMergedMergesIntoAVersionPublishedMeanwhile) {
+  using R = std::vector<std::tuple<std::string, uint64_t, uint64_t>>;
+  const auto ar = Collective::kAllreduce;
+  db::Topology topo;
+  topo.json = R"({"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1"})";
+  topo.fingerprint = db::Sha256Hex(topo.json).substr(0, 16);
+  db::InMemoryTuningStore inner;
+  auto v1 = inner.PutTable(topo, {MergeTestEntry(ar, 0, kUnbounded, "ring")}, {});
+  ASSERT_TRUE(v1.ok()) << v1.status();  // version 1
+  // Published between the sweep's read (version 1) and its put: an allgather entry the sweep knows nothing of.
+  // The store keeps configurations in their canonical form.
+  const std::string kRing = "ring(chunk=512K,channels=1,link=auto)", kOneShot = "one_shot(channels=1,link=auto)",
+                    kDirect = "direct(channels=1,link=auto)";
+  RacingStore racing(inner, {MergeTestEntry(ar, 0, kUnbounded, "ring"),
+                             MergeTestEntry(Collective::kAllgather, 0, kUnbounded, "direct")});
+  auto v = PutMerged(racing, topo, {MergeTestEntry(ar, 1 << 20, 2 << 20, "one_shot")});
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(*v, 3);           // version 2 was the race's; the merge went on top of it
+  EXPECT_EQ(racing.puts, 2);  // the first put lost the compare-and-swap and wrote nothing
+  auto t = inner.GetTable(topo.fingerprint, 0);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(
+      Ranges(t->entries),
+      (R{{kRing, 0, 1 << 20}, {kOneShot, 1 << 20, 2 << 20}, {kRing, 2 << 20, kUnbounded}, {kDirect, 0, kUnbounded}}))
+      << "the version published meanwhile must not be overwritten";
+  // Without a table yet: the first put creates it (expected version -1).
+  db::Topology other = topo;
+  other.json = R"({"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[4],"release":"0.1"})";
+  other.fingerprint = db::Sha256Hex(other.json).substr(0, 16);
+  auto first = PutMerged(inner, other, {MergeTestEntry(ar, 0, kUnbounded, "one_shot")});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*first, 1);
 }
 
 // --resume is refused while the sweep's owner still runs it, naming the owner's pid; a row whose owner is gone,
