@@ -12,6 +12,24 @@
 
 namespace hccltune::db {
 
+// SQLite's last error on `db` as a Status that names the database file (a daemon's log or a CLI error says which
+// file is read-only, full or damaged), coded for what it is: read-only or not permitted -> PermissionDenied, disk
+// or quota full -> ResourceExhausted, corrupt or not a database -> DataLoss, anything else Internal. `what` names
+// the step ("prepare"), or is empty.
+inline absl::Status SqliteError(sqlite3* db, absl::string_view what = {}) {
+  const char* file = sqlite3_db_filename(db, "main");
+  const std::string msg = absl::StrCat("sqlite (", file != nullptr && *file != 0 ? file : ":memory:", ")",
+                                       what.empty() ? "" : " ", what, ": ", sqlite3_errmsg(db));
+  switch (sqlite3_errcode(db) & 0xff) {
+    case SQLITE_READONLY:
+    case SQLITE_PERM: return absl::PermissionDeniedError(msg);
+    case SQLITE_FULL: return absl::ResourceExhaustedError(msg);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return absl::DataLossError(msg);
+    default: return absl::InternalError(msg);
+  }
+}
+
 // A prepared statement, reset on destruction so the cached handle can be reused.
 class Stmt {
  public:
@@ -48,7 +66,7 @@ class Stmt {
     int rc = sqlite3_step(s_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    return absl::InternalError(absl::StrCat("sqlite: ", sqlite3_errmsg(sqlite3_db_handle(s_))));
+    return SqliteError(sqlite3_db_handle(s_));
   }
   absl::Status Run() {
     auto r = Step();

@@ -89,9 +89,8 @@ class SqliteTuningStore final : public TuningStore {
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     char* err = nullptr;
     if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-      std::string msg = err ? err : sqlite3_errmsg(db_);
-      sqlite3_free(err);
-      return absl::InternalError(absl::StrCat("sqlite (", path_, "): ", msg));
+      sqlite3_free(err);  // the same text as sqlite3_errmsg
+      return SqliteError(db_);
     }
     return absl::OkStatus();
   }
@@ -100,7 +99,7 @@ class SqliteTuningStore final : public TuningStore {
     if (it != cache_.end()) return it->second;
     sqlite3_stmt* s = nullptr;
     if (sqlite3_prepare_v3(db_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
-      return absl::InternalError(absl::StrCat("sqlite prepare: ", sqlite3_errmsg(db_)));
+      return SqliteError(db_, "prepare");
     }
     cache_.emplace(sql, s);
     return s;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -97,12 +98,12 @@ TEST(SqliteStore, RefusesACorruptDatabase) {
   EXPECT_EQ(ReadAll(path), bytes);
 }
 
-// OpenSqliteTuningStore(path) as an unprivileged user: root may write any file, so as root the open runs in a
-// child process that has become `nobody` (65534); otherwise here. Returns the status's code and message.
-std::pair<absl::StatusCode, std::string> OpenAsUnprivileged(const std::string& path) {
-  auto open = [&path] {
-    auto s = OpenSqliteTuningStore(path);
-    return std::make_pair(s.status().code(), std::string(s.status().message()));
+// `body()` as an unprivileged user: root may write any file, so as root it runs in a child process that has
+// become `nobody` (65534); otherwise here. Returns the status's code and message.
+std::pair<absl::StatusCode, std::string> AsUnprivileged(const std::function<absl::Status()>& body) {
+  auto open = [&body] {
+    const absl::Status s = body();
+    return std::make_pair(s.code(), std::string(s.message()));
   };
   if (::geteuid() != 0) return open();
   int fds[2];
@@ -127,6 +128,11 @@ std::pair<absl::StatusCode, std::string> OpenAsUnprivileged(const std::string& p
     return {absl::StatusCode::kInternal, absl::StrCat("child failed (status ", status, "): ", out)};
   }
   return {static_cast<absl::StatusCode>(std::stoi(out.substr(0, out.find(' ')))), out.substr(out.find(' ') + 1)};
+}
+
+// OpenSqliteTuningStore(path) as an unprivileged user.
+std::pair<absl::StatusCode, std::string> OpenAsUnprivileged(const std::string& path) {
+  return AsUnprivileged([&path] { return OpenSqliteTuningStore(path).status(); });
 }
 
 // A valid database this user may not write is reported as such, naming the path, not as a foreign file.
@@ -160,6 +166,38 @@ TEST(SqliteStore, AReadOnlyDatabaseIsReportedAsPermissionDenied) {
   // The database itself was left alone.
   ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
   EXPECT_TRUE(OpenSqliteTuningStore(path).ok());
+}
+
+// A read-only database file in a writable directory opens (reading works); a write is refused as such, naming
+// the file (it was an INTERNAL "sqlite: attempt to write a readonly database" that named nothing).
+TEST(SqliteStore, AWriteToAReadOnlyFileNamesItAndIsPermissionDenied) {
+  TempDir dir;
+  const std::string path = dir.File("t.db");
+  const Topology topo = MakeTopology(1, 2);
+  {
+    auto store = OpenSqliteTuningStore(path);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->PutTable(topo, {MakeEntry(Collective::kAllreduce, 2, 0, kUnbounded, "ring")}, {}).ok());
+  }
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(path.c_str(), 0444), 0);
+  auto [code, message] = AsUnprivileged([&]() -> absl::Status {
+    auto store = OpenSqliteTuningStore(path);
+    if (!store.ok()) return absl::InternalError(absl::StrCat("open failed: ", store.status().ToString()));
+    auto t = (*store)->GetTable(topo.fingerprint, 0);
+    if (!t.ok() || t->entries.size() != 1) return absl::InternalError("reading the read-only database failed");
+    return (*store)->PutTable(topo, {MakeEntry(Collective::kAllreduce, 2, 0, kUnbounded, "one_shot")}, {}).status();
+  });
+  EXPECT_EQ(code, absl::StatusCode::kPermissionDenied) << message;
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find("readonly"), std::string::npos) << message;
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  auto store = OpenSqliteTuningStore(path);
+  ASSERT_TRUE(store.ok());
+  auto t = (*store)->GetTable(topo.fingerprint, 0);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->version, 1);  // nothing was written
 }
 
 TEST(SqliteStore, RefusesAnotherApplicationsDatabase) {
