@@ -172,21 +172,74 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
     return absl::InvalidArgumentError(
         absl::StrCat(what(), ": send/recv counts and displacements need one entry per rank (", n, ")"));
   }
-  // Null buffers where data must flow.
-  const bool needs_data = a.collective == Collective::kAllgatherv || a.collective == Collective::kAlltoallv
-                              ? CallBytes(a, size_) > 0
-                              : a.count > 0 && a.collective != Collective::kBarrier;
-  if (needs_data) {
-    const bool root = a.root == rank_;
-    bool send_needed = true, recv_needed = true;
-    if (a.collective == Collective::kBroadcast) send_needed = root;
-    if (a.collective == Collective::kScatter) send_needed = root;
-    if (a.collective == Collective::kReduce || a.collective == Collective::kGather) recv_needed = root;
-    if (a.collective == Collective::kAllgatherv && a.counts[static_cast<size_t>(rank_)] == 0) send_needed = false;
-    if ((send_needed && a.send == nullptr) || (recv_needed && a.recv == nullptr)) {
-      return absl::InvalidArgumentError(absl::StrCat(what(), ": null ",
-                                                     (send_needed && a.send == nullptr) ? "send" : "receive",
-                                                     " buffer for ", a.count, " elements"));
+  const uint64_t r = static_cast<uint64_t>(rank_);
+  if (a.collective == Collective::kAlltoallv && a.send_counts[r] != a.recv_counts[r]) {
+    // Only this rank can see it: refused here, before the call starts, like every argument error.
+    return absl::InvalidArgumentError(
+        absl::StrCat(what(), ": sends ", a.send_counts[r], " elements to itself but expects ", a.recv_counts[r]));
+  }
+  // What this rank reads from `send` and writes into `recv` (0 where it does not use the buffer).
+  const bool root = a.root == rank_;
+  uint64_t in = 0, out = 0;
+  switch (a.collective) {
+    case Collective::kAllgatherv:
+      in = a.counts[r] * es;
+      out = CallBytes(a, size_);
+      break;
+    case Collective::kAlltoallv:
+      for (size_t i = 0; i < n; ++i) {
+        in = std::max<uint64_t>(in, (a.send_displs[i] + a.send_counts[i]) * es);
+        out = std::max<uint64_t>(out, (a.recv_displs[i] + a.recv_counts[i]) * es);
+      }
+      break;
+    case Collective::kBarrier: break;
+    default: in = InputBytes(a, size_); out = OutputBytes(a, size_);
+  }
+  if ((a.collective == Collective::kBroadcast || a.collective == Collective::kScatter) && !root) in = 0;
+  if ((a.collective == Collective::kReduce || a.collective == Collective::kGather) && !root) out = 0;
+  if (a.collective == Collective::kAlltoallv) {
+    // Each side from its own counts: a rank may send nothing and still receive.
+    if (in > 0 && a.send == nullptr) return absl::InvalidArgumentError(absl::StrCat(what(), ": null send buffer"));
+    if (out > 0 && a.recv == nullptr) return absl::InvalidArgumentError(absl::StrCat(what(), ": null receive buffer"));
+  } else if (a.count > 0 || (a.collective == Collective::kAllgatherv && out > 0)) {
+    // Null buffers where data must flow.
+    const bool send_null = in > 0 && a.send == nullptr, recv_null = out > 0 && a.recv == nullptr;
+    if (send_null || recv_null) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what(), ": null ", send_null ? "send" : "receive", " buffer for ", a.count, " elements"));
+    }
+  }
+  // Overlapping buffers: only the documented in-place layouts (algorithm.h). Anything else would be read while
+  // it is overwritten, with a result that depends on the algorithm.
+  const char* s = static_cast<const char*>(a.send);
+  const char* d = static_cast<const char*>(a.recv);
+  if (in > 0 && out > 0 && s < d + out && d < s + in) {
+    // In place: the offset of `send` from `recv` (or of `recv` from `send`) that the layout prescribes.
+    const uintptr_t su = reinterpret_cast<uintptr_t>(s), du = reinterpret_cast<uintptr_t>(d);
+    bool in_place = su == du;
+    std::string layout = "send == recv";
+    switch (a.collective) {
+      case Collective::kAllgather:
+      case Collective::kGather:
+        in_place = su == du + r * a.count * es;
+        layout = absl::StrCat("send = recv + ", r, " x count elements (this rank's block of recv)");
+        break;
+      case Collective::kAllgatherv:
+        in_place = su == du + a.displs[r] * es;
+        layout = absl::StrCat("send = recv + displs[", r, "] elements (this rank's block of recv)");
+        break;
+      case Collective::kReducescatter:
+      case Collective::kScatter:
+        in_place = du == su + r * a.count * es;
+        layout = absl::StrCat("recv = send + ", r, " x count elements (this rank's block of send)");
+        break;
+      default: break;
+    }
+    if (!in_place) {
+      return absl::InvalidArgumentError(absl::StrCat(what(), ": the send and receive buffers overlap (send ",
+                                                     absl::Hex(reinterpret_cast<uintptr_t>(s)), " for ", in,
+                                                     " bytes, recv ", absl::Hex(reinterpret_cast<uintptr_t>(d)),
+                                                     " for ", out, " bytes) but not in place; in place is ", layout));
     }
   }
   return absl::OkStatus();
@@ -213,8 +266,32 @@ absl::StatusOr<const Configuration*> CommImpl::Choose(const CollectiveArgs& args
         absl::StrCat("configuration '", opt.config, "': ", CollectiveName(args.collective), " has no algorithm '",
                      c->algorithm, "'; accepted: ", absl::StrJoin(registry::AlgorithmsFor(args.collective), ", ")));
   }
+  if (absl::Status s = CheckLinks(*c); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("configuration '", opt.config, "': ", s.message()));
+  }
   if (parsed_configs_.size() >= 1024) parsed_configs_.clear();  // a bounded cache of distinct strings
   return &parsed_configs_.emplace(key, *std::move(c)).first->second;
+}
+
+absl::Status CommImpl::CheckLinks(const Configuration& config, bool intra_step) const {
+  if (config.intra != nullptr) {
+    if (absl::Status s = CheckLinks(*config.intra, true); !s.ok()) return s;
+  }
+  if (config.inter != nullptr) {
+    if (absl::Status s = CheckLinks(*config.inter); !s.ok()) return s;
+  }
+  switch (config.link.kind) {
+    case LinkKind::kRoce:
+      return absl::InvalidArgumentError("link=roce: the ibverbs transport is not available in this build");
+    case LinkKind::kShm:
+      if (!intra_step && topo_.num_nodes > 1) {
+        return absl::InvalidArgumentError(absl::StrCat("link=shm: the ranks are on ", topo_.num_nodes,
+                                                       " nodes and shared memory reaches one; use tcp or auto"));
+      }
+      return absl::OkStatus();
+    case LinkKind::kTcp: return tcp_ != nullptr ? tcp_->CheckNetwork(config.link.network) : absl::OkStatus();
+    default: return absl::OkStatus();
+  }
 }
 
 absl::StatusOr<std::string> CommImpl::ResolveConfig(Collective c, DataType dtype, uint64_t bytes,

@@ -124,6 +124,11 @@ class CommImpl final : public Communicator {
   // HCCL_TUNE_TEST_DELAY: the delay for `config` of `c` in microseconds (0 = none).
   double TestDelayUs(Collective c, const Configuration& config) const;
   absl::Status Validate(const CollectiveArgs& args) const;
+  // InvalidArgument where a configuration's links cannot reach its ranks here (roce in a build without it, shm
+  // between nodes, tcp@network some rank has no interface in): the same verdict on every rank, before any
+  // traffic, so a wrong forced configuration leaves the communicator usable. `intra_step`: the configuration is
+  // a hierarchical algorithm's step inside one node.
+  absl::Status CheckLinks(const Configuration& config, bool intra_step = false) const;
   // `symmetric` for an "auto" allreduce, allgather, reducescatter or broadcast of at least SymmetricFromBytes
   // whose buffers are symmetric here; else null.
   const Configuration* ChooseSymmetric(const CollectiveArgs& args, const CallOptions& opt) const;

@@ -221,6 +221,24 @@ absl::StatusOr<std::string> TcpDomain::AddressFor(int peer, const std::string& n
   return absl::FailedPreconditionError(absl::StrCat("tcp: rank ", peer, " published no reachable address"));
 }
 
+absl::Status TcpDomain::CheckNetwork(const std::string& network) const {
+  if (!ifname_.empty() || network.empty()) return absl::OkStatus();
+  const auto has = [&](const std::vector<InterfaceAddress>& ifs) {
+    for (const auto& i : ifs) {
+      if (InSubnet(i.address, network)) return true;
+    }
+    return false;
+  };
+  int missing = has(interfaces_) ? -1 : rank_;
+  for (const auto& [r, info] : peers_) {
+    if (missing >= 0 && missing < r) break;
+    if (!has(info.interfaces)) missing = r;
+  }
+  if (missing < 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("link=tcp@", network, ": rank ", missing, " has no interface in that network"));
+}
+
 absl::Status TcpDomain::Aborted() {
   if (!abort_probe_) return absl::OkStatus();
   const absl::Time now = absl::Now();

@@ -64,6 +64,11 @@ class TcpDomain {
   // Every rank in `ranks` must call this for the same key around the same time.
   absl::StatusOr<std::vector<Pair*>> Connect(const std::vector<int>& ranks, const std::string& network, int channels);
 
+  // InvalidArgument naming the first rank (this one included) with no interface in `network` (a CIDR subnet), so a
+  // configuration's link=tcp@network is refused before any traffic. Every rank holds every rank's interfaces
+  // (exchanged at setup), so every rank reaches the same verdict. OK when HCCL_SOCKET_IFNAME is set (it decides).
+  absl::Status CheckNetwork(const std::string& network) const;
+
  private:
   using Key = std::tuple<std::string, int, int>;  // network, channels, peer
   absl::StatusOr<std::string> AddressFor(int peer, const std::string& network) const;

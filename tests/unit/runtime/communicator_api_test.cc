@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "runtime/transport/tcp/tcp_transport.h"
 #include "tests/unit/runtime/rank_fixture.h"
 
 namespace hccltune {
@@ -50,7 +51,7 @@ TEST(CommunicatorApi, MismatchedRootIsNamed) {
 TEST(CommunicatorApi, MismatchedCollectiveIsNamed) {
   auto st = RunRanks(3, [](int rank, Communicator& comm) -> absl::Status {
     std::vector<float> buf(16);
-    if (rank == 1) return comm.Allgather(buf.data(), buf.data(), 4, DataType::kFloat32, {"ring"});
+    if (rank == 1) return comm.Allgather(buf.data() + 4, buf.data(), 4, DataType::kFloat32, {"ring"});
     return comm.Allreduce(buf.data(), buf.data(), 16, DataType::kFloat32, ReduceOp::kSum, {"ring"});
   });
   bool named = false;
@@ -119,9 +120,75 @@ TEST(CommunicatorApi, BadArgumentsAreClearAndLeaveTheCommunicatorUsable) {
     EXPECT_TRUE(Contains(s, "overflows")) << s;
     s = comm.Allreduce(buf.data(), buf.data(), 8, DataType::kInt32, ReduceOp::kSum, {"rnig"});
     EXPECT_TRUE(Contains(s, "unknown algorithm 'rnig'")) << s;
-    s = comm.Allgather(buf.data(), buf.data(), 1, DataType::kInt32, {"halving_doubling"});
+    std::vector<int32_t> gathered(2);
+    s = comm.Allgather(buf.data(), gathered.data(), 1, DataType::kInt32, {"halving_doubling"});
     EXPECT_TRUE(Contains(s, "allgather has no algorithm 'halving_doubling'")) << s;
     // Still usable.
+    for (auto& v : buf) v = 1;
+    if (absl::Status ok = comm.Allreduce(buf.data(), buf.data(), 8, DataType::kInt32, ReduceOp::kSum); !ok.ok()) {
+      return ok;
+    }
+    EXPECT_EQ(buf[7], 2);
+    return absl::OkStatus();
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
+// A documentation network (RFC 5737) that no interface of this machine is in (sandboxes do use them).
+std::string UnusedNetwork() {
+  for (const char* net : {"198.51.100.0/24", "203.0.113.0/24", "192.0.2.0/24"}) {
+    bool used = false;
+    for (const auto& i : ListInterfaces()) used = used || InSubnet(i.address, net);
+    if (!used) return net;
+  }
+  return "0.0.0.0/32";
+}
+
+TEST(CommunicatorApi, OverlapsAndUnreachableLinksAreRefusedBeforeAnyTraffic) {
+  // Each of these is refused on every rank alike, before the call starts: the communicator stays usable.
+  auto st = RunRanks(2, [](int rank, Communicator& comm) -> absl::Status {
+    std::vector<int32_t> buf(64, 1);
+    // Overlapping but not in place: the ring would read partial sums it had already written.
+    absl::Status s = comm.Allreduce(buf.data(), buf.data() + 1, 8, DataType::kInt32, ReduceOp::kSum);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_TRUE(Contains(s, "overlap")) << s;
+    EXPECT_TRUE(Contains(s, "send == recv")) << s;
+    // allgather: send one element into recv is this rank's block on neither rank.
+    s = comm.Allgather(buf.data() + 1, buf.data(), 4, DataType::kInt32);
+    EXPECT_TRUE(Contains(s, "send = recv + " + std::to_string(rank) + " x count")) << s;
+    s = comm.Reducescatter(buf.data(), buf.data() + 1, 4, DataType::kInt32, ReduceOp::kSum);
+    EXPECT_TRUE(Contains(s, "recv = send + " + std::to_string(rank) + " x count")) << s;
+    // alltoallv: a rank that sends nothing but receives needs a receive buffer; self counts must agree.
+    const std::vector<size_t> none = {0, 0},
+                              one_from_peer = rank == 0 ? std::vector<size_t>{0, 1} : std::vector<size_t>{1, 0},
+                              displs = {0, 0};
+    s = comm.Alltoallv(buf.data(), none, displs, nullptr, one_from_peer, displs, DataType::kInt32);
+    EXPECT_TRUE(Contains(s, "null receive buffer")) << s;
+    const std::vector<size_t> self_one = rank == 0 ? std::vector<size_t>{1, 0} : std::vector<size_t>{0, 1},
+                              self_two = rank == 0 ? std::vector<size_t>{2, 0} : std::vector<size_t>{0, 2};
+    s = comm.Alltoallv(buf.data(), self_one, displs, buf.data() + 8, self_two, displs, DataType::kInt32);
+    EXPECT_TRUE(Contains(s, "sends 1 elements to itself but expects 2")) << s;
+    // Links that cannot reach the ranks: a documentation network no interface here is in.
+    s = comm.Allreduce(buf.data(), buf.data(), 8, DataType::kInt32, ReduceOp::kSum,
+                       {"ring(link=tcp@" + UnusedNetwork() + ")"});
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_TRUE(Contains(s, "has no interface in that network")) << s;
+    s = comm.Allreduce(buf.data(), buf.data(), 8, DataType::kInt32, ReduceOp::kSum, {"ring(link=roce)"});
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_TRUE(Contains(s, "link=roce")) << s;
+    // The documented in-place layouts still run, and the communicator is usable.
+    std::vector<int32_t> all = {0, 0, 0, 0};
+    all[static_cast<size_t>(2 * rank)] = rank + 10;
+    all[static_cast<size_t>(2 * rank + 1)] = rank + 20;
+    if (absl::Status ok = comm.Allgather(all.data() + 2 * rank, all.data(), 2, DataType::kInt32); !ok.ok()) return ok;
+    EXPECT_EQ(all, (std::vector<int32_t>{10, 20, 11, 21}));
+    std::vector<int32_t> rs = {1, 2, 3, 4};
+    if (absl::Status ok = comm.Reducescatter(rs.data(), rs.data() + 2 * rank, 2, DataType::kInt32, ReduceOp::kSum);
+        !ok.ok()) {
+      return ok;
+    }
+    EXPECT_EQ(rs[static_cast<size_t>(2 * rank)], 2 * (2 * rank + 1));
+    EXPECT_EQ(rs[static_cast<size_t>(2 * rank + 1)], 2 * (2 * rank + 2));
     for (auto& v : buf) v = 1;
     if (absl::Status ok = comm.Allreduce(buf.data(), buf.data(), 8, DataType::kInt32, ReduceOp::kSum); !ok.ok()) {
       return ok;
