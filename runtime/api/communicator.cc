@@ -100,6 +100,21 @@ std::function<absl::Status()> AbortProbe(std::shared_ptr<Store> store) {
   };
 }
 
+// store.Get(key) until `deadline`, in slices: gives up at once with the announcement when another rank posted
+// "abort" (a rank whose setup failed, Create; a rank whose call failed) instead of waiting out the deadline.
+absl::StatusOr<std::string> GetUnlessAborted(const std::shared_ptr<Store>& store, const std::string& key,
+                                             absl::Time deadline) {
+  const auto aborted = AbortProbe(store);
+  while (true) {
+    const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+    auto v = store->Get(key, std::min(left, absl::Milliseconds(200)));
+    if (v.ok() || v.status().code() != absl::StatusCode::kDeadlineExceeded || left <= absl::Milliseconds(200)) {
+      return v;
+    }
+    if (absl::Status a = aborted(); !a.ok()) return a;
+  }
+}
+
 // A rank other than 0: the tag rank 0 published, claimed for this rank (store key joined/<rank> under the
 // tag). A tag whose rank was already claimed is an earlier job's (the store was reused; or two processes
 // were given this rank): wait for rank 0 of this job to publish a new one.
@@ -157,7 +172,15 @@ absl::StatusOr<std::unique_ptr<CommImpl>> CommImpl::Init(int rank, int size, std
   c->env_ = env;
   c->name_ = std::move(name);
   c->store_ = NewPrefixStore(std::move(store), absl::StrCat("hccltune/", c->name_));
-  if (absl::Status s = c->Setup(); !s.ok()) return s;
+  if (absl::Status s = c->Setup(); !s.ok()) {
+    // The other ranks wait for this one in the rendezvous: tell them why it will not come (under the tag, so
+    // a later job on the same store never sees it) — unless this is itself another rank's announcement, or a
+    // deadline the others reach as well (each then names the ranks it was missing).
+    if (c->tagged_ && s.code() != absl::StatusCode::kAborted && s.code() != absl::StatusCode::kDeadlineExceeded) {
+      (void)c->store_->Set("abort", absl::StrCat("rank ", rank, " could not set up the communicator: ", s.message()));
+    }
+    return s;
+  }
   return c;
 }
 
@@ -186,6 +209,7 @@ absl::Status CommImpl::Setup() {
       tag_ = *tag;
     }
     store_ = NewPrefixStore(named, TagPrefix(tag_));
+    tagged_ = true;
 
     auto tcp = TcpDomain::Create(rank_, tag_, env_.socket_ifname, connect_timeout);
     if (!tcp.ok()) return tcp.status();
@@ -216,6 +240,8 @@ absl::Status CommImpl::Setup() {
       // Only a deadline means ranks are missing; a store that failed (a lost connection) says so itself.
       if (s.code() != absl::StatusCode::kDeadlineExceeded) return s;
       if ((replaced = tag_replaced())) break;
+      // A rank that failed its own setup says so (Create); no need to wait for the deadline.
+      if (absl::Status a = AbortProbe(store_)(); !a.ok()) return a;
       if (absl::Now() < deadline) continue;
       std::vector<std::string> missing;
       for (int r = 0; r < size_; ++r) {
@@ -354,7 +380,7 @@ absl::Status CommImpl::Setup() {
     std::map<int, std::string> names;
     for (int r : local_ranks_) {
       if (r == rank_) continue;
-      auto n = store_->Get(absl::StrCat("shm/", r), connect_timeout);
+      auto n = GetUnlessAborted(store_, absl::StrCat("shm/", r), absl::Now() + connect_timeout);
       if (!n.ok()) return n.status();
       names[r] = *n;
     }
@@ -370,10 +396,13 @@ absl::Status CommImpl::Setup() {
     auto n = store_->Add(counter, 1);
     if (!n.ok()) return n.status();
     const absl::Time map_deadline = absl::Now() + connect_timeout;
-    while (true) {
+    for (int polls = 0;;) {
       auto v = store_->Add(counter, 0);
       if (!v.ok()) return v.status();
       if (*v >= static_cast<int64_t>(local_ranks_.size())) break;
+      if (++polls % 64 == 0) {  // about every 13 ms: a rank that failed its setup says so (Create)
+        if (absl::Status a = AbortProbe(store_)(); !a.ok()) return a;
+      }
       if (absl::Now() > map_deadline) {
         return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": local ranks did not all map shared memory"));
       }
@@ -577,7 +606,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommImpl::Split(int color, int key
   if (absl::Status s = store_->Set(absl::StrCat(base, "/", rank_), absl::StrCat(color, ",", key)); !s.ok()) return s;
   std::vector<std::tuple<int, int, int>> same;  // key, rank
   for (int r = 0; r < size_; ++r) {
-    auto v = store_->Get(absl::StrCat(base, "/", r), absl::Seconds(env_.connect_timeout_s));
+    auto v = GetUnlessAborted(store_, absl::StrCat(base, "/", r), absl::Now() + absl::Seconds(env_.connect_timeout_s));
     if (!v.ok()) return v.status();
     int c = 0, k = 0;
     std::vector<std::string> parts = absl::StrSplit(*v, ',');

@@ -169,6 +169,7 @@ class CommImpl final : public Communicator {
   std::vector<std::unique_ptr<SymmetricMemory>> symmetric_;
   uint64_t symmetric_next_id_ = 0;
   Configuration symmetric_config_;  // symmetric(link=auto), set at the first allocation
+  bool tagged_ = false;             // store_ is under this instance's tag (Setup got that far)
   std::unique_ptr<TcpDomain> tcp_;
   std::map<std::string, std::unique_ptr<StreamEndpoint>> endpoints_;
   // EndpointFor's last endpoint for the whole communicator (every pair attached), so a call on the same link

@@ -354,6 +354,25 @@ TEST(Bootstrap, RankWaitingForTcpConnectionsReportsAnotherRanksFailure) {
   EXPECT_LT(took[1], 5.0) << st[1];
 }
 
+TEST(Bootstrap, ARankWhoseSetupFailsTellsTheOthers) {
+  // Rank 0 cannot set up (HCCL_SOCKET_IFNAME names no interface); rank 1 learns why at once instead of waiting
+  // HCCL_CONNECT_TIMEOUT (20 s) for a rank that will never come.
+  auto st = RunRanks(
+      2, [&](int, Communicator&) -> absl::Status { return absl::OkStatus(); },
+      [&](int rank) {
+        Environment e = TestEnv();
+        if (rank == 0) e.socket_ifname = "hccltune-none0";
+        return e;
+      });
+  ASSERT_FALSE(st[0].ok());
+  EXPECT_EQ(st[0].code(), absl::StatusCode::kInvalidArgument) << st[0];
+  EXPECT_TRUE(Contains(st[0], "HCCL_SOCKET_IFNAME='hccltune-none0'")) << st[0];
+  ASSERT_FALSE(st[1].ok());
+  EXPECT_EQ(st[1].code(), absl::StatusCode::kAborted) << st[1];
+  EXPECT_TRUE(Contains(st[1], "rank 0 could not set up the communicator")) << st[1];
+  EXPECT_TRUE(Contains(st[1], "hccltune-none0")) << st[1];
+}
+
 TEST(Bootstrap, SplitWaitsBehindQueuedWork) {
   auto st = RunRanks(2, [](int rank, Communicator& comm) -> absl::Status {
     std::atomic<bool> done{false};
