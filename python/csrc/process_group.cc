@@ -194,6 +194,16 @@ class HcclTuneWork final : public c10d::Work {
   std::shared_ptr<std::atomic<int>> source_rank_;
 };
 
+// Completes an operation's future (on the CompletionQueue's threads): its outputs, or the runtime's error.
+void Settle(c10::ivalue::Future& future, const std::vector<at::Tensor>& outputs, OpType type, const absl::Status& s) {
+  if (s.ok()) {
+    future.markCompleted(c10::IValue(outputs));
+  } else {
+    future.setError(std::make_exception_ptr(
+        std::runtime_error(absl::StrCat("hccltune: ", c10d::opTypeToString(type), " failed: ", s.message()))));
+  }
+}
+
 }  // namespace
 
 c10::intrusive_ptr<ProcessGroupHcclTune> ProcessGroupHcclTune::Create(const c10::intrusive_ptr<c10d::Store>& store,
@@ -229,7 +239,10 @@ c10::intrusive_ptr<ProcessGroupHcclTune> ProcessGroupHcclTune::Create(const c10:
 
 ProcessGroupHcclTune::ProcessGroupHcclTune(int rank, int size, std::unique_ptr<Communicator> comm,
                                            std::unique_ptr<P2pEngine> p2p)
-    : c10d::ProcessGroup(rank, size), comm_(std::move(comm)), p2p_(std::move(p2p)) {
+    : c10d::ProcessGroup(rank, size),
+      completions_(std::make_unique<CompletionQueue>()),
+      comm_(std::move(comm)),
+      p2p_(std::move(p2p)) {
   init();
 }
 
@@ -241,6 +254,7 @@ ProcessGroupHcclTune::~ProcessGroupHcclTune() {
   PyThreadState* saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
   p2p_.reset();  // before comm_
   comm_.reset();
+  completions_.reset();  // last (both post to it); drains with the GIL released, since callbacks need it
   if (saved != nullptr) PyEval_RestoreThread(saved);
 }
 
@@ -248,17 +262,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::RunP2p(c10d::OpType type, s
                                                             std::function<void(P2pEngine::Done)> post,
                                                             int source_rank) {
   TORCH_CHECK(p2p_ != nullptr, "hccltune: ", c10d::opTypeToString(type), ": this process group has no point-to-point");
-  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  auto future = completions_->NewFuture();
   auto source = std::make_shared<std::atomic<int>>(source_rank);
   auto work = c10::make_intrusive<HcclTuneWork>(rank_, type, future, source);
-  post([future, outputs = std::move(outputs), type, source](absl::Status s, int from) {
+  post([future, outputs = std::move(outputs), type, source, done = completions_->poster()](absl::Status s,
+                                                                                           int from) mutable {
     if (from >= 0) source->store(from);  // before completion: a waiter reads it right after
-    if (s.ok()) {
-      future->markCompleted(c10::IValue(outputs));
-    } else {
-      future->setError(std::make_exception_ptr(
-          std::runtime_error(absl::StrCat("hccltune: ", c10d::opTypeToString(type), " failed: ", s.message()))));
-    }
+    done([future = std::move(future), outputs = std::move(outputs), type, s = std::move(s)] {
+      Settle(*future, outputs, type, s);
+    });
   });
   return work;
 }
@@ -266,21 +278,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::RunP2p(c10d::OpType type, s
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::Run(c10d::OpType type, std::vector<at::Tensor> outputs,
                                                          std::function<absl::Status(Communicator&)> body,
                                                          int source_rank) {
-  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  auto future = completions_->NewFuture();
   if (!c10d::isP2POp(type)) ++seq_;
-  comm_->Enqueue([future, outputs = std::move(outputs), body = std::move(body), type](Communicator& c) {
+  comm_->Enqueue([future, outputs = std::move(outputs), body = std::move(body), type,
+                  done = completions_->poster()](Communicator& c) mutable {
     absl::Status s;
     try {
       s = body(c);
     } catch (const std::exception& e) {
       s = absl::InternalError(e.what());
     }
-    if (s.ok()) {
-      future->markCompleted(c10::IValue(outputs));
-    } else {
-      future->setError(std::make_exception_ptr(
-          std::runtime_error(absl::StrCat("hccltune: ", c10d::opTypeToString(type), " failed: ", s.message()))));
-    }
+    // Completed by the queue, not here: the future's callbacks run where it completes, and one that waits on
+    // a later operation of the group would block this thread, which has to run that operation.
+    done([future = std::move(future), outputs = std::move(outputs), type, s] { Settle(*future, outputs, type, s); });
     return s;
   });
   return c10::make_intrusive<HcclTuneWork>(rank_, type, future, std::make_shared<std::atomic<int>>(source_rank));

@@ -2,7 +2,9 @@
 //
 // Every operation validates its arguments on the calling thread (bad input raises there, as gloo does), then
 // runs on the communicator's progress thread in issue order (Communicator::Enqueue) and completes a
-// c10::ivalue::Future with the op's output tensors; DDP's reducer chains on that future. Non-contiguous
+// c10::ivalue::Future with the op's output tensors; DDP's reducer chains on that future. Futures are completed
+// by the group's CompletionQueue (completion.h), in issue order but never on the progress thread, so a `then`
+// callback may issue another operation on the group and wait for it (PowerSGD's comm hook does). Non-contiguous
 // tensors are staged through contiguous copies; dtypes the runtime has no type for (bool, int16, complex, …)
 // travel as bytes where no reduction is involved (bool reductions map onto uint8 min/max). Send/recv match by
 // (peer, tag) like gloo's (a receive may also take any source) and run off the collective progress thread, over
@@ -20,6 +22,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
+#include "python/csrc/completion.h"
 #include "python/csrc/p2p.h"
 #include "runtime/api/communicator.h"
 
@@ -94,6 +97,7 @@ class ProcessGroupHcclTune final : public c10d::ProcessGroup {
   // recv and recvAnysource (src = P2pEngine::kAnySource).
   c10::intrusive_ptr<c10d::Work> PostRecv(c10d::OpType type, std::vector<at::Tensor>& tensors, int src, int tag);
 
+  std::unique_ptr<CompletionQueue> completions_;  // destroyed after comm_ and p2p_, which post to it
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<P2pEngine> p2p_;  // destroyed before comm_
   std::atomic<uint64_t> seq_{0};
