@@ -206,6 +206,12 @@ void Settle(c10::ivalue::Future& future, const std::vector<at::Tensor>& outputs,
 
 }  // namespace
 
+int ExecTimeoutSeconds(std::chrono::milliseconds timeout) {
+  const int64_t ms = timeout.count();
+  const int64_t s = ms / 1000 + (ms % 1000 > 0 ? 1 : 0);  // rounded up; no overflow near INT64_MAX
+  return static_cast<int>(std::clamp<int64_t>(s, kMinExecTimeoutS, kMaxExecTimeoutS));
+}
+
 c10::intrusive_ptr<ProcessGroupHcclTune> ProcessGroupHcclTune::Create(const c10::intrusive_ptr<c10d::Store>& store,
                                                                       int rank, int size,
                                                                       std::chrono::milliseconds timeout) {
@@ -215,9 +221,7 @@ c10::intrusive_ptr<ProcessGroupHcclTune> ProcessGroupHcclTune::Create(const c10:
   // default, HCCL_EXEC_TIMEOUT wins when set, else the 30 minutes apply.
   const bool chosen = timeout.count() > 0 && timeout != std::chrono::milliseconds(std::chrono::minutes(30));
   const bool env_set = env->exec_timeout_s != Environment{}.exec_timeout_s;
-  if (chosen || (!env_set && timeout.count() > 0)) {
-    env->exec_timeout_s = static_cast<int>(std::max<int64_t>(1, (timeout.count() + 999) / 1000));
-  }
+  if (chosen || (!env_set && timeout.count() > 0)) env->exec_timeout_s = ExecTimeoutSeconds(timeout);
   // Tuning is automatic: the daemon's table and live timings, with no change to the training script.
   InstallDaemonTuning();
   auto comm = Communicator::Create(rank, size, AdaptC10dStore(store), *env);
@@ -232,7 +236,7 @@ c10::intrusive_ptr<ProcessGroupHcclTune> ProcessGroupHcclTune::Create(const c10:
   // The engine enforces the group's timeout per operation; the pairs' transport waits must not time out on
   // their own, because a reader waits for whatever its peer sends next, for as long as the pair is idle.
   const std::chrono::milliseconds op_timeout(int64_t{env->exec_timeout_s} * 1000);
-  p2p_env.exec_timeout_s = 24 * 3600;  // the longest HCCL_EXEC_TIMEOUT accepts
+  p2p_env.exec_timeout_s = kMaxExecTimeoutS;  // the longest HCCL_EXEC_TIMEOUT accepts
   auto p2p = std::make_unique<P2pEngine>(rank, size, store, std::move(p2p_env), op_timeout);
   return c10::make_intrusive<ProcessGroupHcclTune>(rank, size, std::move(*comm), std::move(p2p));
 }

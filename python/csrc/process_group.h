@@ -30,6 +30,11 @@ namespace hccltune::torch_backend {
 
 inline constexpr const char* kBackendName = "hccltune";
 
+// The execution timeout (s) a process-group timeout stands for: rounded up to whole seconds and clamped to
+// HCCL_EXEC_TIMEOUT's range (kMinExecTimeoutS..kMaxExecTimeoutS), so torch's "forever" (timedelta(days=36500))
+// means the longest timeout the runtime takes, the same on every rank.
+int ExecTimeoutSeconds(std::chrono::milliseconds timeout);
+
 class ProcessGroupHcclTune final : public c10d::ProcessGroup {
  public:
   // Creates the communicator through `store` (torch's, already prefixed per group). `timeout` becomes the

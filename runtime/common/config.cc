@@ -178,7 +178,7 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
     if (mb) e.buffsize_bytes = static_cast<uint64_t>(*mb) << 20;
   }
   HT_TRY(ReadIntInto(src, "HCCL_CONNECT_TIMEOUT", 1, kDay, e.connect_timeout_s));
-  HT_TRY(ReadIntInto(src, "HCCL_EXEC_TIMEOUT", 1, kDay, e.exec_timeout_s));
+  HT_TRY(ReadIntInto(src, "HCCL_EXEC_TIMEOUT", kMinExecTimeoutS, kMaxExecTimeoutS, e.exec_timeout_s));
   e.socket_ifname = ReadString(src, "HCCL_SOCKET_IFNAME");
   e.rank_table_file = ReadString(src, "RANK_TABLE_FILE");
   HT_TRY(ReadOptInt(src, "RANK_ID", 0, kMaxRanks - 1, e.rank_id));

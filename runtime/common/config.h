@@ -22,6 +22,11 @@ namespace hccltune {
 // The largest world size accepted anywhere (the launchers' variables, Communicator::Create, the C ABI).
 inline constexpr int kMaxRanks = 1 << 20;
 
+// The range of HCCL_EXEC_TIMEOUT (s), also what a timeout from elsewhere (torch's process-group timeout) is
+// clamped to.
+inline constexpr int kMinExecTimeoutS = 1;
+inline constexpr int kMaxExecTimeoutS = 24 * 3600;
+
 // HCCL_TUNE_TEST_DELAY (a test hook, docs/ENVIRONMENT.md): every call of `collective` that runs a matching
 // configuration takes `delay_us` longer (slept after the algorithm, inside the measured call time).
 struct TestDelay {

@@ -2,10 +2,12 @@
 
 - collectives issued inside a future's `then` callback and waited there (PowerSGD's DDP comm hook does
   `.get_future().wait()` inside `.then`; DDP with that hook runs too): they used to hang forever, the callback
-  running on the progress thread the nested collective queued behind; futures still complete in issue order.
+  running on the progress thread the nested collective queued behind; futures still complete in issue order;
+- a process-group timeout longer than HCCL_EXEC_TIMEOUT's range (timedelta(days=36500), torch's "forever")
+  overflowed into a negative execution timeout: operations failed at once, differently on each rank.
 
 A watchdog (faulthandler) ends a rank that hangs, with every thread's stack, so a regression fails rather than
-hangs. Usage (under launch.py): edges_test.py [BACKEND [PART...]], PART one of nested, powersgd, order.
+hangs. Usage (under launch.py): edges_test.py [BACKEND [PART...]], PART one of nested, powersgd, order, timeout.
 """
 
 import datetime
@@ -100,11 +102,40 @@ def completions_in_order():
                                    for k, w in enumerate(works)))
 
 
+def huge_timeout():
+    """timedelta(days=36500) is clamped to HCCL_EXEC_TIMEOUT's longest (1 day), the same on every rank."""
+    g = dist.new_group(list(range(n)), timeout=datetime.timedelta(days=36500))
+    if rank == 1:
+        time.sleep(1)  # the others wait for it: no immediate timeout
+    t = torch.ones(3)
+    try:
+        dist.all_reduce(t, group=g)
+        check("all_reduce with a 100-year timeout", torch.equal(t, torch.full((3,), float(n))), t.tolist())
+    except RuntimeError as e:
+        check("all_reduce with a 100-year timeout", False, str(e)[:300])
+    try:
+        x = torch.arange(5.0)
+        if rank == 0:
+            dist.send(x, 1, group=g)
+        elif rank == 1:
+            time.sleep(0.5)
+            y = torch.zeros(5)
+            dist.recv(y, 0, group=g)
+            check("send/recv with a 100-year timeout", torch.equal(x, y), y.tolist())
+    except RuntimeError as e:
+        check("send/recv with a 100-year timeout", False, str(e)[:300])
+    try:
+        dist.barrier(group=g)
+    except RuntimeError as e:
+        check("barrier with a 100-year timeout", False, str(e)[:300])
+
+
 def main():
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
     dist.init_process_group(BACKEND, timeout=datetime.timedelta(seconds=60))
     only = set(sys.argv[2:])  # parts to run (default: all)
-    for name, part in (("nested", nested_in_then), ("powersgd", powersgd), ("order", completions_in_order)):
+    for name, part in (("nested", nested_in_then), ("powersgd", powersgd), ("order", completions_in_order),
+                       ("timeout", huge_timeout)):
         if only and name not in only:
             continue
         before = rankcheck.count()
