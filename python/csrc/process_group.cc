@@ -1,6 +1,7 @@
 #include "python/csrc/process_group.h"
 
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/ivalue.h>
 #include <Python.h>
 #include <c10/util/Exception.h>
@@ -105,6 +106,17 @@ void CheckTensor(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.layout() == at::kStrided, "hccltune: ", what,
               ": only dense (strided) tensors are supported, got layout ", t.layout(),
               " (all_reduce with SUM also takes sparse COO tensors)");
+}
+
+// A tensor the operation writes: its elements must not share memory (one made by expand() has stride 0), or
+// the result could not be stored — refused at the call rather than failing after the whole collective ran.
+// `index` >= 0 names the tensor's position in its list.
+void CheckOutput(const at::Tensor& t, const char* what, int64_t index = -1) {
+  CheckTensor(t, what);
+  TORCH_CHECK(at::has_internal_overlap(t) != at::MemOverlap::Yes, "hccltune: ", what, ": output tensor",
+              (index >= 0 ? c10::str(" ", index) : std::string()), " (sizes ", t.sizes(), ", strides ", t.strides(),
+              ") has elements that share memory (made by expand()?) and cannot hold the result; pass a tensor with "
+              "distinct elements, e.g. .clone()");
 }
 
 void CheckSingle(const std::vector<at::Tensor>& ts, const char* what) {
@@ -303,6 +315,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::Run(c10d::OpType type, std:
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::broadcast(std::vector<at::Tensor>& tensors,
                                                                const c10d::BroadcastOptions& opts) {
   CheckSingle(tensors, "broadcast");
+  CheckOutput(tensors[0], "broadcast");  // on the root too: it is copied back like the others'
   CheckRoot(opts.rootRank, size_, "broadcast");
   TORCH_CHECK(opts.rootTensor == 0, "hccltune: broadcast: rootTensor must be 0");
   Staged st = Stage(tensors[0]);
@@ -330,6 +343,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::allreduce(std::vector<at::T
                [in, out = t](Communicator& c) mutable { return SparseAllreduceSum(c, in, out); });
   }
   CheckSingle(tensors, "allreduce");
+  CheckOutput(tensors[0], "allreduce");
   const auto [dtype, op] = ReduceTypes(tensors[0], opts.reduceOp, "allreduce");
   Staged st = Stage(tensors[0]);
   return Run(OpType::ALLREDUCE, tensors, [st, dtype = dtype, op = op](Communicator& c) {
@@ -343,8 +357,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::allreduce(std::vector<at::T
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                          const c10d::AllreduceCoalescedOptions& opts) {
   TORCH_CHECK(!tensors.empty(), "hccltune: allreduce_coalesced needs at least one tensor");
-  for (const auto& t : tensors) {
-    CheckTensor(t, "allreduce_coalesced");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i];
+    CheckOutput(t, "allreduce_coalesced", static_cast<int64_t>(i));
     TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(),
                 "hccltune: allreduce_coalesced: all tensors must have the same dtype");
   }
@@ -367,6 +382,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::reduce(std::vector<at::Tens
   Staged st = Stage(tensors[0]);
   const int root = static_cast<int>(opts.rootRank);
   const bool is_root = root == rank_;
+  if (is_root) CheckOutput(tensors[0], "reduce");  // only the root's tensor is written
   return Run(OpType::REDUCE, tensors, [st, dtype = dtype, op = op, root, is_root](Communicator& c) {
     void* p = st.buf.data_ptr();
     absl::Status s = c.Reduce(p, p, static_cast<size_t>(st.buf.numel()), dtype, op, root);
@@ -382,7 +398,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::allgather(std::vector<std::
   TORCH_CHECK(outputs.size() == 1, "hccltune: allgather takes one output list per process, got ", outputs.size());
   TORCH_CHECK(outputs[0].size() == static_cast<size_t>(size_), "hccltune: allgather: the output list has ",
               outputs[0].size(), " tensors, the group has ", size_, " ranks");
-  for (const auto& o : outputs[0]) CheckLike(o, inputs[0], "allgather");
+  for (size_t i = 0; i < outputs[0].size(); ++i) {
+    CheckLike(outputs[0][i], inputs[0], "allgather");
+    CheckOutput(outputs[0][i], "allgather", static_cast<int64_t>(i));
+  }
   const at::Tensor in = inputs[0].contiguous();
   const Wire w = WireOf(in);
   at::Tensor flat = at::empty({in.numel() * size_}, in.options());
@@ -396,7 +415,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::allgather(std::vector<std::
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                      const c10d::AllgatherOptions& /*opts*/) {
   CheckTensor(input, "_allgather_base");
-  CheckTensor(output, "_allgather_base");
+  CheckOutput(output, "_allgather_base");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "hccltune: _allgather_base: output dtype ",
               output.scalar_type(), " differs from input dtype ", input.scalar_type());
   TORCH_CHECK(output.numel() == input.numel() * size_, "hccltune: _allgather_base: output has ", output.numel(),
@@ -424,7 +443,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::allgather_coalesced(std::ve
   for (const auto& list : outputs) {
     TORCH_CHECK(list.size() == inputs.size(), "hccltune: allgather_coalesced: an output list has ", list.size(),
                 " tensors, the input list ", inputs.size());
-    for (size_t i = 0; i < list.size(); ++i) CheckLike(list[i], inputs[i], "allgather_coalesced");
+    for (size_t i = 0; i < list.size(); ++i) {
+      CheckLike(list[i], inputs[i], "allgather_coalesced");
+      CheckOutput(list[i], "allgather_coalesced");
+    }
   }
   at::Tensor send = at::empty({block}, at::kByte);
   int64_t off = 0;
@@ -462,7 +484,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::gather(std::vector<std::vec
   if (is_root) {
     TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_),
                 "hccltune: gather: the root needs one output list of ", size_, " tensors");
-    for (const auto& o : outputs[0]) CheckLike(o, inputs[0], "gather");
+    for (size_t i = 0; i < outputs[0].size(); ++i) {
+      CheckLike(outputs[0][i], inputs[0], "gather");
+      CheckOutput(outputs[0][i], "gather", static_cast<int64_t>(i));
+    }
   } else {
     TORCH_CHECK(outputs.empty(), "hccltune: gather: only the root (rank ", root, ") takes an output list");
   }
@@ -481,6 +506,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::scatter(std::vector<at::Ten
                                                              std::vector<std::vector<at::Tensor>>& inputs,
                                                              const c10d::ScatterOptions& opts) {
   CheckSingle(outputs, "scatter");
+  CheckOutput(outputs[0], "scatter");
   CheckRoot(opts.rootRank, size_, "scatter");
   const int root = static_cast<int>(opts.rootRank);
   const bool is_root = root == rank_;
@@ -506,6 +532,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::reduce_scatter(std::vector<
                                                                     std::vector<std::vector<at::Tensor>>& inputs,
                                                                     const c10d::ReduceScatterOptions& opts) {
   CheckSingle(outputs, "reduce_scatter");
+  CheckOutput(outputs[0], "reduce_scatter");
   TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
               "hccltune: reduce_scatter needs one input list of ", size_, " tensors");
   for (const auto& t : inputs[0]) CheckLike(t, outputs[0], "reduce_scatter");
@@ -523,7 +550,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::reduce_scatter(std::vector<
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                           const c10d::ReduceScatterOptions& opts) {
   CheckTensor(input, "_reduce_scatter_base");
-  CheckTensor(output, "_reduce_scatter_base");
+  CheckOutput(output, "_reduce_scatter_base");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "hccltune: _reduce_scatter_base: dtypes differ");
   TORCH_CHECK(input.numel() == output.numel() * size_, "hccltune: _reduce_scatter_base: input has ", input.numel(),
               " elements, expected world size (", size_, ") x output (", output.numel(), ")");
@@ -571,7 +598,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::alltoall_base(at::Tensor& o
                                                                    std::vector<int64_t>& input_splits,
                                                                    const c10d::AllToAllOptions& /*opts*/) {
   CheckTensor(input, "all_to_all_single");
-  CheckTensor(output, "all_to_all_single");
+  CheckOutput(output, "all_to_all_single");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "hccltune: all_to_all_single: dtypes differ");
   const at::Tensor in = input.contiguous();
   Staged out = Stage(output);
@@ -602,9 +629,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::alltoall(std::vector<at::Te
               "hccltune: all_to_all needs ", size_, " input and output tensors, got ", inputs.size(), " and ",
               outputs.size());
   for (const auto& t : inputs) CheckTensor(t, "all_to_all");
-  for (const auto& t : outputs) {
-    CheckTensor(t, "all_to_all");
-    TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), "hccltune: all_to_all: tensors differ in dtype");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    CheckOutput(outputs[i], "all_to_all", static_cast<int64_t>(i));
+    TORCH_CHECK(outputs[i].scalar_type() == inputs[0].scalar_type(), "hccltune: all_to_all: tensors differ in dtype");
   }
   for (const auto& t : inputs) {
     TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), "hccltune: all_to_all: tensors differ in dtype");
@@ -645,6 +672,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::send(std::vector<at::Tensor
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   CheckSingle(tensors, "recv");
+  CheckOutput(tensors[0], "recv");
   TORCH_CHECK(src >= 0 && src < size_ && src != rank_, "hccltune: recv: invalid source rank ", src,
               " (the group has ranks 0..", size_ - 1, ", this is rank ", rank_, ")");
   return PostRecv(OpType::RECV, tensors, src, tag);
@@ -652,6 +680,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::recv(std::vector<at::Tensor
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
   CheckSingle(tensors, "recv from any source");
+  CheckOutput(tensors[0], "recv from any source");
   TORCH_CHECK(size_ > 1, "hccltune: recv from any source in a group of one rank would never complete");
   return PostRecv(OpType::RECVANYSOURCE, tensors, P2pEngine::kAnySource, tag);
 }

@@ -4,10 +4,13 @@
   `.get_future().wait()` inside `.then`; DDP with that hook runs too): they used to hang forever, the callback
   running on the progress thread the nested collective queued behind; futures still complete in issue order;
 - a process-group timeout longer than HCCL_EXEC_TIMEOUT's range (timedelta(days=36500), torch's "forever")
-  overflowed into a negative execution timeout: operations failed at once, differently on each rank.
+  overflowed into a negative execution timeout: operations failed at once, differently on each rank;
+- an output tensor whose elements share memory (expand()) ran the whole collective, then failed; now refused
+  at the call.
 
 A watchdog (faulthandler) ends a rank that hangs, with every thread's stack, so a regression fails rather than
-hangs. Usage (under launch.py): edges_test.py [BACKEND [PART...]], PART one of nested, powersgd, order, timeout.
+hangs. Usage (under launch.py): edges_test.py [BACKEND [PART...]], PART one of nested, powersgd, order, timeout,
+overlap.
 """
 
 import datetime
@@ -130,12 +133,44 @@ def huge_timeout():
         check("barrier with a 100-year timeout", False, str(e)[:300])
 
 
+def overlapping_outputs():
+    """Outputs made by expand() are refused at the call (every rank alike, so nothing is left waiting)."""
+    def exp(k=4):
+        return torch.ones(1).expand(k)
+
+    cases = {
+        "allreduce": lambda: dist.all_reduce(exp(), async_op=True),
+        "broadcast": lambda: dist.broadcast(exp(), src=0, async_op=True),
+        "allgather": lambda: dist.all_gather([torch.zeros(4)] * (n - 1) + [exp()], torch.ones(4), async_op=True),
+        "_allgather_base": lambda: dist.all_gather_into_tensor(exp(4 * n), torch.ones(4), async_op=True),
+        "reduce_scatter": lambda: dist.reduce_scatter(exp(), [torch.ones(4)] * n, async_op=True),
+        "all_to_all_single": lambda: dist.all_to_all_single(exp(2 * n), torch.ones(2 * n), async_op=True),
+        "all_to_all": lambda: dist.all_to_all([exp(2)] * n, [torch.ones(2)] * n, async_op=True),
+    }
+    if rank == 1:  # no sender needed: the receive is refused before it is posted
+        cases["recv"] = lambda: dist.irecv(exp(), 0)
+    for op, call in cases.items():
+        try:
+            w = call()
+            try:
+                w.wait()
+                check(f"{op}: expanded output refused", False, "ran and succeeded")
+            except RuntimeError as e:
+                check(f"{op}: expanded output refused at the call", False, f"failed only in wait(): {str(e).splitlines()[0]}")
+        except RuntimeError as e:
+            msg = str(e)
+            check(f"{op}: expanded output refused at the call", op in msg and "share memory" in msg, msg[:300])
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    check("the group works after the refusals", torch.equal(t, torch.full((4,), float(n))), t.tolist())
+
+
 def main():
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
     dist.init_process_group(BACKEND, timeout=datetime.timedelta(seconds=60))
     only = set(sys.argv[2:])  # parts to run (default: all)
     for name, part in (("nested", nested_in_then), ("powersgd", powersgd), ("order", completions_in_order),
-                       ("timeout", huge_timeout)):
+                       ("timeout", huge_timeout), ("overlap", overlapping_outputs)):
         if only and name not in only:
             continue
         before = rankcheck.count()
