@@ -41,12 +41,13 @@ PYBIND11_MODULE(_C, m) {
           },
           py::arg("nbytes"), py::call_guard<py::gil_scoped_release>());
 
-  // HCCL_TUNE_TORCH_ALIAS, read by the config module like every variable. Raises ValueError on a bad
-  // environment (the message names the variable).
+  // HCCL_TUNE_TORCH_ALIAS alone, read by the config module like every variable: a bad value elsewhere must not
+  // drop the `hccl` name (creating the group reports it, naming the variable). Raises ValueError on a bad
+  // HCCL_TUNE_TORCH_ALIAS (the message names it).
   m.def("torch_alias", [] {
-    auto env = hccltune::Environment::Load();
-    if (!env.ok()) throw py::value_error(std::string(env.status().message()));
-    return env->torch_alias;
+    auto alias = hccltune::Environment::LoadTorchAlias();
+    if (!alias.ok()) throw py::value_error(std::string(alias.status().message()));
+    return *alias;
   });
   m.attr("__version__") = HCCL_TUNE_VERSION;
 }

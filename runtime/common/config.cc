@@ -72,6 +72,27 @@ std::string ReadString(const Environment::Source& src, const std::string& var) {
 
 constexpr int kDay = 24 * 3600;
 
+// The process environment: the only getenv of the project.
+std::optional<std::string> ProcessVariable(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+absl::Status ReadTorchAlias(const Environment::Source& src, bool& out) {
+  auto v = src("HCCL_TUNE_TORCH_ALIAS");
+  if (!v) return absl::OkStatus();
+  const std::string a = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
+  if (a == "0" || a == "false" || a == "off") {
+    out = false;
+  } else if (a == "1" || a == "true" || a == "on") {
+    out = true;
+  } else {
+    return Bad("HCCL_TUNE_TORCH_ALIAS", *v, "0 or 1");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<TestDelay>> ParseTestDelay(absl::string_view text) {
@@ -146,12 +167,14 @@ absl::string_view LogLevelName(LogLevel l) {
   return "warn";
 }
 
-absl::StatusOr<Environment> Environment::Load() {
-  return LoadFrom([](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
-  });
+absl::StatusOr<Environment> Environment::Load() { return LoadFrom(ProcessVariable); }
+
+absl::StatusOr<bool> Environment::LoadTorchAlias() { return LoadTorchAliasFrom(ProcessVariable); }
+
+absl::StatusOr<bool> Environment::LoadTorchAliasFrom(const Source& source) {
+  bool alias = Environment{}.torch_alias;
+  if (absl::Status s = ReadTorchAlias(source, alias); !s.ok()) return s;
+  return alias;
 }
 
 absl::StatusOr<Environment> Environment::LoadFrom(const std::map<std::string, std::string>& vars) {
@@ -232,16 +255,7 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
     }
   }
   HT_TRY(ReadOptInt(src, "HCCL_TUNE_TABLE_VERSION", 1, INT64_MAX, e.table_version));
-  if (auto v = src("HCCL_TUNE_TORCH_ALIAS")) {
-    const std::string a = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
-    if (a == "0" || a == "false" || a == "off") {
-      e.torch_alias = false;
-    } else if (a == "1" || a == "true" || a == "on") {
-      e.torch_alias = true;
-    } else {
-      return Bad("HCCL_TUNE_TORCH_ALIAS", *v, "0 or 1");
-    }
-  }
+  HT_TRY(ReadTorchAlias(src, e.torch_alias));
 
   HT_TRY(ReadIntInto(src, "HCCL_TUNE_SYNC_INTERVAL", 1, 1 << 20, e.sync_interval));
   HT_TRY(ReadIntInto(src, "HCCL_TUNE_FETCH_TIMEOUT_MS", 0, 60000, e.fetch_timeout_ms));

@@ -100,6 +100,12 @@ struct Environment {
   // Reads from `source` (tests pass a map).
   static absl::StatusOr<Environment> LoadFrom(const Source& source);
   static absl::StatusOr<Environment> LoadFrom(const std::map<std::string, std::string>& vars);
+
+  // HCCL_TUNE_TORCH_ALIAS alone, parsed as Load() parses it (a bad value is the same error). The torch backend
+  // decides on the `hccl` name with it at import time: a bad value in another variable must not drop the name,
+  // creating the group reports that one.
+  static absl::StatusOr<bool> LoadTorchAlias();
+  static absl::StatusOr<bool> LoadTorchAliasFrom(const Source& source);
 };
 
 }  // namespace hccltune

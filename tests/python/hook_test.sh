@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The .pth hook: torch is not imported by it; importing torch.distributed registers `hccltune` and `hccl`;
-# HCCL_TUNE_TORCH_ALIAS=0 keeps `hccl` unregistered; a bad value warns and still registers `hccltune`.
+# HCCL_TUNE_TORCH_ALIAS=0 keeps `hccl` unregistered; a bad value warns and still registers `hccltune`; a bad
+# value in another variable keeps `hccl` registered and creating the group names that variable.
 # Usage: hook_test.sh PYTHON  (PYTHONUSERBASE points at the build tree's site directory)
 set -euo pipefail
 py=$1
@@ -14,3 +15,17 @@ out=$(HCCL_TUNE_TORCH_ALIAS=maybe "$py" -W always -c 'import torch.distributed a
 assert "HCCLTUNE" in p and "HCCL" not in p, p' 2>&1)
 grep -q "HCCL_TUNE_TORCH_ALIAS" <<<"$out" || { echo "$out"; echo "no warning naming the variable" >&2; exit 1; }
 echo "bad alias value: warned ($(grep -o 'HCCL_TUNE_TORCH_ALIAS[^;]*' <<<"$out" | head -1))"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# A bad HCCL_EXEC_TIMEOUT used to drop `hccl` silently (the alias check loaded the whole environment), so
+# init_process_group("hccl") failed with "Invalid backend: 'hccl'" naming nothing.
+out=$(HCCL_EXEC_TIMEOUT=abc "$py" -c 'import sys, torch.distributed as d
+try:
+    d.init_process_group("hccl", init_method="file://" + sys.argv[1], rank=0, world_size=1)
+except Exception as e:
+    print(type(e).__name__, e)
+else:
+    print("init_process_group succeeded")' "$tmp/store" 2>&1)
+grep -q "HCCL_EXEC_TIMEOUT='abc'" <<<"$out" || { echo "$out"; echo "no error naming HCCL_EXEC_TIMEOUT" >&2; exit 1; }
+echo "bad HCCL_EXEC_TIMEOUT with backend hccl: $(grep -o "HCCL_EXEC_TIMEOUT='abc'[^;]*" <<<"$out" | head -1)"

@@ -148,6 +148,28 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
   EXPECT_NE(e.status().message().find("not below the world size 4"), std::string::npos);
 }
 
+// The torch backend reads HCCL_TUNE_TORCH_ALIAS alone: a bad value elsewhere must not drop the `hccl` name.
+TEST(Environment, TorchAliasIsReadAlone) {
+  auto from = [](std::map<std::string, std::string> vars) {
+    return Environment::LoadTorchAliasFrom([vars](const std::string& name) -> std::optional<std::string> {
+      auto it = vars.find(name);
+      if (it == vars.end()) return std::nullopt;
+      return it->second;
+    });
+  };
+  auto on = from({{"HCCL_EXEC_TIMEOUT", "abc"}});
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(*on);
+  auto off = from({{"HCCL_EXEC_TIMEOUT", "abc"}, {"HCCL_TUNE_TORCH_ALIAS", " Off "}});
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_FALSE(*off);
+  auto bad = from({{"HCCL_TUNE_TORCH_ALIAS", "maybe"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(
+      bad.status().message(),
+      Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_TORCH_ALIAS", "maybe"}}).status().message());
+}
+
 TEST(Environment, FetchTimeout) {
   auto d = Environment::LoadFrom(std::map<std::string, std::string>{});
   ASSERT_TRUE(d.ok()) << d.status();
