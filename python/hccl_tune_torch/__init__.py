@@ -1,11 +1,12 @@
 """hccl-tune's PyTorch backend: torch.distributed on the tuned collective runtime.
 
-Importing this package registers the c10d backend ``hccltune`` and, unless ``HCCL_TUNE_TORCH_ALIAS=0`` or
-another package (torch_npu) already owns the name, ``hccl``. Users normally never import it: the
+Importing this package registers the c10d backend ``hccltune`` and, unless ``HCCL_TUNE_TORCH_ALIAS=0`` or a
+vendor stack that registers ``hccl`` itself is installed (torch_npu, habana_frameworks), ``hccl``. Users normally never import it: the
 ``hccl_tune_torch.pth`` hook installed next to it registers the backends the first time ``torch.distributed``
 is imported, so ``dist.init_process_group("hccltune")`` (or ``"hccl"``) works with no code change.
 """
 
+import importlib.util
 import math
 import warnings
 
@@ -16,6 +17,12 @@ from hccl_tune_torch._C import ProcessGroupHcclTune, __version__  # noqa: F401
 
 BACKEND = "hccltune"
 ALIAS = "hccl"
+
+# Packages that register the c10d backend ``hccl`` themselves when imported — after ``import torch``, so after
+# us (torch 1.13 imports torch.distributed, and with it this package, from ``import torch``). Registering the
+# alias first would make their ``Backend.register_backend("hccl", ...)`` fail ("HCCL c10d backend already
+# exist") and break their import: when one is installed, the name is theirs.
+VENDOR_PACKAGES = ("torch_npu", "habana_frameworks")
 
 _registered = []
 
@@ -42,9 +49,20 @@ def register():
     except ValueError as e:  # a bad environment: creating a group will report it as an error
         warnings.warn(f"hccl_tune_torch: not registering backend '{ALIAS}': {e}")
         alias = False
-    if alias and ALIAS not in _registered and _register(ALIAS):
+    if alias and ALIAS not in _registered and _vendor_stack() is None and _register(ALIAS):
         done.append(ALIAS)
     return done
+
+
+def _vendor_stack():
+    """The first installed package of VENDOR_PACKAGES, or None. Looks the packages up without importing them."""
+    for name in VENDOR_PACKAGES:
+        try:
+            if importlib.util.find_spec(name) is not None:
+                return name
+        except (ImportError, ValueError):  # a broken install, or a module without a spec: not usable as a stack
+            continue
+    return None
 
 
 def _C_torch_alias():
