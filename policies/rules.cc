@@ -58,6 +58,7 @@ absl::StatusOr<std::optional<std::string>> MapHcclName(absl::string_view name) {
 
 absl::StatusOr<HcclLevels> ParseLevels(absl::string_view text) {
   HcclLevels out;
+  std::array<bool, 4> seen{};
   for (absl::string_view part : absl::StrSplit(text, ';', absl::SkipWhitespace())) {
     part = absl::StripAsciiWhitespace(part);
     const size_t colon = part.find(':');
@@ -65,17 +66,27 @@ absl::StatusOr<HcclLevels> ParseLevels(absl::string_view text) {
       return absl::InvalidArgumentError(absl::StrCat("'", part, "': expected level0:NAME or level1:NAME"));
     }
     const absl::string_view level = absl::StripAsciiWhitespace(part.substr(0, colon));
-    auto name = MapHcclName(absl::StripAsciiWhitespace(part.substr(colon + 1)));
+    const absl::string_view hccl_name = absl::StripAsciiWhitespace(part.substr(colon + 1));
+    auto name = MapHcclName(hccl_name);
     if (!name.ok()) return name.status();
+    int index = -1;
     if (level == "level0") {
-      out.level0 = *name;
+      index = 0;
     } else if (level == "level1") {
-      out.level1 = *name;
-    } else if (level == "level2" || level == "level3") {
-      continue;  // HCCL accepts them; one and two levels are all we have
+      index = 1;
+    } else if (level == "level2") {
+      index = 2;
+    } else if (level == "level3") {
+      index = 3;
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown level '", level, "'; accepted: level0, level1"));
     }
+    // A level given twice is ambiguous (HCCL_TUNE_ALGO refuses a collective given twice the same way).
+    if (seen[static_cast<size_t>(index)]) return absl::InvalidArgumentError(absl::StrCat(level, " is given twice"));
+    seen[static_cast<size_t>(index)] = true;
+    if (index == 0) out.level0 = *name;
+    if (index == 1) out.level1 = *name;
+    // level2 and level3: HCCL accepts them; one and two levels are all we have.
   }
   return out;
 }
@@ -126,8 +137,16 @@ absl::StatusOr<RuleSet> ParseTuneAlgo(absl::string_view text) {
       if (eq == absl::string_view::npos || (slash != absl::string_view::npos && slash < eq)) {
         return ErrorAt(kSource, text, pos, "expected RANGE=CONFIGURATION (e.g. 0-64K=one_shot)");
       }
-      auto range = ParseByteRange(text.substr(pos, eq - pos));
+      auto range = ParseByteRange(text.substr(pos, eq - pos), SizeSuffixes::kConventions);
       if (!range.ok()) return ErrorAt(kSource, text, pos, range.status().message());
+      // First match wins, so an overlap would leave part of a later range unreachable: refused.
+      for (const Rule& before : set.RulesFor(*coll)) {
+        if (range->min < before.bytes.max && before.bytes.min < range->max) {
+          return ErrorAt(kSource, text, pos,
+                         absl::StrCat(CollectiveName(*coll), " range ", FormatByteRange(*range), " overlaps ",
+                                      FormatByteRange(before.bytes), " given before it; give each size one rule"));
+        }
+      }
       pos = eq + 1;
       const size_t end = ConfigEnd(text, pos, ",/");
       auto config = Configuration::Parse(text.substr(pos, end - pos));
@@ -163,7 +182,7 @@ absl::StatusOr<RuleSet> ParseRuleTable(absl::string_view text, absl::string_view
     if (!coll.ok()) return bad(coll.status().message());
     auto world = ParseWorldRange(f[1]);
     if (!world.ok()) return bad("bad world-size range (e.g. 2-8, 65-)");
-    auto range = ParseByteRange(f[2]);
+    auto range = ParseByteRange(f[2], SizeSuffixes::kConventions);
     if (!range.ok()) return bad(range.status().message());
     // The configuration may contain spaces: everything after the third field.
     const size_t cfg_at = static_cast<size_t>(f[3].data() - line.data());
@@ -210,6 +229,9 @@ absl::StatusOr<HcclAlgo> ParseHcclAlgo(absl::string_view text) {
     }
     auto coll = ParseCollective(absl::StripAsciiWhitespace(part.substr(0, eq)));
     if (!coll.ok()) return wrap(coll.status(), part);
+    if (out.per[static_cast<size_t>(*coll)]) {
+      return wrap(absl::InvalidArgumentError(absl::StrCat(CollectiveName(*coll), " is given twice")), part);
+    }
     auto levels = ParseLevels(part.substr(eq + 1));
     if (!levels.ok()) return wrap(levels.status(), part.substr(eq + 1));
     out.per[static_cast<size_t>(*coll)] = *levels;

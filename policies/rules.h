@@ -47,14 +47,17 @@ class RuleSet {
   std::array<std::vector<Rule>, kNumCollectives> rules_;
 };
 
-// HCCL_TUNE_ALGO. Empty text gives an empty set.
+// HCCL_TUNE_ALGO. Empty text gives an empty set. Sizes take K, M and G only (SizeSuffixes::kConventions); a
+// collective given twice and overlapping ranges of one collective are errors (first match wins, so an overlap
+// would leave part of a rule unreachable).
 absl::StatusOr<RuleSet> ParseTuneAlgo(absl::string_view text);
 // The rule-table format above; `source` names it in errors.
 absl::StatusOr<RuleSet> ParseRuleTable(absl::string_view text, absl::string_view source);
 
 // HCCL_ALGO: "level0:NA;level1:H-D_R" for every collective, or per collective
 // "allreduce=level0:NA;level1:ring/allgather=level0:NA;level1:H-D_R". Names map: ring -> ring,
-// H-D_R -> halving_doubling, pipeline -> hierarchical, NA -> no preference; NHR, NHR_V1, NB, AHC are refused.
+// H-D_R -> halving_doubling, pipeline -> hierarchical, NA -> no preference; NHR, NHR_V1, NB, AHC are refused,
+// and so is a collective or a level given twice.
 struct HcclLevels {
   std::optional<std::string> level0;  // our algorithm name; nullopt = no preference
   std::optional<std::string> level1;

@@ -8,9 +8,14 @@
 
 namespace hccltune {
 
-absl::StatusOr<uint64_t> ParseBytes(absl::string_view text) {
+absl::StatusOr<uint64_t> ParseBytes(absl::string_view text, SizeSuffixes suffixes) {
   absl::string_view s = absl::StripAsciiWhitespace(text);
   if (s.empty()) return absl::InvalidArgumentError("empty byte size");
+  for (char c : s) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      return absl::InvalidArgumentError(absl::StrCat("invalid byte size '", text, "': no spaces inside a size"));
+    }
+  }
   // Optional trailing "B" / "iB".
   if (s.size() > 1 && (s.back() == 'B' || s.back() == 'b')) {
     s.remove_suffix(1);
@@ -22,7 +27,13 @@ absl::StatusOr<uint64_t> ParseBytes(absl::string_view text) {
       case 'K': shift = 10; break;
       case 'M': shift = 20; break;
       case 'G': shift = 30; break;
-      case 'T': shift = 40; break;
+      case 'T':
+        if (suffixes == SizeSuffixes::kConventions) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid byte size '", text, "': the suffixes are K, M and G (binary); no T"));
+        }
+        shift = 40;
+        break;
       default: break;
     }
   }
@@ -51,7 +62,7 @@ std::string FormatBytes(uint64_t bytes) {
   return absl::StrCat(bytes);
 }
 
-absl::StatusOr<ByteRange> ParseByteRange(absl::string_view text) {
+absl::StatusOr<ByteRange> ParseByteRange(absl::string_view text, SizeSuffixes suffixes) {
   absl::string_view s = absl::StripAsciiWhitespace(text);
   const size_t dash = s.find('-');
   if (dash == absl::string_view::npos) {
@@ -59,12 +70,12 @@ absl::StatusOr<ByteRange> ParseByteRange(absl::string_view text) {
         absl::StrCat("invalid byte range '", text, "': expected MIN-MAX or MIN- (e.g. 0-64K, 64K-)"));
   }
   ByteRange r;
-  auto lo = ParseBytes(s.substr(0, dash));
+  auto lo = ParseBytes(s.substr(0, dash), suffixes);
   if (!lo.ok()) return absl::InvalidArgumentError(absl::StrCat("byte range '", text, "': ", lo.status().message()));
   r.min = *lo;
   absl::string_view hi_text = s.substr(dash + 1);
   if (!absl::StripAsciiWhitespace(hi_text).empty()) {
-    auto hi = ParseBytes(hi_text);
+    auto hi = ParseBytes(hi_text, suffixes);
     if (!hi.ok()) return absl::InvalidArgumentError(absl::StrCat("byte range '", text, "': ", hi.status().message()));
     r.max = *hi;
   }

@@ -13,8 +13,14 @@
 
 namespace hccltune {
 
-// Parses "4096", "64K", "1M", "2G" (case-insensitive suffix, optional trailing "B"/"iB").
-absl::StatusOr<uint64_t> ParseBytes(absl::string_view text);
+// Which suffixes a size may carry. kConventions: K, M and G, the ones CONVENTIONS.md defines — what people write
+// in the override grammars (HCCL_TUNE_ALGO, rule tables). kAny also reads T (2^40), which FormatBytes prints
+// for multiples of 2^40, so that what this program wrote (table exports, sweep state) reads back.
+enum class SizeSuffixes : uint8_t { kAny, kConventions };
+
+// Parses "4096", "64K", "1M", "2G" (case-insensitive suffix, optional trailing "B"/"iB"; "T" too with kAny).
+// Whitespace around the size is ignored; inside it ("1 K") it is an error.
+absl::StatusOr<uint64_t> ParseBytes(absl::string_view text, SizeSuffixes suffixes = SizeSuffixes::kAny);
 // Prints with the largest binary suffix that divides the value exactly: 1048576 -> "1M", 1536 -> "1536".
 std::string FormatBytes(uint64_t bytes);
 
@@ -30,7 +36,7 @@ struct ByteRange {
 };
 
 // "0-64K", "64K-", "1M-4M". Empty or inverted ranges are errors.
-absl::StatusOr<ByteRange> ParseByteRange(absl::string_view text);
+absl::StatusOr<ByteRange> ParseByteRange(absl::string_view text, SizeSuffixes suffixes = SizeSuffixes::kAny);
 std::string FormatByteRange(const ByteRange& range);
 
 }  // namespace hccltune

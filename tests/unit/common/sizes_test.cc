@@ -22,6 +22,24 @@ TEST(Sizes, ParseErrors) {
     EXPECT_FALSE(r.ok()) << bad;
   }
   EXPECT_EQ(ParseBytes("17179869184G").status().code(), absl::StatusCode::kOutOfRange);
+  // A size is one word: spaces around it are trimmed, inside it they are an error.
+  EXPECT_EQ(*ParseBytes(" 64K "), 65536u);
+  for (const char* bad : {"1 K", "6 4K", "1K B", "1\tM"}) {
+    auto r = ParseBytes(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+}
+
+TEST(Sizes, TerabytesOnlyWhereDataIsRead) {
+  // FormatBytes prints T for multiples of 2^40 and what it wrote must read back (table exports, sweep state);
+  // what people write follows CONVENTIONS.md: K, M and G.
+  EXPECT_EQ(*ParseBytes("2T"), uint64_t{2} << 40);
+  auto t = ParseBytes("2T", SizeSuffixes::kConventions);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("the suffixes are K, M and G"), absl::string_view::npos) << t.status();
+  EXPECT_EQ(*ParseBytes("2048G", SizeSuffixes::kConventions), uint64_t{2} << 40);
+  EXPECT_FALSE(ParseByteRange("0-1T", SizeSuffixes::kConventions).ok());
+  EXPECT_TRUE(ParseByteRange("0-1T").ok());
 }
 
 TEST(Sizes, FormatLargestExactSuffix) {

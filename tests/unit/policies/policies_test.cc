@@ -48,6 +48,35 @@ TEST(TuneAlgo, ErrorsPointAtThePosition) {
   }
 }
 
+TEST(TuneAlgo, RefusesAmbiguousInput) {
+  struct Case {
+    const char* text;
+    const char* needle;
+  } cases[] = {
+      // First match wins: the second rule would never run for 64K and up.
+      {"allreduce:0-=ring,64K-=one_shot", "allreduce range 64K- overlaps 0- given before it"},
+      {"allreduce:0-1M=ring,64K-2M=one_shot", "range 64K-2M overlaps 0-1M"},
+      {"allgather:1M-=ring,0-4M=direct", "range 0-4M overlaps 1M-"},
+      // CONVENTIONS.md defines K, M and G only, and a size is one word.
+      {"allreduce:0-1T=ring", "the suffixes are K, M and G"},
+      {"allreduce:1 K-=ring", "no spaces inside a size"},
+      {"allreduce:0-6 4K=ring", "no spaces inside a size"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseTuneAlgo(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_TRUE(Has(r.status(), c.needle)) << c.text << " -> " << r.status();
+    EXPECT_TRUE(Has(r.status(), "HCCL_TUNE_ALGO=")) << r.status();
+  }
+  // Adjacent half-open ranges, in any order, and ranges of different collectives do not overlap.
+  EXPECT_TRUE(ParseTuneAlgo("allreduce:64K-=ring,0-64K=one_shot/allgather:0-=ring").ok());
+  // Spaces around the parts stay allowed.
+  EXPECT_TRUE(ParseTuneAlgo(" allreduce : 0 - 64K = one_shot , 64K- = ring ").ok());
+  // Rule tables follow the same size syntax.
+  EXPECT_FALSE(ParseRuleTable("allreduce 1- 0-1T ring\n", "t").ok());
+  EXPECT_TRUE(ParseRuleTable("allreduce 1- 0-1024G ring\n", "t").ok());
+}
+
 TEST(HcclAlgo, GlobalAndPerCollective) {
   auto g = ParseHcclAlgo("level0:NA;level1:H-D_R");
   ASSERT_TRUE(g.ok()) << g.status();
@@ -64,6 +93,27 @@ TEST(HcclAlgo, GlobalAndPerCollective) {
   EXPECT_TRUE(Has(refused.status(), "accepted: ring, H-D_R, pipeline, NA")) << refused.status();
   EXPECT_FALSE(ParseHcclAlgo("level7:ring").ok());
   EXPECT_FALSE(ParseHcclAlgo("allreduz=level0:ring").ok());
+}
+
+TEST(HcclAlgo, RefusesDuplicates) {
+  // HCCL_TUNE_ALGO refuses a collective given twice; HCCL_ALGO kept the last one silently.
+  struct Case {
+    const char* text;
+    const char* needle;
+  } cases[] = {
+      {"allreduce=level1:ring/allreduce=level1:H-D_R", "allreduce is given twice"},
+      {"level0:NA;level1:ring;level1:H-D_R", "level1 is given twice"},
+      {"level0:ring;level0:NA", "level0 is given twice"},
+      {"allgather=level0:NA;level0:ring", "level0 is given twice"},
+      {"level0:NA;level2:NA;level2:ring", "level2 is given twice"},
+  };
+  for (const auto& c : cases) {
+    auto r = ParseHcclAlgo(c.text);
+    ASSERT_FALSE(r.ok()) << c.text;
+    EXPECT_TRUE(Has(r.status(), c.needle)) << c.text << " -> " << r.status();
+    EXPECT_TRUE(Has(r.status(), "HCCL_ALGO=")) << r.status();
+  }
+  EXPECT_TRUE(ParseHcclAlgo("allreduce=level1:ring/allgather=level1:ring").ok());
 }
 
 TEST(Defaults, EveryLineParsesAndNamesARegisteredAlgorithm) {
