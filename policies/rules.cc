@@ -84,6 +84,11 @@ absl::StatusOr<HcclLevels> ParseLevels(absl::string_view text) {
     // A level given twice is ambiguous (HCCL_TUNE_ALGO refuses a collective given twice the same way).
     if (seen[static_cast<size_t>(index)]) return absl::InvalidArgumentError(absl::StrCat(level, " is given twice"));
     seen[static_cast<size_t>(index)] = true;
+    if (index == 0 && hccl_name == "pipeline") {
+      // pipeline is HCCL's level1 (between nodes) algorithm; as level0 it would nest hierarchical in
+      // hierarchical, which no configuration can be.
+      return absl::InvalidArgumentError("'pipeline' runs between nodes (level1) only; level0 accepts ring, H-D_R, NA");
+    }
     if (index == 0) out.level0 = *name;
     if (index == 1) out.level1 = *name;
     // level2 and level3: HCCL accepts them; one and two levels are all we have.

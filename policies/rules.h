@@ -57,7 +57,8 @@ absl::StatusOr<RuleSet> ParseRuleTable(absl::string_view text, absl::string_view
 // HCCL_ALGO: "level0:NA;level1:H-D_R" for every collective, or per collective
 // "allreduce=level0:NA;level1:ring/allgather=level0:NA;level1:H-D_R". Names map: ring -> ring,
 // H-D_R -> halving_doubling, pipeline -> hierarchical, NA -> no preference; NHR, NHR_V1, NB, AHC are refused,
-// and so is a collective or a level given twice.
+// and so is a collective or a level given twice, and pipeline at level0 (HCCL's pipeline runs between nodes;
+// inside a node it would nest hierarchical in hierarchical).
 struct HcclLevels {
   std::optional<std::string> level0;  // our algorithm name; nullopt = no preference
   std::optional<std::string> level1;

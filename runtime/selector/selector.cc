@@ -75,6 +75,14 @@ absl::StatusOr<TunedTable> TunedTable::Deserialize(absl::string_view text) {
   return t;
 }
 
+namespace {
+
+std::shared_ptr<const Configuration> Step(absl::string_view name) {
+  return std::make_shared<const Configuration>(*Configuration::Default(name));
+}
+
+}  // namespace
+
 absl::StatusOr<Selector> Selector::Create(const Environment& env, int world_size, const GroupTopology& topo) {
   Selector s;
   s.world_ = world_size;
@@ -93,29 +101,33 @@ absl::StatusOr<Selector> Selector::Create(const Environment& env, int world_size
   s.overrides_ = *std::move(overrides);
   auto hccl = policies::ParseHcclAlgo(env.hccl_algo);
   if (!hccl.ok()) return hccl.status();
+  const bool several = topo.num_nodes > 1;
   for (Collective c : AllCollectives()) {
     const policies::HcclLevels* lv = hccl->For(c);
-    if (lv == nullptr) continue;
-    std::optional<std::string> name;
-    if (topo.num_nodes > 1 && lv->level1) {
-      // Between nodes: hierarchical(intra=level0 or ring, inter=level1) where the collective has it.
-      if (registry::Find(c, "hierarchical") != nullptr && *lv->level1 != "hierarchical") {
-        Configuration h = *Configuration::Default("hierarchical");
-        if (lv->level0 && registry::Find(c, *lv->level0) != nullptr) {
-          h.intra = std::make_shared<const Configuration>(*Configuration::Default(*lv->level0));
-        }
-        h.inter = std::make_shared<const Configuration>(*Configuration::Default(*lv->level1));
-        s.hccl_algo_[static_cast<size_t>(c)] = h;
-        continue;
+    if (lv == nullptr || (!lv->level0 && !lv->level1)) continue;
+    const size_t ci = static_cast<size_t>(c);
+    if (several && registry::IsValid(c, "hierarchical", world_size, topo).ok()) {
+      // level0 inside the nodes, level1 between them (see the header). ParseHcclAlgo refuses pipeline at level0.
+      Configuration h = *Configuration::Default("hierarchical");
+      if (lv->level0) h.intra = Step(*lv->level0);
+      if (lv->level1 && *lv->level1 != "hierarchical") h.inter = Step(*lv->level1);
+      if (!lv->level0 && *lv->level1 != "hierarchical") s.hccl_usual_[ci] = UsualStep::kIntra;
+      if (!lv->level1) s.hccl_usual_[ci] = UsualStep::kInter;
+      s.hccl_algo_[ci] = std::move(h);
+      continue;
+    }
+    const std::optional<std::string>& name = several ? lv->level1 : lv->level0;
+    if (!name) {
+      if (several && hccl->per[ci]) {
+        Log(LogLevel::kInfo, "HCCL_ALGO: ", CollectiveName(c), " has no hierarchical form on these ", topo.num_nodes,
+            " nodes and level0 applies only inside a node: ", CollectiveName(c), " stays automatic");
       }
-      name = lv->level1;
-    } else if (lv->level0) {
-      name = lv->level0;
+      continue;
     }
     // An HCCL name the collective does not implement leaves it automatic (HCCL_ALGO is global).
-    if (name && registry::Find(c, *name) != nullptr) {
-      s.hccl_algo_[static_cast<size_t>(c)] = *Configuration::Default(*name);
-    } else if (name && hccl->per[static_cast<size_t>(c)]) {
+    if (registry::Find(c, *name) != nullptr) {
+      s.hccl_algo_[ci] = *Configuration::Default(*name);
+    } else if (hccl->per[ci]) {
       return absl::InvalidArgumentError(absl::StrCat("HCCL_ALGO: ", CollectiveName(c), " has no algorithm '", *name,
                                                      "'; accepted: ", absl::StrJoin(registry::AlgorithmsFor(c), ", ")));
     }
@@ -130,6 +142,7 @@ void Selector::SetTable(std::shared_ptr<const TunedTable> table, bool explore) {
   for (auto& row : slots_) {
     for (auto& v : row) v.clear();
   }
+  hccl_merged_.clear();
   table_ = std::move(table);
   if (!table_) return;
   for (const TunedEntry& e : table_->entries) {
@@ -148,8 +161,19 @@ void Selector::SetTable(std::shared_ptr<const TunedTable> table, bool explore) {
             " has no algorithm '", e.explore->algorithm, "'; exploration plan ignored");
       }
     }
-    slots_[static_cast<size_t>(e.collective)][static_cast<size_t>(e.dtype)].push_back(
-        Slot{e.bytes.min, e.bytes.max, &e.config, plan, e.explore_every, e.explore_calls});
+    Slot slot{e.bytes.min, e.bytes.max, &e.config, plan, e.explore_every, e.explore_calls};
+    // HCCL_ALGO pinned one step of a hierarchical configuration: the other is this entry's, the usual choice.
+    const UsualStep usual = hccl_usual_[static_cast<size_t>(e.collective)];
+    if (usual != UsualStep::kNone && e.config.algorithm == "hierarchical") {
+      const auto& step = usual == UsualStep::kIntra ? e.config.intra : e.config.inter;
+      if (step != nullptr) {
+        auto merged = std::make_shared<Configuration>(*hccl_algo_[static_cast<size_t>(e.collective)]);
+        (usual == UsualStep::kIntra ? merged->intra : merged->inter) = step;
+        slot.hccl = merged.get();
+        hccl_merged_.push_back(std::move(merged));
+      }
+    }
+    slots_[static_cast<size_t>(e.collective)][static_cast<size_t>(e.dtype)].push_back(slot);
   }
   for (auto& row : slots_) {
     for (auto& v : row) std::sort(v.begin(), v.end(), [](const Slot& a, const Slot& b) { return a.min < b.min; });
@@ -189,7 +213,13 @@ Selector::Choice Selector::Choose(Collective c, DataType dtype, uint64_t bytes) 
   if (overrides_.Covers(c)) {
     if (const Configuration* cfg = overrides_.Find(c, world_, bytes)) return {cfg, ChoiceSource::kTuneAlgo};
   }
-  if (hccl_algo_[ci]) return {&*hccl_algo_[ci], ChoiceSource::kHcclAlgo};
+  if (hccl_algo_[ci]) {
+    if (hccl_usual_[ci] != UsualStep::kNone) {
+      const Slot* slot = FindSlot(c, dtype, bytes);
+      if (slot != nullptr && slot->hccl != nullptr) return {slot->hccl, ChoiceSource::kHcclAlgo};
+    }
+    return {&*hccl_algo_[ci], ChoiceSource::kHcclAlgo};
+  }
   if (const Slot* slot = FindSlot(c, dtype, bytes)) return {slot->config, ChoiceSource::kTable};
   if (const Configuration* cfg = policies::BuiltinDefaults().Find(c, world_, bytes)) {
     return {cfg, ChoiceSource::kDefault};

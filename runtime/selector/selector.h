@@ -63,6 +63,18 @@ class Selector {
  public:
   // Parses HCCL_TUNE_ALGO and HCCL_ALGO from `env`; an override naming an algorithm the collective does not
   // have is an error naming the variable.
+  //
+  // HCCL_ALGO (CONVENTIONS.md: level0 = inside a node, level1 = between nodes):
+  //  - one node: level0 applies, level1 does not;
+  //  - several nodes, where hierarchical is valid for the collective (registry::IsValid): level0 is its intra
+  //    step and level1 its inter step — level1:X gives hierarchical(intra=<level0 or chosen as usual>,inter=X),
+  //    level0:X alone hierarchical(intra=X,inter=<chosen as usual>), level1:pipeline hierarchical with its
+  //    default steps (intra=level0 when given). "Chosen as usual" is that step of the configuration the tuned
+  //    table chooses for the call when that is hierarchical, else hierarchical's default step (what
+  //    hierarchical(intra=X) in HCCL_TUNE_ALGO means): a configuration's canonical string names both steps,
+  //    so "let the algorithm pick the step per call" cannot be written and is not used;
+  //  - several nodes, no valid hierarchical (e.g. allgather, or one rank per node): level1 applies to the
+  //    whole collective; level0 alone leaves it automatic, since it speaks only of steps inside a node.
   static absl::StatusOr<Selector> Create(const Environment& env, int world_size, const GroupTopology& topo);
 
   struct Choice {
@@ -94,11 +106,18 @@ class Selector {
     uint32_t every, budget;         // plan
     mutable uint64_t calls = 0;     // calls decided by this entry since SetTable (guarded by the caller)
     mutable uint32_t explored = 0;  // of which explored
+    // HCCL_ALGO's configuration with this (hierarchical) entry's step where HCCL_ALGO left the step to the
+    // usual choice; null = none.
+    const Configuration* hccl = nullptr;
   };
+  // Which step of HCCL_ALGO's hierarchical configuration is left to the usual choice.
+  enum class UsualStep : uint8_t { kNone, kIntra, kInter };
   // The table slot for (c, dtype, bytes), or null.
   const Slot* FindSlot(Collective c, DataType dtype, uint64_t bytes) const;
   policies::RuleSet overrides_;
   std::array<std::optional<Configuration>, kNumCollectives> hccl_algo_;
+  std::array<UsualStep, kNumCollectives> hccl_usual_{};
+  std::vector<std::shared_ptr<const Configuration>> hccl_merged_;  // what Slot::hccl points to
   int world_ = 1;
   GroupTopology topo_;
   std::shared_ptr<const TunedTable> table_;

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 #include "policies/rules.h"
 #include "runtime/algorithms/registry.h"
 #include "runtime/selector/selector.h"
@@ -201,6 +205,130 @@ TEST(Selector, HcclAlgoLevel1OnSeveralNodesIsHierarchical) {
   EXPECT_EQ(s->Choose(Collective::kReducescatter, DataType::kFloat32, 1 << 20).config->algorithm, "halving_doubling");
   // allgather has neither: stays automatic.
   EXPECT_EQ(s->Choose(Collective::kAllgather, DataType::kFloat32, 1 << 20).source, ChoiceSource::kDefault);
+}
+
+GroupTopology TwoNodesOfTwo() {
+  GroupTopology two;
+  two.node_of = {0, 0, 1, 1};
+  two.num_nodes = 2;
+  return two;
+}
+
+// A table for 4 ranks whose allreduce entry (fp32, every size) is hierarchical with non-default steps, and whose
+// fp16 entry is flat.
+std::shared_ptr<TunedTable> HierarchicalTable() {
+  auto table = std::make_shared<TunedTable>();
+  table->version = 1;
+  table->entries.push_back(
+      {Collective::kAllreduce,
+       DataType::kFloat32,
+       4,
+       {0, kUnbounded},
+       *Configuration::Parse("hierarchical(intra=ring(chunk=1M,link=shm),inter=recursive_doubling(link=tcp))")});
+  table->entries.push_back(
+      {Collective::kAllreduce, DataType::kFloat16, 4, {0, kUnbounded}, *Configuration::Parse("ring(chunk=2M)")});
+  return table;
+}
+
+constexpr absl::string_view kDefaultRing = "ring(chunk=512K,channels=1,link=auto)";
+
+TEST(Selector, HcclAlgoLevel0OnSeveralNodesStaysInsideTheNodes) {
+  // level0 is the step inside a node: on several nodes it is hierarchical's intra step, never a flat ring
+  // across the nodes; the inter step is chosen as usual (the table's when it is hierarchical).
+  Environment env;
+  env.hccl_algo = "level0:ring;level1:NA";
+  auto s = Selector::Create(env, 4, TwoNodesOfTwo());
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto c = s->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20);
+  EXPECT_EQ(c.source, ChoiceSource::kHcclAlgo);
+  EXPECT_EQ(c.config->ToString(), absl::StrCat("hierarchical(intra=", kDefaultRing, ",inter=", kDefaultRing, ")"));
+  // allgather has no hierarchical form: level0 cannot be applied inside the nodes only, so it stays automatic.
+  EXPECT_EQ(s->Choose(Collective::kAllgather, DataType::kFloat32, 1 << 20).source, ChoiceSource::kDefault);
+  s->SetTable(HierarchicalTable());
+  c = s->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20);
+  EXPECT_EQ(c.source, ChoiceSource::kHcclAlgo);
+  EXPECT_EQ(c.config->ToString(),
+            absl::StrCat("hierarchical(intra=", kDefaultRing, ",inter=recursive_doubling(channels=1,link=tcp))"));
+  // The table's flat choice has no inter step to take: hierarchical's default one.
+  EXPECT_EQ(s->Choose(Collective::kAllreduce, DataType::kFloat16, 1 << 20).config->ToString(),
+            absl::StrCat("hierarchical(intra=", kDefaultRing, ",inter=", kDefaultRing, ")"));
+  // On one node level0 is the whole collective.
+  auto one = Selector::Create(env, 4, OneNode(4));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20).config->ToString(), kDefaultRing);
+  // One rank per node: nothing is inside a node, so level0 alone leaves it automatic.
+  GroupTopology spread;
+  spread.node_of = {0, 1, 2, 3};
+  spread.num_nodes = 4;
+  auto four = Selector::Create(env, 4, spread);
+  ASSERT_TRUE(four.ok()) << four.status();
+  EXPECT_EQ(four->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20).source, ChoiceSource::kDefault);
+}
+
+TEST(Selector, HcclAlgoLevel1LeavesTheIntraStepToTheUsualChoice) {
+  // level0:NA: intra is "chosen as usual" (CONVENTIONS.md) — the table's step where the table chooses
+  // hierarchical, not always a pinned ring.
+  Environment env;
+  env.hccl_algo = "level0:NA;level1:H-D_R";
+  auto s = Selector::Create(env, 4, TwoNodesOfTwo());
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::string hd = "inter=halving_doubling(channels=1,link=auto))";
+  EXPECT_EQ(s->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20).config->ToString(),
+            absl::StrCat("hierarchical(intra=", kDefaultRing, ",", hd));
+  s->SetTable(HierarchicalTable());
+  auto c = s->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20);
+  EXPECT_EQ(c.source, ChoiceSource::kHcclAlgo);
+  EXPECT_EQ(c.config->ToString(), absl::StrCat("hierarchical(intra=ring(chunk=1M,channels=1,link=shm),", hd));
+  EXPECT_EQ(s->Choose(Collective::kAllreduce, DataType::kFloat16, 1 << 20).config->ToString(),
+            absl::StrCat("hierarchical(intra=", kDefaultRing, ",", hd));
+  // Both levels given: the table's steps do not matter.
+  env.hccl_algo = "level0:H-D_R;level1:ring";
+  auto both = Selector::Create(env, 4, TwoNodesOfTwo());
+  ASSERT_TRUE(both.ok()) << both.status();
+  both->SetTable(HierarchicalTable());
+  EXPECT_EQ(both->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20).config->ToString(),
+            absl::StrCat("hierarchical(intra=halving_doubling(channels=1,link=auto),inter=", kDefaultRing, ")"));
+  // A new table (or none) replaces what the old one's steps gave.
+  both->SetTable(nullptr);
+  s->SetTable(nullptr);
+  EXPECT_EQ(s->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20).config->ToString(),
+            absl::StrCat("hierarchical(intra=", kDefaultRing, ",", hd));
+}
+
+TEST(Selector, HcclAlgoChoicesPrintAndParseBack) {
+  // pipeline at level0 would nest hierarchical in hierarchical, which Configuration::Parse refuses: refused.
+  auto bad = ParseHcclAlgo("level0:pipeline;level1:NA");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(Has(bad.status(), "level0 accepts ring, H-D_R, NA")) << bad.status();
+  EXPECT_TRUE(Has(bad.status(), "HCCL_ALGO=")) << bad.status();
+  EXPECT_FALSE(ParseHcclAlgo("allreduce=level0:pipeline").ok());
+  Environment env;
+  env.hccl_algo = "level0:pipeline";
+  EXPECT_FALSE(Selector::Create(env, 4, TwoNodesOfTwo()).ok());
+  for (const char* text : {"level0:ring", "level0:H-D_R;level1:NA", "level1:pipeline", "level0:ring;level1:pipeline",
+                           "level0:NA;level1:ring", "level0:ring;level1:H-D_R"}) {
+    env.hccl_algo = text;
+    for (const GroupTopology& topo : {OneNode(4), TwoNodesOfTwo()}) {
+      auto s = Selector::Create(env, 4, topo);
+      ASSERT_TRUE(s.ok()) << text << ": " << s.status();
+      s->SetTable(HierarchicalTable());
+      for (Collective c : AllCollectives()) {
+        if (c == Collective::kSendRecv) continue;
+        for (DataType t : {DataType::kFloat32, DataType::kFloat16}) {
+          const std::string printed = s->Choose(c, t, 1 << 20).config->ToString();
+          auto back = Configuration::Parse(printed);
+          ASSERT_TRUE(back.ok()) << text << ": " << printed << ": " << back.status();
+          EXPECT_EQ(back->ToString(), printed) << text;
+        }
+      }
+    }
+  }
+  // level1:pipeline is hierarchical with its default steps, level0 inside the nodes when given.
+  env.hccl_algo = "level0:H-D_R;level1:pipeline";
+  auto s = Selector::Create(env, 4, TwoNodesOfTwo());
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20).config->ToString(),
+            absl::StrCat("hierarchical(intra=halving_doubling(channels=1,link=auto),inter=", kDefaultRing, ")"));
 }
 
 TEST(Selector, OverridesNamingMissingAlgorithmsAreErrors) {
