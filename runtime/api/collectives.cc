@@ -422,6 +422,16 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
         DataTypeName(args.dtype), " ", CallBytes(args, size_), " B ", config->ToString(), " ", us, " us ",
         s.ok() ? "ok" : std::string(s.message()));
   }
+  if (!s.ok() && config->algorithm == "symmetric" && config != &symmetric_config_ &&
+      (opt.config.empty() || opt.config == "auto")) {
+    // `symmetric` depends on the call's buffers, so an override may choose it for a call it cannot run (the
+    // algorithm's header exchange gives every rank the same verdict): the error names where the choice came from.
+    const uint64_t bytes = CallBytes(args, size_);
+    s = absl::Status(
+        s.code(), absl::StrCat(config->ToString(), " was chosen by ",
+                               ChoiceSourceName(selector_->Choose(args.collective, args.dtype, bytes).source),
+                               " for this ", CollectiveName(args.collective), " of ", bytes, " bytes: ", s.message()));
+  }
   if (!s.ok()) {
     // Argument errors leave the communicator usable; communication errors break it and are announced to the
     // other ranks (unless this error is itself the announcement of another rank).

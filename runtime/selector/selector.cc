@@ -77,6 +77,39 @@ absl::StatusOr<TunedTable> TunedTable::Deserialize(absl::string_view text) {
 
 namespace {
 
+// Whether an HCCL_TUNE_ALGO configuration can run on this communicator. registry::IsValid refuses more: it also
+// calls pointless configurations "not valid" (hierarchical on one node), and those run correctly — and one
+// HCCL_TUNE_ALGO reaches every communicator of a job, its one-node sub-communicators too — so they are only
+// logged. `symmetric` needs the call's buffers in symmetric memory, which exists only on one node
+// (AllocSymmetric): refused on several nodes, and as a hierarchical step (whose buffers are the algorithm's);
+// on one node it depends on each call's buffers, and a call on others fails with an error naming the source of
+// the choice (CommImpl::ExecuteLocked). A function of the variable and the topology: the same on every rank.
+absl::Status CheckOverride(Collective c, const policies::Rule& r, int world_size, const GroupTopology& topo) {
+  const Configuration& cfg = r.config;
+  auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("HCCL_TUNE_ALGO: ", CollectiveName(c), ":", FormatByteRange(r.bytes),
+                                                   "=", cfg.ToString(), " cannot run here: ", why));
+  };
+  if (cfg.algorithm == "symmetric" && topo.num_nodes > 1) {
+    return bad(
+        absl::StrCat("symmetric needs buffers in symmetric memory, which exists only on one node; this "
+                     "communicator's ",
+                     world_size, " ranks are on ", topo.num_nodes, " nodes"));
+  }
+  for (const auto& step : {cfg.intra, cfg.inter}) {
+    if (step != nullptr && step->algorithm == "symmetric") {
+      return bad("a hierarchical step runs on the algorithm's own buffers, never in symmetric memory");
+    }
+  }
+  if (cfg.algorithm != "symmetric") {
+    if (absl::Status v = registry::IsValid(c, cfg.algorithm, world_size, topo); !v.ok()) {
+      Log(LogLevel::kInfo, "HCCL_TUNE_ALGO: ", CollectiveName(c), ":", FormatByteRange(r.bytes), "=", cfg.ToString(),
+          " runs, but is pointless here: ", v.message());
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::shared_ptr<const Configuration> Step(absl::string_view name) {
   return std::make_shared<const Configuration>(*Configuration::Default(name));
 }
@@ -96,6 +129,7 @@ absl::StatusOr<Selector> Selector::Create(const Environment& env, int world_size
             absl::StrCat("HCCL_TUNE_ALGO: ", CollectiveName(c), " has no algorithm '", r.config.algorithm,
                          "'; accepted: ", absl::StrJoin(registry::AlgorithmsFor(c), ", ")));
       }
+      if (absl::Status st = CheckOverride(c, r, world_size, topo); !st.ok()) return st;
     }
   }
   s.overrides_ = *std::move(overrides);

@@ -62,7 +62,8 @@ absl::string_view ChoiceSourceName(ChoiceSource s);
 class Selector {
  public:
   // Parses HCCL_TUNE_ALGO and HCCL_ALGO from `env`; an override naming an algorithm the collective does not
-  // have is an error naming the variable.
+  // have is an error naming the variable, and so is an HCCL_TUNE_ALGO rule that cannot run on this topology
+  // (symmetric on several nodes). Every input is identical on every rank, so is the verdict.
   //
   // HCCL_ALGO (CONVENTIONS.md: level0 = inside a node, level1 = between nodes):
   //  - one node: level0 applies, level1 does not;

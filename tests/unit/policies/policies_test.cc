@@ -331,6 +331,30 @@ TEST(Selector, HcclAlgoChoicesPrintAndParseBack) {
             absl::StrCat("hierarchical(intra=halving_doubling(channels=1,link=auto),inter=", kDefaultRing, ")"));
 }
 
+TEST(Selector, OverridesThatCannotRunHereAreErrors) {
+  // symmetric needs symmetric memory, which exists only on one node: refused at init on several nodes,
+  // naming the variable and the rule (every call would fail otherwise).
+  Environment env;
+  env.tune_algo = "allreduce:0-64K=symmetric,64K-=ring";
+  auto s = Selector::Create(env, 4, TwoNodesOfTwo());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Has(s.status(), "HCCL_TUNE_ALGO: allreduce:0-64K=symmetric(link=auto) cannot run here")) << s.status();
+  EXPECT_TRUE(Has(s.status(), "on 2 nodes")) << s.status();
+  // On one node it depends on each call's buffers: accepted (a call on other buffers names HCCL_TUNE_ALGO).
+  EXPECT_TRUE(Selector::Create(env, 4, OneNode(4)).ok());
+  // Never as a hierarchical step.
+  env.tune_algo = "allreduce:0-=hierarchical(intra=symmetric)";
+  s = Selector::Create(env, 4, TwoNodesOfTwo());
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Has(s.status(), "hierarchical step")) << s.status();
+  // Pointless but correct (hierarchical on one node degenerates to its intra steps): accepted, as one
+  // HCCL_TUNE_ALGO also reaches a job's one-node sub-communicators.
+  env.tune_algo = "allreduce:1M-=hierarchical";
+  EXPECT_TRUE(Selector::Create(env, 4, OneNode(4)).ok());
+  EXPECT_TRUE(Selector::Create(env, 4, TwoNodesOfTwo()).ok());
+}
+
 TEST(Selector, OverridesNamingMissingAlgorithmsAreErrors) {
   Environment env;
   env.tune_algo = "allgather:0-=halving_doubling";

@@ -210,6 +210,38 @@ TEST(Symmetric, AutoOnSymmetricAndOrdinaryBuffersFailsFast) {
   }
 }
 
+TEST(Symmetric, ForcedByHcclTuneAlgoOnOrdinaryBuffersNamesTheVariable) {
+  // HCCL_TUNE_ALGO may force `symmetric` (one node: whether a call can run it depends on its buffers). A call on
+  // ordinary memory fails on every rank with an argument error that says HCCL_TUNE_ALGO chose it; on symmetric
+  // memory it runs, below SymmetricFromBytes too.
+  auto st = RunRanks(
+      2,
+      [&](int rank, Communicator& comm) -> absl::Status {
+        std::vector<float> in(256, 1.0f), out(256);
+        absl::Status s = comm.Allreduce(in.data(), out.data(), in.size(), DataType::kFloat32, ReduceOp::kSum);
+        if (s.code() != absl::StatusCode::kInvalidArgument ||
+            !absl::StrContains(s.message(),
+                               "symmetric(link=auto) was chosen by HCCL_TUNE_ALGO for this allreduce "
+                               "of 1024 bytes: ") ||
+            !absl::StrContains(s.message(), "AllocSymmetric")) {
+          return absl::InternalError(absl::StrCat("rank ", rank, ": ", s.ToString()));
+        }
+        absl::StatusOr<void*> p = comm.AllocSymmetric(1u << 16);
+        if (!p.ok()) return p.status();
+        CheckCase c{Collective::kAllreduce, DataType::kFloat32, ReduceOp::kSum, rank, 2, 0, 16};
+        if (absl::Status ok = CheckedSymmetricCall(comm, static_cast<char*>(*p), c, 0, 1024, "auto"); !ok.ok())
+          return ok;
+        if (comm.last_config() != "symmetric(link=auto)") return absl::InternalError("ran " + comm.last_config());
+        return comm.FreeSymmetric(*p);
+      },
+      [](int) {
+        Environment e = testing::TestEnv();
+        e.tune_algo = "allreduce:0-=symmetric";
+        return e;
+      });
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << st[r];
+}
+
 TEST(Symmetric, NonBlockingCallsAndSubCommunicators) {
   // Iallreduce on symmetric buffers runs on the progress thread; an AllocSymmetric issued behind queued work waits
   // for it (program order); a sub-communicator from Split allocates its own symmetric memory.
