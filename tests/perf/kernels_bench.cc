@@ -85,13 +85,13 @@ void BM_ReduceInto(benchmark::State& state) {
 
 // The `symmetric` allreduce's kernel at 2 ranks: both inputs combined and stored to two outputs in one pass
 // (out and a second output the size of the inputs); `streaming`: non-temporal stores. Output bytes counted once.
-template <bool streaming>
+template <bool streaming, ReduceOp Op = ReduceOp::kSum>
 void BM_ReduceFanout(benchmark::State& state) {
   std::vector<uint8_t> second(static_cast<size_t>(state.range(0)));
   TimeKernel(state, [&second](Buffers& b, size_t bytes) {
     const void* in[2] = {b.a.data(), b.b.data()};
     void* out[2] = {b.out.data(), second.data()};
-    hccltune::ReduceFanout(DataType::kFloat32, ReduceOp::kSum, in, 2, out, 2, bytes / 4, streaming);
+    hccltune::ReduceFanout(DataType::kFloat32, Op, in, 2, out, 2, bytes / 4, streaming);
   });
 }
 
@@ -180,11 +180,18 @@ BENCHMARK(BM_Reduce<DataType::kBfloat16, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLar
 BENCHMARK(BM_Reduce<DataType::kFloat32, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_Reduce<DataType::kFloat64, ReduceOp::kSum>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_Reduce<DataType::kFloat32, ReduceOp::kMax>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kFloat32, ReduceOp::kMin>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kFloat64, ReduceOp::kMax>)->Arg(kSmall)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kFloat16, ReduceOp::kMax>)->Arg(kSmall)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kBfloat16, ReduceOp::kMin>)->Arg(kSmall)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kFloat32, ReduceOp::kAvg>)->Arg(kSmall)->UseRealTime();
+BENCHMARK(BM_Reduce<DataType::kFloat16, ReduceOp::kAvg>)->Arg(kSmall)->UseRealTime();
 BENCHMARK(BM_ReduceStreaming<DataType::kFloat32>)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_ReduceStreaming<DataType::kBfloat16>)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_ReduceInto<DataType::kFloat32>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_ReduceFanout<false>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_ReduceFanout<true>)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_ReduceFanout<false, ReduceOp::kMax>)->Arg(kSmall)->UseRealTime();
 
 }  // namespace
 
