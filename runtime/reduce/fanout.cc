@@ -7,8 +7,8 @@
 //
 // fp32 sum / prod / min / max only (the and the common training case); other types and ops return
 // false and the caller tiles with Reduce. Bit-identical to chained Reduce (up to which NaN payload survives when
-// two NaNs meet in a sum or product): every lane is one IEEE operation in the same order, and VMINPS / VMAXPS are
-// exactly `a < b ? a : b` / `a > b ? a : b` (kernels.cc's Min / Max).
+// two NaNs meet in a sum or product): every lane is one IEEE operation in the same order, and min / max are
+// minmax.h's, whose scalar and vector forms give the same bits (NaN-propagating, commutative, -0 < +0).
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "runtime/reduce/kernels.h"
+#include "runtime/reduce/minmax.h"
 
 namespace hccltune {
 namespace {
@@ -27,8 +28,8 @@ template <ReduceOp kOp>
 float Scalar(float a, float b) {
   if constexpr (kOp == ReduceOp::kSum) return a + b;
   if constexpr (kOp == ReduceOp::kProd) return a * b;
-  if constexpr (kOp == ReduceOp::kMin) return a < b ? a : b;
-  if constexpr (kOp == ReduceOp::kMax) return a > b ? a : b;
+  if constexpr (kOp == ReduceOp::kMin) return reduce_internal::FloatMin(a, b);
+  if constexpr (kOp == ReduceOp::kMax) return reduce_internal::FloatMax(a, b);
 }
 
 // Elements [from, to) one at a time (the unaligned head and the tail).
@@ -45,8 +46,8 @@ template <ReduceOp kOp>
 __attribute__((target("avx512f"))) inline __m512 Op512(__m512 a, __m512 b) {
   if constexpr (kOp == ReduceOp::kSum) return _mm512_add_ps(a, b);
   if constexpr (kOp == ReduceOp::kProd) return _mm512_mul_ps(a, b);
-  if constexpr (kOp == ReduceOp::kMin) return _mm512_maskz_min_ps(0xffff, a, b);  // GCC 12: see kernels.cc
-  if constexpr (kOp == ReduceOp::kMax) return _mm512_maskz_max_ps(0xffff, a, b);
+  if constexpr (kOp == ReduceOp::kMin) return reduce_internal::Min16(a, b);
+  if constexpr (kOp == ReduceOp::kMax) return reduce_internal::Max16(a, b);
 }
 
 // kN > 0: n == m == kN known at compile time (the symmetric allreduce at 2-4 ranks): the loops over inputs and
@@ -83,8 +84,8 @@ template <ReduceOp kOp>
 __attribute__((target("avx2"))) inline __m256 Op256(__m256 a, __m256 b) {
   if constexpr (kOp == ReduceOp::kSum) return _mm256_add_ps(a, b);
   if constexpr (kOp == ReduceOp::kProd) return _mm256_mul_ps(a, b);
-  if constexpr (kOp == ReduceOp::kMin) return _mm256_min_ps(a, b);
-  if constexpr (kOp == ReduceOp::kMax) return _mm256_max_ps(a, b);
+  if constexpr (kOp == ReduceOp::kMin) return reduce_internal::Min8(a, b);
+  if constexpr (kOp == ReduceOp::kMax) return reduce_internal::Max8(a, b);
 }
 
 template <ReduceOp kOp, bool kStream>

@@ -6,6 +6,7 @@
 
 #include "runtime/common/stream_copy.h"
 #include "runtime/reduce/half.h"
+#include "runtime/reduce/minmax.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -44,16 +45,25 @@ struct Prod {
     }
   }
 };
+// Floating types: NaN-propagating and commutative bit for bit (minmax.h); integers: the plain comparison.
 struct Min {
   template <typename T>
   T operator()(T a, T b) const {
-    return a < b ? a : b;
+    if constexpr (std::is_floating_point_v<T>) {
+      return reduce_internal::FloatMin(a, b);
+    } else {
+      return a < b ? a : b;
+    }
   }
 };
 struct Max {
   template <typename T>
   T operator()(T a, T b) const {
-    return a > b ? a : b;
+    if constexpr (std::is_floating_point_v<T>) {
+      return reduce_internal::FloatMax(a, b);
+    } else {
+      return a > b ? a : b;
+    }
   }
 };
 struct Band {
@@ -216,13 +226,17 @@ __attribute__((target("avx2"))) void ReduceAvx2(DataType dtype, ReduceOp op, voi
 #if defined(__x86_64__)
 // 16-bit floats, fused: 8 elements per step are widened in registers, combined in fp32 and rounded back, with no
 // fp32 tile written and re-read in between (the tiled path above: 6.1-6.3 GB/s of output in L2 against fp32's
-// 30). Same results bit for bit: widening is exact, the fp32 operation is the scalar one (VMINPS / VMAXPS are
-// `a < b ? a : b` / `a > b ? a : b`, like Min / Max), and both roundings are the portable ones — F16C's
-// nearest-even for fp16, and for bf16 the same integer rounding and quiet-NaN rule as FloatToBf16.
+// 30). Same results bit for bit: widening is exact, the fp32 operation is the scalar one (min / max through
+// minmax.h's vector forms of Min / Max), and both roundings are the portable ones — F16C's nearest-even for fp16,
+// and for bf16 the same integer rounding and quiet-NaN rule as FloatToBf16.
 __attribute__((target("avx2"))) HT_INLINE __m256 Combine8(Sum, __m256 a, __m256 b) { return _mm256_add_ps(a, b); }
 __attribute__((target("avx2"))) HT_INLINE __m256 Combine8(Prod, __m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
-__attribute__((target("avx2"))) HT_INLINE __m256 Combine8(Min, __m256 a, __m256 b) { return _mm256_min_ps(a, b); }
-__attribute__((target("avx2"))) HT_INLINE __m256 Combine8(Max, __m256 a, __m256 b) { return _mm256_max_ps(a, b); }
+__attribute__((target("avx2"))) HT_INLINE __m256 Combine8(Min, __m256 a, __m256 b) {
+  return reduce_internal::Min8(a, b);
+}
+__attribute__((target("avx2"))) HT_INLINE __m256 Combine8(Max, __m256 a, __m256 b) {
+  return reduce_internal::Max8(a, b);
+}
 
 __attribute__((target("avx2"))) HT_INLINE __m256 Bf16x8ToFloat(const uint16_t* p) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -294,10 +308,10 @@ __attribute__((target("avx512f,avx512bw"))) HT_INLINE __m512 Combine16(Prod, __m
   return _mm512_mul_ps(a, b);
 }
 __attribute__((target("avx512f,avx512bw"))) HT_INLINE __m512 Combine16(Min, __m512 a, __m512 b) {
-  return _mm512_maskz_min_ps(kAll16, a, b);
+  return reduce_internal::Min16(a, b);
 }
 __attribute__((target("avx512f,avx512bw"))) HT_INLINE __m512 Combine16(Max, __m512 a, __m512 b) {
-  return _mm512_maskz_max_ps(kAll16, a, b);
+  return reduce_internal::Max16(a, b);
 }
 
 __attribute__((target("avx512f,avx512bw"))) HT_INLINE __m512 Bf16x16ToFloat(const uint16_t* p) {

@@ -6,9 +6,11 @@
 // error here (the kernels leave the output untouched).
 //
 // Numerics: integer sum and prod wrap modulo 2^bits. fp16/bf16 values are widened to fp32, combined, and
-// rounded once to nearest-even per call. min/max use `a < b ? a : b` / `a > b ? a : b` (so a NaN in `b` wins
-// only if `a` is not smaller/greater). The result of Reduce(out, a, b) depends only on the values of a and b
-// and their order, so ranks that combine the same operands in the same order get bit-identical results.
+// rounded once to nearest-even per call. Floating min/max propagate NaN (a NaN on either side gives a NaN) and
+// order signed zeros (-0 < +0: min(+0, -0) = -0, max = +0); both are commutative bit for bit (minmax.h), so
+// their result does not depend on the order in which an algorithm meets the ranks' values. Integer min/max are
+// the plain comparison. The result of Reduce(out, a, b) depends only on the values of a and b and their order,
+// so ranks that combine the same operands in the same order get bit-identical results.
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -131,6 +131,21 @@ TEST(KernelsTest, Integers) {
   CheckIntOps<int64_t>(DataType::kInt64);
 }
 
+// The floating min / max every kernel must give (kernels.h, Numerics): a NaN when either operand is one, -0 < +0,
+// otherwise the smaller / larger value. NaN results are compared as "a NaN" (the payload is unspecified).
+template <typename T>
+T RefMin(T x, T y) {
+  if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<T>::quiet_NaN();
+  if (x == 0 && y == 0) return std::signbit(x) || std::signbit(y) ? -T{0} : T{0};
+  return x < y ? x : y;
+}
+template <typename T>
+T RefMax(T x, T y) {
+  if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<T>::quiet_NaN();
+  if (x == 0 && y == 0) return std::signbit(x) && std::signbit(y) ? -T{0} : T{0};
+  return x > y ? x : y;
+}
+
 template <typename T>
 void CheckFloatOps(DataType dt) {
   std::mt19937 rng(7);
@@ -145,8 +160,8 @@ void CheckFloatOps(DataType dt) {
     Reduce(dt, op, out.data(), a.data(), b.data(), n);
     for (size_t i = 0; i < n; ++i) {
       T want = op == ReduceOp::kProd  ? a[i] * b[i]
-               : op == ReduceOp::kMin ? (a[i] < b[i] ? a[i] : b[i])
-               : op == ReduceOp::kMax ? (a[i] > b[i] ? a[i] : b[i])
+               : op == ReduceOp::kMin ? RefMin(a[i], b[i])
+               : op == ReduceOp::kMax ? RefMax(a[i], b[i])
                                       : a[i] + b[i];
       ASSERT_EQ(out[i], want);
     }
@@ -165,8 +180,8 @@ TEST(KernelsTest, Floats) {
 float FloatOp(ReduceOp op, float x, float y) {
   return op == ReduceOp::kSum    ? x + y
          : op == ReduceOp::kProd ? x * y
-         : op == ReduceOp::kMin  ? (x < y ? x : y)
-                                 : (x > y ? x : y);
+         : op == ReduceOp::kMin  ? RefMin(x, y)
+                                 : RefMax(x, y);
 }
 
 // 16-bit floats: widen, compute in fp32, round once.
@@ -341,7 +356,9 @@ TEST(KernelsTest, FanoutMatchesChainedReduce) {
                 const auto* got = static_cast<const float*>(op_ptrs[static_cast<size_t>(k)]);
                 size_t bad = count;
                 for (size_t i = 0; i < count && bad == count; ++i) {
-                  const bool both_nan = std::isnan(got[i]) && std::isnan(ref[i]);
+                  // min / max: bit for bit even there (commutative, minmax.h).
+                  const bool both_nan =
+                      std::isnan(got[i]) && std::isnan(ref[i]) && (op == ReduceOp::kSum || op == ReduceOp::kProd);
                   if (!both_nan && std::memcmp(&got[i], &ref[i], sizeof(float)) != 0) bad = i;
                 }
                 EXPECT_EQ(bad, count) << "op " << static_cast<int>(op) << " n " << n << " m " << m << " count " << count
@@ -359,6 +376,117 @@ TEST(KernelsTest, FanoutMatchesChainedReduce) {
   EXPECT_FALSE(ReduceFanout(DataType::kFloat32, ReduceOp::kAvg, ins, 2, outs, 1, 4, false));
   EXPECT_FALSE(ReduceFanout(DataType::kBfloat16, ReduceOp::kSum, ins, 2, outs, 1, 4, false));
   EXPECT_FALSE(ReduceFanout(DataType::kInt32, ReduceOp::kSum, ins, 2, outs, 1, 4, false));
+}
+
+// min / max of floating types do not depend on operand order (kernels.h, Numerics): a NaN in either operand gives a
+// NaN, +0 and -0 give -0 for min and +0 for max, and Reduce(a, b) equals Reduce(b, a) bit for bit — for every
+// floating dtype, at every position of the vector bodies (8, 16, 32 lanes), their tails and the 16-bit tiles.
+TEST(KernelsTest, MinMaxPropagateNaNAndOrderSignedZeros) {
+  for (DataType dt : {DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64}) {
+    const size_t es = DataTypeSize(dt);
+    auto store = [&](std::vector<uint8_t>& v, size_t i, double x) {
+      uint8_t* p = &v[i * es];
+      if (dt == DataType::kFloat16 || dt == DataType::kBfloat16) {
+        const uint16_t h =
+            dt == DataType::kFloat16 ? FloatToHalf(static_cast<float>(x)) : FloatToBf16(static_cast<float>(x));
+        std::memcpy(p, &h, 2);
+      } else if (dt == DataType::kFloat32) {
+        const float f = static_cast<float>(x);
+        std::memcpy(p, &f, 4);
+      } else {
+        std::memcpy(p, &x, 8);
+      }
+    };
+    auto load = [&](const std::vector<uint8_t>& v, size_t i) -> double {
+      const uint8_t* p = &v[i * es];
+      if (dt == DataType::kFloat16 || dt == DataType::kBfloat16) {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        return dt == DataType::kFloat16 ? HalfToFloat(h) : Bf16ToFloat(h);
+      }
+      if (dt == DataType::kFloat32) {
+        float f;
+        std::memcpy(&f, p, 4);
+        return f;
+      }
+      double d;
+      std::memcpy(&d, p, 8);
+      return d;
+    };
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    // (a, b) pairs, each placed at every position of a buffer, the rest of which holds ordinary values.
+    const std::pair<double, double> pairs[] = {{nan, 1.0},  {1.0, nan},  {nan, -inf}, {inf, nan},  {nan, 0.0},
+                                               {-0.0, nan}, {nan, nan},  {0.0, -0.0}, {-0.0, 0.0}, {-0.0, -0.0},
+                                               {0.0, 0.0},  {-nan, 2.0}, {2.0, -nan}};
+    for (size_t count : {size_t{1}, size_t{7}, size_t{33}, size_t{70}, size_t{300}}) {
+      for (const auto& [x, y] : pairs) {
+        for (size_t at = 0; at < count; at += (count > 70 ? 37 : 1)) {
+          std::vector<uint8_t> a(count * es), b(count * es), ab(count * es), ba(count * es);
+          for (size_t i = 0; i < count; ++i) {
+            store(a, i, static_cast<double>(i % 5) - 2.0);
+            store(b, i, 1.5 - static_cast<double>(i % 3));
+          }
+          store(a, at, x);
+          store(b, at, y);
+          for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
+            Reduce(dt, op, ab.data(), a.data(), b.data(), count);
+            Reduce(dt, op, ba.data(), b.data(), a.data(), count);
+            ASSERT_EQ(ab, ba) << DataTypeName(dt) << " " << ReduceOpName(op) << " " << x << " " << y << " at " << at
+                              << " of " << count << ": depends on the operand order";
+            const double got = load(ab, at);
+            const double want =
+                op == ReduceOp::kMin ? RefMin(load(a, at), load(b, at)) : RefMax(load(a, at), load(b, at));
+            if (std::isnan(want)) {
+              ASSERT_TRUE(std::isnan(got)) << DataTypeName(dt) << " " << ReduceOpName(op) << " " << x << " " << y
+                                           << " at " << at << " of " << count << ": got " << got;
+            } else {
+              ASSERT_EQ(got, want) << DataTypeName(dt) << " " << ReduceOpName(op) << " " << x << " " << y;
+              ASSERT_EQ(std::signbit(got), std::signbit(want))
+                  << DataTypeName(dt) << " " << ReduceOpName(op) << " " << x << " " << y << " at " << at;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The fused many-input kernel: a NaN in any one input gives a NaN whichever input holds it, and the outputs do
+// not change when the inputs are permuted (here: reversed), signed zeros included.
+TEST(KernelsTest, FanoutMinMaxDoNotDependOnInputOrder) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
+    for (int n = 2; n <= 5; ++n) {
+      for (size_t count : {size_t{5}, size_t{16}, size_t{40}}) {
+        for (int holder = 0; holder < n; ++holder) {
+          std::vector<std::vector<float>> in(static_cast<size_t>(n), std::vector<float>(count));
+          for (size_t k = 0; k < in.size(); ++k) {
+            for (size_t i = 0; i < count; ++i) {
+              in[k][i] = (i + k) % 3 == 0 ? ((i + k) % 2 == 0 ? 0.0f : -0.0f) : static_cast<float>(i % 7) - 3.0f;
+            }
+          }
+          for (size_t i = 0; i < count; i += 3) in[static_cast<size_t>(holder)][i] = nan;
+          std::vector<float> fwd(count), rev(count);
+          std::vector<const void*> ip, rp;
+          for (size_t k = 0; k < in.size(); ++k) {
+            ip.push_back(in[k].data());
+            rp.push_back(in[in.size() - 1 - k].data());
+          }
+          void* of[1] = {fwd.data()};
+          void* orv[1] = {rev.data()};
+          ASSERT_TRUE(ReduceFanout(DataType::kFloat32, op, ip.data(), n, of, 1, count, false));
+          ASSERT_TRUE(ReduceFanout(DataType::kFloat32, op, rp.data(), n, orv, 1, count, false));
+          ASSERT_EQ(0, std::memcmp(fwd.data(), rev.data(), count * sizeof(float)))
+              << ReduceOpName(op) << " n " << n << " count " << count << " NaN on input " << holder;
+          for (size_t i = 0; i < count; i += 3) {
+            ASSERT_TRUE(std::isnan(fwd[i]))
+                << ReduceOpName(op) << " n " << n << " element " << i << " NaN on input " << holder;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
