@@ -23,7 +23,10 @@
 //
 // Numerics (CONVENTIONS.md): fp16/bf16 are reduced in fp32 within a step and rounded once per step; every rank
 // ends with bit-identical results — a value is computed once and copied, never recomputed in another order.
-// avg = sum, then one division by n, applied once to the final sum before it is distributed.
+// avg (floating types only): fp32/fp64 = sum, then one division by n, applied once to the final sum before it is
+// distributed; fp16/bf16 = the sum of the inputs each scaled by 1/n where it enters the reduction, so partials do
+// not overflow where the average fits (internal.h, kernels.h). Floating min/max propagate NaN and order -0 < +0,
+// commutatively (kernels.h), so no algorithm's combining order shows in the result.
 #pragma once
 
 #include <cstddef>

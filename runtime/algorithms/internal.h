@@ -94,7 +94,7 @@ inline size_t ChunkElems(uint64_t chunk_bytes, size_t dsize) {
 }
 inline size_t CeilDiv(size_t a, size_t b) { return (a + b - 1) / b; }
 
-// The reduce op used inside the algorithm: avg accumulates as a sum and is finalised once.
+// The reduce op used inside the algorithm: avg combines as a sum (finished as below).
 // Outputs inside the call's stream region (a large call's output buffer) are written with non-temporal stores.
 inline void Combine(const CollectiveArgs& a, void* out, const void* x, const void* y, size_t count) {
   if (a.stream.Contains(out, count * DataTypeSize(a.dtype))) {
@@ -123,8 +123,53 @@ inline Combiner MakeCombiner(const CollectiveArgs& a) {
   return c;
 }
 
+// How avg is finished (kernels.h, "avg"), one rule for every algorithm:
+//   fp32 / fp64: a sum, divided by n once, on the final value before it is copied to other ranks
+//     (MaybeFinalizeAvg at the point where each element's value is complete, on the one rank that computed it).
+//   fp16 / bf16 (ScalesInputs): every rank's input is scaled by 1/n exactly once, where it enters the reduction,
+//     and the rest is a plain sum with no final division, so no partial overflows where the average fits.
+//     Where the algorithm copies its input into a working buffer before sending partials on (ring, double_ring,
+//     binomial trees, recursive doubling / halving, hierarchical), the copy is the scaling (EnterInput) — and
+//     anything sent raw (a folded-out rank's input) is scaled first. Where one rank reduces all n raw inputs
+//     itself (one_shot, direct, symmetric), it scales each while summing in fp32 and rounds once (CombineAll,
+//     AverageN). Scaling at entry rather than accumulating partials in fp32 works the same for every algorithm,
+//     including those whose partials travel between ranks in the dtype; and since scaling is a deterministic
+//     function of one input, results stay bit-identical on every rank exactly as for sum.
+inline bool ScalesInputs(const CollectiveArgs& a) { return AvgScalesInputs(a.dtype, a.op); }
+inline bool DividesAtEnd(const CollectiveArgs& a) { return a.op == ReduceOp::kAvg && !ScalesInputs(a); }
+
 inline void MaybeFinalizeAvg(const CollectiveArgs& a, void* buf, size_t count, int n) {
-  if (a.op == ReduceOp::kAvg) FinalizeAvg(a.dtype, buf, count, n);
+  if (DividesAtEnd(a)) FinalizeAvg(a.dtype, buf, count, n);
+}
+
+// `count` elements of this rank's input entering the reduction in a working buffer: dst = src x (1/n) for
+// fp16 / bf16 avg, else a copy (CopyBytes: nothing when dst == src). dst and src are equal or disjoint.
+inline void EnterInput(const CollectiveArgs& a, void* dst, const void* src, size_t count, int n) {
+  if (ScalesInputs(a)) {
+    ScaleForAvg(a.dtype, dst, src, count, n);
+  } else {
+    CopyBytes(dst, src, count * DataTypeSize(a.dtype));
+  }
+}
+
+// out = in[0] op in[1] op ... op in[n-1] (rank order), avg finished: one rank reducing all n raw inputs.
+// fp16 / bf16 avg: AverageN (each input scaled once, summed in fp32, rounded once), through an L1 tile and
+// non-temporal stores when `out` is in the call's stream region. REQUIRES n >= 2.
+inline void CombineAll(const CollectiveArgs& a, void* out, const void* const* in, int n, size_t count) {
+  if (ScalesInputs(a)) {
+    const size_t dsize = DataTypeSize(a.dtype);
+    if (!a.stream.Contains(out, count * dsize)) return AverageN(a.dtype, in, n, 0, out, count);
+    alignas(64) char tile[8192];
+    for (size_t i = 0; i < count; i += sizeof(tile) / dsize) {
+      const size_t t = std::min(sizeof(tile) / dsize, count - i);
+      AverageN(a.dtype, in, n, i, tile, t);
+      CopyStreamingNoFence(At(out, i, dsize), tile, t * dsize);
+    }
+    return StreamFence();
+  }
+  Combine(a, out, in[0], in[1], count);
+  for (int k = 2; k < n; ++k) Combine(a, out, out, in[k], count);
+  MaybeFinalizeAvg(a, out, count, n);
 }
 
 }  // namespace hccltune::algo

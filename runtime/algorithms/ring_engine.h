@@ -60,8 +60,9 @@ absl::Status RingAllgather(const Group& g, const std::vector<RingLane>& lanes, s
 // Endpoint::IrecvForward — the last reduce-scatter step's result goes straight on as the first allgather
 // message, from the cache. Messages leave in wavefront order (c + s, then s), so at any moment different chunks
 // are at different steps. The same messages and results as RingReduceScatter + RingAllgather (each block
-// reduced once along the ring, then copied); not for avg (the owned block would need finalising first).
-// REQUIRES: g.size >= 2; g.ep->SupportsRecvReduce() and SupportsForward(); args.op != kAvg.
+// reduced once along the ring, then copied); not for an fp32/fp64 avg (the owned block would need finalising
+// first); an fp16/bf16 avg is a sum of inputs scaled beforehand (internal.h), which it is fine with.
+// REQUIRES: g.size >= 2; g.ep->SupportsRecvReduce() and SupportsForward(); !DividesAtEnd(args).
 absl::Status RingAllreducePipelined(const Group& g, const CollectiveArgs& args, const RingLane& lane,
                                     size_t chunk_elems);
 // The same in two halves, so the caller can work between posting and finishing: RingAllgatherStart posts every

@@ -139,7 +139,8 @@ void SymmetricSlice(size_t count, size_t dsize, int n, int r, size_t* begin, siz
 }
 
 // out[k][0..count) = in[0] op in[1] op ... op in[n-1] for every k < m: fused where ReduceFanout can, else
-// through `tile` (kSymmetricTileBytes) with avg finalised there.
+// through `tile` (kSymmetricTileBytes) with avg finished there: fp32/fp64 divided once, fp16/bf16 by AverageN
+// (each input scaled by 1/n, summed in fp32, rounded once; internal.h).
 void SymmetricReduce(const CollectiveArgs& args, const void* const* in, int n, void* const* out, int m, size_t count,
                      char* tile) {
   const bool streaming = args.stream.bytes > 0;
@@ -149,9 +150,13 @@ void SymmetricReduce(const CollectiveArgs& args, const void* const* in, int n, v
   for (size_t i = 0; i < count; i += tile_elems) {
     const size_t t = std::min(tile_elems, count - i);
     auto input = [&](int k) { return static_cast<const char*>(in[k]) + i * dsize; };
-    Reduce(args.dtype, args.op, tile, input(0), input(1), t);
-    for (int k = 2; k < n; ++k) Reduce(args.dtype, args.op, tile, tile, input(k), t);
-    MaybeFinalizeAvg(args, tile, t, n);
+    if (ScalesInputs(args)) {
+      AverageN(args.dtype, in, n, i, tile, t);
+    } else {
+      Reduce(args.dtype, args.op, tile, input(0), input(1), t);
+      for (int k = 2; k < n; ++k) Reduce(args.dtype, args.op, tile, tile, input(k), t);
+      MaybeFinalizeAvg(args, tile, t, n);
+    }
     for (int k = 0; k < m; ++k) {
       char* dst = static_cast<char*>(out[k]) + i * dsize;
       if (streaming) {

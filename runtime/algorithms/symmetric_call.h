@@ -30,9 +30,9 @@ inline constexpr size_t kSymmetricTileBytes = 32u << 10;
 // lines, so no two ranks write one line.
 void SymmetricSlice(size_t count, size_t dsize, int n, int r, size_t* begin, size_t* end);
 
-// out[k][0..count) = in[0] op in[1] op ... op in[n-1] (rank order; avg divided once) for every k < m: one fused
-// pass where ReduceFanout has a kernel, else through `tile` (kSymmetricTileBytes); non-temporal stores when the
-// call streams (args.stream set).
+// out[k][0..count) = in[0] op in[1] op ... op in[n-1] (rank order; avg finished as internal.h says) for every k < m:
+// one fused pass where ReduceFanout has a kernel, else through `tile` (kSymmetricTileBytes); non-temporal stores when
+// the call streams (args.stream set).
 void SymmetricReduce(const CollectiveArgs& args, const void* const* in, int n, void* const* out, int m, size_t count,
                      char* tile);
 

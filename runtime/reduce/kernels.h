@@ -1,7 +1,7 @@
 // Element-wise reduction kernels used by every reducing algorithm.
 //
 // Supported: int8 uint8 int32 int64 fp16 bf16 fp32 fp64 with sum prod min max; avg on floating types
-// (accumulated as a sum here; FinalizeAvg divides once at the end); band bor bxor on integer types. Callers
+// (combined as a sum here, see "avg" below); band bor bxor on integer types. Callers
 // check support with CheckReduceSupported() (runtime/common/types.h); an unsupported pair is a programming
 // error here (the kernels leave the output untouched).
 //
@@ -11,6 +11,24 @@
 // their result does not depend on the order in which an algorithm meets the ranks' values. Integer min/max are
 // the plain comparison. The result of Reduce(out, a, b) depends only on the values of a and b and their order,
 // so ranks that combine the same operands in the same order get bit-identical results.
+//
+// avg (only floating types have it; CheckReduceSupported refuses it for integers):
+//   fp32 / fp64: a sum, then FinalizeAvg divides the final sum by n once (their range makes the sum's overflow
+//     a non-issue in practice, and this keeps fp32 avg exactly as fast as sum).
+//   fp16 / bf16: the sum of the inputs each scaled by 1/n where it enters the reduction — NCCL's PreMulSum.
+//     Summing first overflowed: each step's partial is rounded to 16 bits, so two ranks holding 40000 in fp16
+//     made a partial of 80000 = inf and an inf average, where the true average (40000) fits (NCCL gets it, and
+//     fp16 gradient averaging with ReduceOp.AVG relies on that). With every input scaled first, no partial
+//     exceeds the largest |input| (up to rounding), so the result overflows only where the average itself does.
+//     ScaleForAvg scales an input into a working buffer (the algorithms that send partials along: ring, trees,
+//     recursive doubling / halving); AverageN scales and sums all n inputs in fp32 and rounds once (the
+//     algorithms that reduce every input in one place: one_shot, direct, symmetric). Either way each input is
+//     scaled exactly once, by x (1/n) in fp32 (exact for n a power of two, one fp32 rounding otherwise), and
+//     every fp32 operation is a separate IEEE operation (this code is built with -ffp-contract=off: no FMA on
+//     some CPUs and not others), so the same inputs give the same bits on every rank. The price: for fp16 an
+//     input whose scaled value falls below the smallest normal (|x| / n < 2^-14) loses bits it kept before (the
+//     old sum rounded only at the final division), and one pass over the input where the algorithm used to read
+//     it in place (ring); the final division goes away in exchange.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -45,7 +63,23 @@ void ReduceStreaming(DataType dtype, ReduceOp op, void* out, const void* a, cons
 bool ReduceFanout(DataType dtype, ReduceOp op, const void* const* in, int n, void* const* out, int m, size_t count,
                   bool streaming);
 
-// buf[i] /= n for floating types (fp16/bf16 through fp32, rounded once); integer types are left unchanged.
+// buf[i] /= n for floating types (fp16/bf16 through fp32, rounded once); integer types are left unchanged. The
+// algorithms use it for fp32 / fp64 avg only (AvgScalesInputs).
 void FinalizeAvg(DataType dtype, void* buf, size_t count, int n);
+
+// True for fp16 / bf16 avg: the inputs are scaled by 1/n where they enter the reduction (ScaleForAvg, AverageN)
+// and the result needs no FinalizeAvg.
+inline bool AvgScalesInputs(DataType dtype, ReduceOp op) {
+  return op == ReduceOp::kAvg && (dtype == DataType::kFloat16 || dtype == DataType::kBfloat16);
+}
+
+// fp16 / bf16: out[i] = in[i] x (1/n), widened to fp32, multiplied by the fp32 reciprocal of n and rounded once
+// (n <= 1: a plain copy). `out` may alias `in` exactly. Other dtypes: a programming error (nothing written).
+void ScaleForAvg(DataType dtype, void* out, const void* in, size_t count, int n);
+
+// fp16 / bf16, n >= 1: out[i] = in[0][first+i] x (1/n) + in[1][first+i] x (1/n) + ... + in[n-1][first+i] x (1/n),
+// in fp32 left to right, rounded once — the average of n inputs reduced in one place. `out` does not overlap the
+// inputs (other than exactly, as out == in[k] + first). Other dtypes: a programming error (nothing written).
+void AverageN(DataType dtype, const void* const* in, int n, size_t first, void* out, size_t count);
 
 }  // namespace hccltune

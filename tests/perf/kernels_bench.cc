@@ -95,6 +95,52 @@ void BM_ReduceFanout(benchmark::State& state) {
   });
 }
 
+// fp16 / bf16 avg (kernels.h, "avg"). ScaleForAvg: the pass that scales an input into the working buffer (ring,
+// trees). Avg4: four inputs of state.range(0) bytes averaged into one output in L1 tiles, as the symmetric
+// algorithms' tiled path does — AverageN (each input scaled, summed in fp32, rounded once) against what it
+// replaced there (three chained Reduce calls and a FinalizeAvg per tile). Output bytes counted. The inputs hold
+// 1.0 (the byte patterns of the other benchmarks are tiny bf16 values whose quarter is an fp32 subnormal, which
+// the CPU multiplies in microcode: not what gradients look like).
+void FillOnes(DataType t, std::vector<uint8_t>& v) {
+  const uint16_t one = t == DataType::kFloat16 ? 0x3c00 : 0x3f80;
+  for (size_t i = 0; i + 1 < v.size(); i += 2) std::memcpy(&v[i], &one, 2);
+}
+
+template <DataType T>
+void BM_ScaleForAvg(benchmark::State& state) {
+  bool filled = false;
+  TimeKernel(state, [&](Buffers& b, size_t bytes) {
+    if (!filled) FillOnes(T, b.a), filled = true;
+    hccltune::ScaleForAvg(T, b.out.data(), b.a.data(), bytes / hccltune::DataTypeSize(T), 4);
+  });
+}
+
+template <DataType T, bool kAverageN>
+void BM_Avg4(benchmark::State& state) {
+  std::vector<uint8_t> c(static_cast<size_t>(state.range(0))), d(static_cast<size_t>(state.range(0)));
+  FillOnes(T, c), FillOnes(T, d);
+  bool filled = false;
+  TimeKernel(state, [&](Buffers& b, size_t bytes) {
+    if (!filled) FillOnes(T, b.a), FillOnes(T, b.b), filled = true;
+    const size_t es = hccltune::DataTypeSize(T);
+    const void* in[4] = {b.a.data(), b.b.data(), c.data(), d.data()};
+    constexpr size_t kTileBytes = 32u << 10;  // kSymmetricTileBytes
+    alignas(64) static uint8_t tile[kTileBytes];
+    for (size_t i = 0; i < bytes; i += kTileBytes) {
+      const size_t t = std::min(kTileBytes, bytes - i) / es;
+      if constexpr (kAverageN) {
+        hccltune::AverageN(T, in, 4, i / es, tile, t);
+      } else {
+        hccltune::Reduce(T, ReduceOp::kAvg, tile, b.a.data() + i, b.b.data() + i, t);
+        hccltune::Reduce(T, ReduceOp::kAvg, tile, tile, c.data() + i, t);
+        hccltune::Reduce(T, ReduceOp::kAvg, tile, tile, d.data() + i, t);
+        hccltune::FinalizeAvg(T, tile, t, 4);
+      }
+      std::memcpy(b.out.data() + i, tile, t * es);
+    }
+  });
+}
+
 // Two threads (on CPUs 0 and 1) exchange state.range(0) bytes each through two 4 MiB rings, one per direction,
 // as two ranks' shm transport does: each copies its input into the ring the other reads (memcpy, 16 KiB pieces)
 // and streams what it reads from the other's ring into its output (non-temporal stores); no reduction, no
@@ -192,6 +238,12 @@ BENCHMARK(BM_ReduceInto<DataType::kFloat32>)->Arg(kSmall)->Arg(kLarge)->UseRealT
 BENCHMARK(BM_ReduceFanout<false>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_ReduceFanout<true>)->Arg(kLarge)->UseRealTime();
 BENCHMARK(BM_ReduceFanout<false, ReduceOp::kMax>)->Arg(kSmall)->UseRealTime();
+BENCHMARK(BM_ScaleForAvg<DataType::kFloat16>)->Arg(kSmall)->Arg(kLarge)->UseRealTime();
+BENCHMARK(BM_ScaleForAvg<DataType::kBfloat16>)->Arg(kSmall)->UseRealTime();
+BENCHMARK(BM_Avg4<DataType::kFloat16, true>)->Arg(kSmall)->UseRealTime();
+BENCHMARK(BM_Avg4<DataType::kFloat16, false>)->Arg(kSmall)->UseRealTime();
+BENCHMARK(BM_Avg4<DataType::kBfloat16, true>)->Arg(kSmall)->UseRealTime();
+BENCHMARK(BM_Avg4<DataType::kBfloat16, false>)->Arg(kSmall)->UseRealTime();
 
 }  // namespace
 

@@ -2,7 +2,8 @@
 //
 // Reduce, rounds d = 1, 2, 4, ...: a rank whose bit d is set sends its partial result to rank r-d and is done;
 // otherwise, if r+d < n, it receives r+d's partial result and combines (its own, lower-ranked operand first).
-// Rank 0 ends with the full reduction, computed once, and finalises avg. Broadcast: the same tree in reverse —
+// Rank 0 ends with the full reduction, computed once, and finalises an fp32/fp64 avg (fp16/bf16 avg: each
+// rank's input is scaled by 1/n as it is copied into recv, internal.h). Broadcast: the same tree in reverse —
 // each rank receives from its parent (r minus its lowest set bit) and forwards to r+d for decreasing d. Works
 // for any n (children past n are skipped). Every rank gets a copy of one value: bit-identical.
 // Messages: at most ceil(log2 n) per rank per phase; every message is the whole buffer; latency
@@ -17,7 +18,7 @@ absl::Status AllreduceBinomialTree(const CollectiveArgs& args, const Configurati
   if (!group.ok()) return group.status();
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
-  CopyBytes(args.recv, args.send, bytes);
+  EnterInput(args, args.recv, args.send, args.count, g.size);
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
 
   void* tmp = ctx.Scratch(bytes);

@@ -7,7 +7,8 @@
 // balanced blocks (any n and count work; small counts give empty blocks and zero-byte messages). The two rings
 // are interleaved chunk by chunk (A then B) so the message order between any pair is the same on both sides,
 // which also makes n = 2 (where next == previous) correct. Every element is reduced once, along its ring, and
-// copied back, so results are bit-identical on every rank; avg is finalised once on each owned block.
+// copied back, so results are bit-identical on every rank; an fp32/fp64 avg is finalised once on each owned
+// block, an fp16/bf16 avg scales the input as it is copied into recv (internal.h).
 // Messages per rank: 2 rings x 2(n-1) x chunks; bytes as a single ring; latency 2(n-1) x alpha.
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/ring_engine.h"
@@ -18,7 +19,7 @@ absl::Status AllreduceDoubleRing(const CollectiveArgs& args, const Configuration
   absl::StatusOr<Group> group = Open(args, config, ctx);
   if (!group.ok()) return group.status();
   const Group& g = *group;
-  CopyBytes(args.recv, args.send, args.count * g.dsize);
+  EnterInput(args, args.recv, args.send, args.count, g.size);
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
 
   const size_t half[2] = {(args.count + 1) / 2, args.count / 2};
@@ -35,7 +36,7 @@ absl::Status AllreduceDoubleRing(const CollectiveArgs& args, const Configuration
   const size_t ce = ChunkElems(config.chunk, g.dsize);
   void* slots = ctx.Scratch(RingSlotBytes(lanes, ce, g.dsize));
   HT_RETURN_IF_ERROR(RingReduceScatter(g, args, lanes, ce, slots));
-  if (args.op == ReduceOp::kAvg) {
+  if (DividesAtEnd(args)) {
     for (const RingLane& lane : lanes) {
       const size_t owned = static_cast<size_t>(RingOwnedBlock(g, lane));
       FinalizeAvg(args.dtype, At(lane.base, lane.block_off[owned], g.dsize), lane.block_cnt[owned], g.size);

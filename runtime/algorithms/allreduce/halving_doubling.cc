@@ -6,10 +6,11 @@
 // current block range on its side of bit d, sends the other half to the partner (index xor d) and reduces the
 // partner's copy of the kept half in (lower participant's operand first). After log2(p) rounds participant i
 // holds block i fully reduced — each block is computed exactly once, so results are bit-identical everywhere;
-// avg is finalised there, once. Allgather: rounds d = 1, 2, ..., p/2 exchange the ranges held so far.
-// Non-powers of two (fold.h): the first 2(n-p) ranks pair up; the even one sends its whole buffer to the odd
-// one, which reduces it in before the rounds and sends the final result back after them (2 extra messages).
-// Messages per participating rank: 2 log2(p) (+1 when folding). Scratch: half the buffer.
+// an fp32/fp64 avg is finalised there, once (fp16/bf16: inputs scaled as they are copied in, internal.h). Allgather:
+// rounds d = 1, 2, ..., p/2 exchange the ranges held so far. Non-powers of two (fold.h): the first 2(n-p) ranks pair
+// up; the even one sends its whole buffer to the odd one, which reduces it in before the rounds and sends the final
+// result back after them (2 extra messages). Messages per participating rank: 2 log2(p) (+1 when folding). Scratch:
+// half the buffer.
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/fold.h"
 
@@ -20,7 +21,7 @@ absl::Status AllreduceHalvingDoubling(const CollectiveArgs& args, const Configur
   if (!group.ok()) return group.status();
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
-  CopyBytes(args.recv, args.send, bytes);
+  EnterInput(args, args.recv, args.send, args.count, g.size);
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
 
   const Fold fold = MakeFold(g.size);

@@ -12,10 +12,11 @@
 // Otherwise (uneven nodes, e.g. 2+1):
 //   1. reduce(intra) to each node's leader (its lowest rank);  2. allreduce(inter) among the leaders;
 //   3. broadcast(intra) from the leader.
-// Sub-steps reduce with sum when the op is avg; the division happens once, after the inter-node step, on the
-// value that is then copied to every rank. Every element's final value is computed by one sub-allreduce
-// (bit-identical among its members) and then only copied, so all ranks agree bit for bit.
-// The intra configuration is used for every intra-node step; when its algorithm does not exist for a step's
+// Sub-steps reduce with sum when the op is avg. fp32/fp64: the division happens once, after the inter-node step,
+// on the value that is then copied to every rank. fp16/bf16: each rank's input is scaled by 1/n (n = all ranks)
+// into recv (or the padded scratch) before the first step, which then runs in place (internal.h). Every element's final
+// value is computed by one sub-allreduce (bit-identical among its members) and then only copied, so all ranks agree bit
+// for bit. The intra configuration is used for every intra-node step; when its algorithm does not exist for a step's
 // collective (e.g. intra=ring for reduce/broadcast), that step uses the registry's built-in default for the
 // step, on the intra link. Missing intra/inter parts mean ring. Works for any topology (one node degenerates to
 // intra steps around a one-rank inter step); the registry marks it valid only with >= 2 nodes and a node with
@@ -86,16 +87,19 @@ absl::Status AllreduceHierarchical(const CollectiveArgs& args, const Configurati
     char* base = static_cast<char*>(args.recv);
     if (padded) {
       base = static_cast<char*>(ctx.Scratch(block * L * dsize));
-      CopyBytes(base, args.send, bytes);
+      EnterInput(args, base, args.send, args.count, n);
       std::memset(base + bytes, 0, block * L * dsize - bytes);
+    } else if (ScalesInputs(args)) {
+      EnterInput(args, base, args.send, args.count, n);
     }
+    const bool entered = padded || ScalesInputs(args);  // the input is in base
     char* my_block = At(base, block * static_cast<size_t>(local), dsize);
     std::vector<int> cross;  // rank with the same local index on every node
     for (const auto& node : nodes) cross.push_back(node[static_cast<size_t>(local)]);
     const GroupTopology inter_topo = OneRankPerNode(cross.size());
 
     sub.collective = Collective::kReducescatter;
-    sub.send = padded ? base : args.send;
+    sub.send = entered ? base : args.send;
     sub.recv = my_block;
     sub.count = block;
     HT_RETURN_IF_ERROR(ctx.RunSubCollective(sub, StepConfig(config.intra, sub.collective, bytes, intra_topo), mine));
@@ -120,6 +124,10 @@ absl::Status AllreduceHierarchical(const CollectiveArgs& args, const Configurati
   sub.root = 0;
   sub.collective = Collective::kReduce;
   sub.send = args.send;
+  if (ScalesInputs(args)) {  // reduce in place, on the scaled input
+    EnterInput(args, args.recv, args.send, args.count, n);
+    sub.send = args.recv;
+  }
   sub.recv = args.recv;
   HT_RETURN_IF_ERROR(ctx.RunSubCollective(sub, StepConfig(config.intra, sub.collective, bytes, intra_topo), mine));
   if (local == 0) {

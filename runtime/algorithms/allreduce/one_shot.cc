@@ -1,6 +1,7 @@
 // One-shot allreduce: every rank sends its whole buffer to every other rank (n-1 messages) and receives the
 // n-1 others, then reduces all n inputs locally in rank order 0, 1, ..., n-1. Every rank evaluates the same
-// expression in the same order, so results are bit-identical; avg divides the sum once.
+// expression in the same order, so results are bit-identical; avg divides the sum once (fp32/fp64) or sums the
+// inputs scaled by 1/n in fp32 (fp16/bf16: CombineAll, internal.h).
 //
 // One round: latency alpha (the fewest message rounds of any algorithm), but (n-1) x buffer bytes per rank
 // and n-1 buffers of scratch, so it only pays for small buffers. Any n works.
@@ -27,13 +28,14 @@ absl::Status AllreduceOneShot(const CollectiveArgs& args, const Configuration& c
     // this rank's own is a copy there, so in place needs nothing more.
     auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
     HT_RETURN_IF_ERROR(g.ep->Exchange(args.send, bytes, blocks));
-    Combine(args, args.recv, blocks[0], blocks[1], args.count);
-    for (int i = 2; i < g.size; ++i) Combine(args, args.recv, args.recv, blocks[i], args.count);
-    MaybeFinalizeAvg(args, args.recv, args.count, g.size);
+    CombineAll(args, args.recv, blocks, g.size, args.count);
     return absl::OkStatus();
   }
-  // Slot i holds rank i's input; this rank's own slot is a copy only in place (recv is overwritten below).
-  char* slots = static_cast<char*>(ctx.Scratch(bytes * static_cast<size_t>(g.size)));
+  // Slot i holds rank i's input; this rank's own slot is a copy only in place (recv is overwritten below). After
+  // the slots: the n input pointers for CombineAll.
+  const size_t n = static_cast<size_t>(g.size);
+  const size_t slot_bytes = CeilDiv(bytes * n, size_t{64}) * 64;
+  char* slots = static_cast<char*>(ctx.Scratch(slot_bytes + n * sizeof(void*)));
   auto input = [&](int i) -> const void* {
     if (i == g.rank && args.send != args.recv) return args.send;
     return slots + static_cast<size_t>(i) * bytes;
@@ -45,9 +47,9 @@ absl::Status AllreduceOneShot(const CollectiveArgs& args, const Configuration& c
   }
   for (int k = 1; k < g.size; ++k) g.ep->Isend(Mod(g.rank + k, g.size), args.send, bytes);
   HT_RETURN_IF_ERROR(g.ep->WaitAll());
-  Combine(args, args.recv, input(0), input(1), args.count);
-  for (int i = 2; i < g.size; ++i) Combine(args, args.recv, args.recv, input(i), args.count);
-  MaybeFinalizeAvg(args, args.recv, args.count, g.size);
+  auto* inputs = reinterpret_cast<const void**>(slots + slot_bytes);
+  for (int i = 0; i < g.size; ++i) inputs[i] = input(i);
+  CombineAll(args, args.recv, inputs, g.size, args.count);
   return absl::OkStatus();
 }
 

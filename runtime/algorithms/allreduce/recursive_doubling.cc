@@ -5,7 +5,8 @@
 // even one of each pair sends its buffer to the odd one first (which reduces it in, lower rank first); the p
 // remaining ranks run the rounds; at the end each odd rank sends the result back to its even partner.
 // Bit-identical results: in every round both partners compute (lower half's value) op (upper half's value) in
-// that order, so they compute the same value; avg is divided once at the end (identically on every rank).
+// that order, so they compute the same value; an fp32/fp64 avg is divided once at the end (identically on every
+// rank), an fp16/bf16 avg scales each input as it is copied into recv (internal.h).
 // Messages per participating rank: log2(p) (+1 when folding); bytes: log2(p) x buffer; latency log2(p) x
 // alpha — the latency-optimal choice for small buffers. Scratch: one buffer.
 #include "runtime/algorithms/all_algorithms.h"
@@ -19,7 +20,7 @@ absl::Status AllreduceRecursiveDoubling(const CollectiveArgs& args, const Config
   if (!group.ok()) return group.status();
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
-  CopyBytes(args.recv, args.send, bytes);
+  EnterInput(args, args.recv, args.send, args.count, g.size);
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
 
   void* tmp = ctx.Scratch(bytes);

@@ -3,7 +3,7 @@
 //   1. the entry round: every rank learns where every rank's send and recv buffers are;
 //   2. the count is cut into n cache-line-aligned slices; rank r reduces slice r of all n inputs, in rank order
 //      0, 1, ..., n-1, and writes the result into slice r of all n outputs — in one fused pass where a kernel
-//      exists (ReduceFanout: fp32 sum/prod/min/max), else through a tile in L1 (avg divides the tile once) —
+//      exists (ReduceFanout: fp32 sum/prod/min/max), else through a tile in L1 (avg finished on the tile) —
 //      with non-temporal stores for a call in the communicator's stream region;
 //   3. the exit round: nobody returns before every rank has finished reading and writing.
 // Each value is computed once and copied to every rank, so results are bit-identical. In place is safe: slice

@@ -1,8 +1,9 @@
 // Binomial-tree reduce. With v = (r - root) mod n, in the round with distance d = 1, 2, 4, ... a rank whose bit
 // d of v is set sends its partial result to v - d and is done; otherwise, if v + d < n, it receives v + d's
 // partial result and combines it after its own (lower v first). The root ends with the full reduction and
-// divides avg once. ceil(log2 n) rounds (latency-optimal); every message is the whole buffer. Non-root ranks
-// work in scratch and never touch recv. Any n works.
+// divides an fp32/fp64 avg once (fp16/bf16: every input scaled by 1/n as it is copied into the working buffer).
+// ceil(log2 n) rounds (latency-optimal); every message is the whole buffer. Non-root ranks work in scratch and never
+// touch recv. Any n works.
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/internal.h"
 
@@ -14,7 +15,7 @@ absl::Status ReduceBinomialTree(const CollectiveArgs& args, const Configuration&
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
   const bool root = g.rank == args.root;
-  if (root) CopyBytes(args.recv, args.send, bytes);
+  if (root) EnterInput(args, args.recv, args.send, args.count, g.size);
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
   const int v = Mod(g.rank - args.root, g.size);
   char* scratch = static_cast<char*>(ctx.Scratch(2 * bytes));
@@ -22,7 +23,7 @@ absl::Status ReduceBinomialTree(const CollectiveArgs& args, const Configuration&
   void* work = args.recv;
   if (!root) {
     work = scratch + bytes;
-    std::memcpy(work, args.send, bytes);
+    EnterInput(args, work, args.send, args.count, g.size);
   }
   for (int d = 1; d < g.size; d <<= 1) {
     if (v & d) return g.ep->Send(Mod(v - d + args.root, g.size), work, bytes);

@@ -1,5 +1,6 @@
 // Reduce as reduce-scatter then gather (Rabenseifner's reduce): a ring reduce-scatter (ring_engine.h, one chunk
-// per block) over n balanced blocks leaves rank i holding block i fully reduced (avg divided there, once); then
+// per block) over n balanced blocks leaves rank i holding block i fully reduced (an fp32/fp64 avg divided there,
+// once; fp16/bf16 inputs scaled by 1/n as they are copied into the working buffer); then
 // every rank sends its block to the root (n-1 messages into the root, posted at once). Bytes per rank
 // ~ 2(n-1)/n x buffer instead of the tree's log2(n) x buffer at the root: better for large buffers; latency
 // n x alpha. Any n and count work (count < n: empty blocks, zero-byte messages). Non-root ranks work in
@@ -15,7 +16,7 @@ absl::Status ReduceReducescatterGather(const CollectiveArgs& args, const Configu
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
   const bool root = g.rank == args.root;
-  if (root) CopyBytes(args.recv, args.send, bytes);
+  if (root) EnterInput(args, args.recv, args.send, args.count, g.size);
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
   RingLane lane;
   lane.shift = -1;  // rank r ends holding block r
@@ -30,7 +31,7 @@ absl::Status ReduceReducescatterGather(const CollectiveArgs& args, const Configu
     lane.base = static_cast<char*>(args.recv);
   } else {
     lane.base = scratch + slot_bytes;
-    std::memcpy(lane.base, args.send, bytes);
+    EnterInput(args, lane.base, args.send, args.count, g.size);
   }
   HT_RETURN_IF_ERROR(RingReduceScatter(g, args, {lane}, ce, scratch));
   const size_t mine = static_cast<size_t>(g.rank);

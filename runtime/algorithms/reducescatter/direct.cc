@@ -1,8 +1,9 @@
 // Direct reduce-scatter: every rank sends block i of its input to rank i (n-1 messages, all posted at once)
 // and receives its own block from every rank into scratch, then reduces the n contributions in rank order
-// 0..n-1 (a fixed order, independent of arrival). One round (latency alpha); (n-1)/n x input bytes per rank;
-// n-1 blocks of scratch. Any n works. When the endpoint has a mailbox (the whole communicator on one node over
-// shm) and the whole input fits a slot, the messages become one mailbox exchange (runtime/transport/mailbox.h).
+// 0..n-1 (a fixed order, independent of arrival; avg finished by CombineAll, internal.h). One round (latency alpha);
+// (n-1)/n x input bytes per rank; n-1 blocks of scratch. Any n works. When the endpoint has a mailbox (the whole
+// communicator on one node over shm) and the whole input fits a slot, the messages become one mailbox exchange
+// (runtime/transport/mailbox.h).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/internal.h"
 
@@ -24,13 +25,12 @@ absl::Status ReducescatterDirect(const CollectiveArgs& args, const Configuration
     // straight out of every rank's slot (its own included: a copy, so in place needs nothing more).
     auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
     HT_RETURN_IF_ERROR(g.ep->Exchange(args.send, bytes * static_cast<size_t>(g.size), blocks));
-    auto input = [&](int i) { return At(blocks[i], r * args.count, g.dsize); };
-    Combine(args, args.recv, input(0), input(1), args.count);
-    for (int i = 2; i < g.size; ++i) Combine(args, args.recv, args.recv, input(i), args.count);
-    MaybeFinalizeAvg(args, args.recv, args.count, g.size);
+    for (int i = 0; i < g.size; ++i) blocks[i] = At(blocks[i], r * args.count, g.dsize);
+    CombineAll(args, args.recv, blocks, g.size, args.count);
     return absl::OkStatus();
   }
-  char* slots = static_cast<char*>(ctx.Scratch(bytes * static_cast<size_t>(g.size)));
+  const size_t slot_bytes = CeilDiv(bytes * static_cast<size_t>(g.size), size_t{64}) * 64;
+  char* slots = static_cast<char*>(ctx.Scratch(slot_bytes + static_cast<size_t>(g.size) * sizeof(void*)));
   const bool in_place = static_cast<const void*>(own) == args.recv;
   if (in_place) std::memcpy(slots + r * bytes, own, bytes);
   auto input = [&](int i) -> const void* {
@@ -46,9 +46,9 @@ absl::Status ReducescatterDirect(const CollectiveArgs& args, const Configuration
     g.ep->Isend(to, At(args.send, static_cast<size_t>(to) * args.count, g.dsize), bytes);
   }
   HT_RETURN_IF_ERROR(g.ep->WaitAll());
-  Combine(args, args.recv, input(0), input(1), args.count);
-  for (int i = 2; i < g.size; ++i) Combine(args, args.recv, args.recv, input(i), args.count);
-  MaybeFinalizeAvg(args, args.recv, args.count, g.size);
+  auto* inputs = reinterpret_cast<const void**>(slots + slot_bytes);
+  for (int i = 0; i < g.size; ++i) inputs[i] = input(i);
+  CombineAll(args, args.recv, inputs, g.size, args.count);
   return absl::OkStatus();
 }
 

@@ -7,7 +7,8 @@
 // sends its whole input to the odd rank above it, which reduces it in; participants are responsible for
 // contiguous runs of ranks' blocks (two for a folded pair, one otherwise), so every split is a contiguous
 // range. At the end each odd rank of a folded pair sends its partner's block back. The input is copied into
-// scratch as the working buffer; avg is divided once at the end. Messages per participant: log2(p) (+1).
+// scratch as the working buffer — scaled by 1/n for an fp16/bf16 avg, as is the input a folded-out rank hands
+// over (internal.h); an fp32/fp64 avg is divided once at the end. Messages per participant: log2(p) (+1).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/fold.h"
 
@@ -28,14 +29,20 @@ absl::Status ReducescatterHalvingDoubling(const CollectiveArgs& args, const Conf
   const Fold fold = MakeFold(g.size);
   const int me = fold.Participant(g.rank);
   if (me < 0) {  // folded out: hand the input over, get the own block back
-    HT_RETURN_IF_ERROR(g.ep->Send(g.rank + 1, args.send, n * bytes));
+    const void* input = args.send;
+    if (ScalesInputs(args)) {
+      void* scaled = ctx.Scratch(n * bytes);
+      EnterInput(args, scaled, args.send, n * args.count, g.size);
+      input = scaled;
+    }
+    HT_RETURN_IF_ERROR(g.ep->Send(g.rank + 1, input, n * bytes));
     HT_RETURN_IF_ERROR(g.ep->Recv(g.rank + 1, args.recv, bytes));
     MaybeFinalizeAvg(args, args.recv, args.count, g.size);
     return absl::OkStatus();
   }
   char* work = static_cast<char*>(ctx.Scratch(2 * n * bytes));
   char* tmp = work + n * bytes;
-  std::memcpy(work, args.send, n * bytes);
+  EnterInput(args, work, args.send, n * args.count, g.size);
   if (g.rank < 2 * fold.extra) {
     HT_RETURN_IF_ERROR(g.ep->Recv(g.rank - 1, tmp, n * bytes));
     Combine(args, work, tmp, work, n * args.count);

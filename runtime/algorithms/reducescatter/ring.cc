@@ -4,8 +4,9 @@
 // holds block r fully reduced. Each
 // chunk (at most `chunk` bytes) is forwarded as soon as it has been reduced (pipelining). Scratch is the
 // working buffer: each received chunk is combined with the caller's input into it (the send buffer is never
-// modified, and never copied first), except the last step, which combines into `recv` directly; avg is divided
-// once at the end. Messages per rank: (n-1) x chunks; bytes (n-1)/n x
+// modified, and never copied first), except the last step, which combines into `recv` directly; an fp32/fp64
+// avg is divided once at the end, while an fp16/bf16 avg copies the input into scratch scaled by 1/n first
+// (internal.h: the ring would send it on raw otherwise). Messages per rank: (n-1) x chunks; bytes (n-1)/n x
 // input; latency (n-1) x alpha. Any n works.
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/ring_engine.h"
@@ -35,6 +36,10 @@ absl::Status ReducescatterRing(const CollectiveArgs& args, const Configuration& 
   char* scratch = static_cast<char*>(ctx.Scratch(n * bytes + slot_bytes));
   lane.base = scratch;
   lane.src = static_cast<const char*>(args.send);
+  if (ScalesInputs(args)) {
+    EnterInput(args, scratch, args.send, n * args.count, g.size);
+    lane.src = nullptr;
+  }
   lane.owned_out = static_cast<char*>(args.recv);  // the last step reduces straight into the output
   HT_RETURN_IF_ERROR(RingReduceScatter(g, args, {lane}, ce, scratch + n * bytes));
   MaybeFinalizeAvg(args, args.recv, args.count, g.size);

@@ -1,7 +1,7 @@
 // Symmetric reduce-scatter: for buffers in symmetric memory (Communicator::AllocSymmetric). After the entry round
 // (runtime/algorithms/symmetric_call.h) rank r reduces block r of every rank's send buffer, as mapped here, in
 // rank order 0, 1, ..., n-1, straight into its own output (SymmetricReduce: fused for fp32 sum/prod/min/max,
-// tiled otherwise, avg divided once); then the exit round. Each input byte is read once by the one rank that
+// tiled otherwise, avg finished on the tile); then the exit round. Each input byte is read once by the one rank that
 // needs it, and nothing is sent. In place (recv = block r of send) rank r alone reads and writes block r.
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/internal.h"

@@ -2,6 +2,7 @@
 // covering every supported pair, in place and out of place, against independent references (harness.cc).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -160,6 +161,64 @@ TEST(HierarchicalTest, EmulatedTopologies) {
       }
     }
   }
+}
+
+// Every algorithm of every reducing collective (symmetric: symmetric_test.cc), with a small chunk so that rings
+// run several chunks per block, on the topology hierarchical needs.
+struct Reducing {
+  Collective collective;
+  std::string algorithm;
+};
+std::vector<Reducing> ReducingAlgorithms() {
+  std::vector<Reducing> out;
+  for (Collective c : {Collective::kAllreduce, Collective::kReduce, Collective::kReducescatter}) {
+    for (const std::string& name : registry::AlgorithmsFor(c)) {
+      if (name != "symmetric") out.push_back({c, name});
+    }
+  }
+  return out;
+}
+Case NumericsCase(const Reducing& a, int n, DataType dtype, ReduceOp op, bool in_place) {
+  Case c;
+  c.collective = a.collective;
+  c.config = ConfigFor(a.algorithm, true);
+  if (a.algorithm == "hierarchical") c.topo = PairsOfRanks(n);
+  c.world = n;
+  c.count = 37;  // vector bodies (8, 16, 32 lanes) and their tails; blocks of different sizes
+  c.dtype = dtype;
+  c.op = op;
+  c.in_place = in_place;
+  c.root = n - 1;
+  return c;
+}
+
+// fp16 / bf16 avg of values near the top of the dtype's range: the sum of two overflows (fp16: 2 x 40000 > 65504;
+// bf16: 2 x 2.5e38 > FLT_MAX, even in fp32), the average fits, and every algorithm must produce it — not inf —
+// in place and out of place, on every rank (RunCase: within the dtype's rounding of the true average, bit-identical
+// across ranks for allreduce). Each input is scaled exactly once: once more or not at all is off by a factor n.
+TEST(NumericsTest, HalfAndBfloatAvgOfLargeValuesDoesNotOverflow) {
+  int failures = 0;
+  for (const Reducing& a : ReducingAlgorithms()) {
+    for (int n : {2, 3, 4, 5, 8}) {
+      for (DataType dtype : {DataType::kFloat16, DataType::kBfloat16}) {
+        for (bool in_place : {false, true}) {
+          Case c = NumericsCase(a, n, dtype, ReduceOp::kAvg, in_place);
+          if (dtype == DataType::kFloat16) {  // 39936 .. 40064, steps of 32 (fp16's spacing there)
+            c.input = [](int r, size_t i) {
+              return 40000.0 + 32.0 * static_cast<double>((r * 3 + static_cast<int>(i)) % 5 - 2);
+            };
+          } else {
+            c.input = [](int r, size_t i) {
+              return 2.5e38 * (1.0 + static_cast<double>((r + static_cast<int>(i)) % 3) / 64);
+            };
+          }
+          const std::string err = RunCase(c);
+          if (!err.empty() && failures++ < 5) ADD_FAILURE() << c.Describe() << ": " << err;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0);
 }
 
 }  // namespace

@@ -14,8 +14,9 @@ using Bytes = std::vector<uint8_t>;
 
 bool IsInt(DataType t) { return !IsFloatingPoint(t); }
 
-// Input value of element i on rank r (exactly representable in every dtype).
+// Input value of element i on rank r (exactly representable in every dtype), unless the case brings its own.
 double InputValue(const Case& c, int r, size_t i) {
+  if (c.input) return c.input(r, i);
   if (IsInt(c.dtype)) {
     const int64_t k = static_cast<int64_t>((static_cast<size_t>(r) * 37 + i * 11 + 5) % 251);
     if (c.dtype == DataType::kUint8) return static_cast<double>(k);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct Case {
   bool in_place = false;
   int root = 0;
   GroupTopology topo;  // empty node_of = one node
+  // Element i of rank r's send buffer, before it is stored in the dtype; empty = the harness's own pattern (small
+  // values every dtype holds exactly). For the numerics tests: NaNs, signed zeros, values near the dtype's limit.
+  std::function<double(int r, size_t i)> input;
 
   std::string Describe() const;
 };

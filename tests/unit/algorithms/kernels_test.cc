@@ -489,5 +489,105 @@ TEST(KernelsTest, FanoutMinMaxDoNotDependOnInputOrder) {
   }
 }
 
+// fp16 / bf16 avg (kernels.h, "avg"): ScaleForAvg is x (1/n) in fp32 rounded once, for every 16-bit value, in
+// place too; AverageN sums the scaled inputs in fp32 left to right and rounds once.
+TEST(KernelsTest, ScaleForAvgAndAverageNMatchTheScalarDefinition) {
+  for (DataType dt : {DataType::kFloat16, DataType::kBfloat16}) {
+    const bool half = dt == DataType::kFloat16;
+    auto to = [&](uint16_t h) { return half ? HalfToFloat(h) : Bf16ToFloat(h); };
+    auto from = [&](float f) { return half ? FloatToHalf(f) : FloatToBf16(f); };
+    std::vector<uint16_t> all(65536);
+    for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+    for (int n : {1, 2, 3, 4, 7}) {
+      std::vector<uint16_t> out(all.size()), io = all;
+      ScaleForAvg(dt, out.data(), all.data(), all.size(), n);
+      ScaleForAvg(dt, io.data(), io.data(), io.size(), n);
+      ASSERT_EQ(out, io) << DataTypeName(dt) << " in place";
+      const float inv = 1.0f / static_cast<float>(n);
+      for (size_t i = 0; i < all.size(); ++i) {
+        const float x = to(all[i]);
+        if (std::isnan(x)) {
+          ASSERT_TRUE(std::isnan(to(out[i])));
+          continue;
+        }
+        ASSERT_EQ(out[i], n == 1 ? all[i] : from(x * inv)) << DataTypeName(dt) << " n " << n << " " << std::hex << i;
+      }
+    }
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> dist(-1000, 1000);
+    for (int n : {1, 2, 3, 4, 5}) {
+      const size_t first = 3, count = 1000;  // several tiles and a ragged end
+      std::vector<std::vector<uint16_t>> in(static_cast<size_t>(n), std::vector<uint16_t>(first + count));
+      std::vector<const void*> ptrs;
+      for (auto& v : in) {
+        for (uint16_t& x : v) x = from(dist(rng));
+        ptrs.push_back(v.data());
+      }
+      std::vector<uint16_t> out(count);
+      AverageN(dt, ptrs.data(), n, first, out.data(), count);
+      const float inv = 1.0f / static_cast<float>(n);
+      for (size_t i = 0; i < count; ++i) {
+        float acc = to(in[0][first + i]) * inv;
+        for (size_t k = 1; k < in.size(); ++k) {
+          const float term = to(in[k][first + i]) * inv;  // two roundings, as the kernel (no FMA)
+          acc = acc + term;
+        }
+        ASSERT_EQ(out[i], from(acc)) << DataTypeName(dt) << " n " << n << " element " << i;
+      }
+    }
+  }
+}
+
+// The overflow avg had: 2 or 4 ranks holding fp16 values near 40000 (or bf16 near 2.5e38) — their sum overflows
+// the dtype (bf16: even fp32) while the average fits. Summing then dividing (Reduce, FinalizeAvg) gives inf; both
+// forms of the avg the algorithms now use give the average: AverageN (one rank reduces every input) and
+// ScaleForAvg on entry followed by the per-step Reduce of partials (ring, trees), in any combining order.
+TEST(KernelsTest, HalfAndBfloatAvgOfLargeValuesDoesNotOverflow) {
+  for (DataType dt : {DataType::kFloat16, DataType::kBfloat16}) {
+    const bool half = dt == DataType::kFloat16;
+    auto to = [&](uint16_t h) { return half ? HalfToFloat(h) : Bf16ToFloat(h); };
+    auto from = [&](float f) { return half ? FloatToHalf(f) : FloatToBf16(f); };
+    const float big = half ? 40000.0f : 2.5e38f;
+    const float step = half ? 32.0f : 2.5e38f / 64;
+    for (int n : {2, 4}) {
+      const size_t count = 77;  // vector bodies and tails
+      std::vector<std::vector<uint16_t>> in(static_cast<size_t>(n), std::vector<uint16_t>(count));
+      std::vector<const void*> ptrs;
+      for (size_t k = 0; k < in.size(); ++k) {
+        for (size_t i = 0; i < count; ++i) in[k][i] = from(big + step * static_cast<float>((k + i) % 3));
+        ptrs.push_back(in[k].data());
+      }
+      auto check = [&](const std::vector<uint16_t>& out, const char* how) {
+        for (size_t i = 0; i < count; ++i) {
+          double want = 0;
+          for (const auto& v : in) want += static_cast<double>(to(v[i])) / n;
+          const double got = to(out[i]);
+          ASSERT_TRUE(std::isfinite(got)) << DataTypeName(dt) << " n " << n << " " << how << " element " << i;
+          ASSERT_LE(std::fabs(got - want), want / (half ? 512 : 64)) << DataTypeName(dt) << " " << how;
+        }
+      };
+      // The old way: the sum of partials overflows.
+      std::vector<uint16_t> summed = in[0];
+      for (size_t k = 1; k < in.size(); ++k)
+        Reduce(dt, ReduceOp::kSum, summed.data(), summed.data(), in[k].data(), count);
+      FinalizeAvg(dt, summed.data(), count, n);
+      EXPECT_TRUE(std::isinf(to(summed[0]))) << DataTypeName(dt) << ": the inputs no longer overflow a sum";
+      std::vector<uint16_t> out(count);
+      AverageN(dt, ptrs.data(), n, 0, out.data(), count);
+      check(out, "AverageN");
+      // Scaled on entry, then partials combined as avg combines them (a sum), forwards and backwards.
+      std::vector<std::vector<uint16_t>> scaled = in;
+      for (auto& v : scaled) ScaleForAvg(dt, v.data(), v.data(), count, n);
+      std::vector<uint16_t> fwd = scaled[0], bwd = scaled.back();
+      for (size_t k = 1; k < scaled.size(); ++k) {
+        Reduce(dt, ReduceOp::kAvg, fwd.data(), fwd.data(), scaled[k].data(), count);
+        Reduce(dt, ReduceOp::kAvg, bwd.data(), scaled[scaled.size() - 1 - k].data(), bwd.data(), count);
+      }
+      check(fwd, "scaled, rank order");
+      check(bwd, "scaled, reverse order");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hccltune
