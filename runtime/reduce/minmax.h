@@ -17,8 +17,11 @@
 //     - a NaN on either side: all bits set, a NaN (ANDing would not keep one, hence the unordered mask).
 // Both are commutative bit for bit, so every algorithm and operand order gives the same result, and NaN-propagating
 // like torch.minimum / torch.maximum. The NaN's payload is not the input's (callers see "a NaN"). Cost: two
-// min/max instead of one plus one (min) or three (max) bitwise operations per vector, all on vector ports: within
-// noise in the kernels bench (tests/perf/kernels_bench.cc), where memory or the 16-bit conversions bound the loops.
+// min/max instead of one plus one (min) or three (max) bitwise operations per vector. Kernels bench, 256 KiB (in
+// L2), GB/s of output before -> after: fp32 min 56 -> 40, fp32 max 58 -> 50, fp64 max 58 -> 55, fp16 max
+// 30.5 -> 19.6 (of which the signed-zero half, the second max and the AND, is 24.5 -> 19.6), bf16 min 35 -> 29,
+// fused fp32 max unchanged; at 64 MiB memory bounds them all (fp32 min/max 13 -> 12-13). Accepted: min/max are
+// rare next to sum/avg, and one definition for every path is what keeps ranks and algorithms in agreement.
 // Integers keep the plain comparison (no NaN, no signed zero).
 #pragma once
 

@@ -192,6 +192,38 @@ Case NumericsCase(const Reducing& a, int n, DataType dtype, ReduceOp op, bool in
   return c;
 }
 
+// min / max with a NaN on one rank: every rank's output is a NaN at every position, whichever rank holds it,
+// whatever the algorithm's combining order (the ring puts the local value first, one_shot goes in rank order)
+// and wherever the element falls in the ring's blocks; likewise a -0 on one rank against +0 elsewhere gives -0
+// (min) and +0 (max) everywhere. RunCase checks NaN and the zero's sign exactly, and allreduce results for
+// bit-identity across ranks.
+TEST(NumericsTest, MinMaxWithANaNOrASignedZeroOnOneRank) {
+  int failures = 0;
+  for (const Reducing& a : ReducingAlgorithms()) {
+    for (int n : {2, 3, 4, 5, 8}) {
+      for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBfloat16, DataType::kFloat64}) {
+        for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
+          for (int holder : {0, n / 2, n - 1}) {
+            for (bool nan : {true, false}) {
+              Case c = NumericsCase(a, n, dtype, op, holder % 2 == 1);
+              c.input = [holder, nan](int r, size_t i) {
+                if (r == holder) return nan ? std::nan("") : -0.0;
+                return nan ? static_cast<double>(static_cast<int>((static_cast<size_t>(r) * 7 + i * 13) % 17) - 8)
+                           : 0.0;
+              };
+              const std::string err = RunCase(c);
+              if (!err.empty() && failures++ < 5) {
+                ADD_FAILURE() << c.Describe() << (nan ? " NaN" : " -0") << " on rank " << holder << ": " << err;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0);
+}
+
 // fp16 / bf16 avg of values near the top of the dtype's range: the sum of two overflows (fp16: 2 x 40000 > 65504;
 // bf16: 2 x 2.5e38 > FLT_MAX, even in fp32), the average fits, and every algorithm must produce it — not inf —
 // in place and out of place, on every rank (RunCase: within the dtype's rounding of the true average, bit-identical

@@ -172,8 +172,19 @@ double FloatReduction(const Case& c, const std::vector<double>& vals, double* ma
       case ReduceOp::kSum:
       case ReduceOp::kAvg: acc += vals[k]; break;
       case ReduceOp::kProd: acc *= vals[k]; break;
-      case ReduceOp::kMin: acc = std::min(acc, vals[k]); break;
-      case ReduceOp::kMax: acc = std::max(acc, vals[k]); break;
+      // min / max as kernels.h defines them: a NaN if any value is one; -0 < +0.
+      case ReduceOp::kMin:
+        acc = std::isnan(acc) || std::isnan(vals[k]) ? std::nan("")
+              : acc == 0 && vals[k] == 0             ? (std::signbit(acc) ? acc : vals[k])
+              : vals[k] < acc                        ? vals[k]
+                                                     : acc;
+        break;
+      case ReduceOp::kMax:
+        acc = std::isnan(acc) || std::isnan(vals[k]) ? std::nan("")
+              : acc == 0 && vals[k] == 0             ? (std::signbit(acc) ? vals[k] : acc)
+              : vals[k] > acc                        ? vals[k]
+                                                     : acc;
+        break;
       default: break;
     }
   }
@@ -384,8 +395,14 @@ std::string RunCase(const Case& c) {
     if (!e.floats.empty()) {
       for (size_t i = 0; i < e.floats.size(); ++i) {
         const double got = Load(c.dtype, out + i * ds);
-        if (!(std::fabs(got - e.floats[i]) <= e.tol[i])) {
-          return absl::StrCat("rank ", r, " element ", i, ": got ", got, " want ", e.floats[i], " +- ", e.tol[i]);
+        const double want = e.floats[i];
+        // A NaN wants a NaN; a zero from min / max wants its sign (both are exact, no tolerance to hide them).
+        const bool exact_kind = std::isnan(want) || (want == 0 && (c.op == ReduceOp::kMin || c.op == ReduceOp::kMax));
+        const bool ok = exact_kind
+                            ? (std::isnan(want) ? std::isnan(got) : got == 0 && std::signbit(got) == std::signbit(want))
+                            : std::fabs(got - want) <= e.tol[i];
+        if (!ok) {
+          return absl::StrCat("rank ", r, " element ", i, ": got ", got, " want ", want, " +- ", e.tol[i]);
         }
       }
     } else if (!e.exact.empty() && std::memcmp(out, e.exact.data(), e.exact.size()) != 0) {
