@@ -194,38 +194,53 @@ void ExpectSameEverywhere(const std::vector<std::vector<uint64_t>>& hashes) {
   for (size_t r = 1; r < hashes.size(); ++r) EXPECT_EQ(hashes[r], hashes[0]) << "rank " << r << " differs from rank 0";
 }
 
-TEST(Numerics, EveryReducingAlgorithmOverShmAndTcp) {
-  for (int n : {2, 3, 4}) {
-    std::vector<std::vector<uint64_t>> hashes(static_cast<size_t>(n));
-    auto st = RunRanks(n, [&](int rank, Communicator& comm) -> absl::Status {
-      for (const char* link : {"auto", "tcp"}) {
-        for (Collective coll : {Collective::kAllreduce, Collective::kReduce, Collective::kReducescatter}) {
-          for (const std::string& algo : comm.ValidAlgorithms(coll)) {
-            auto cfg = Configuration::Default(algo);
-            if (!cfg.ok()) return cfg.status();
-            if (cfg->Has(ParamKind::kLink)) cfg->link = *ParseLink(link);
-            if (cfg->Has(ParamKind::kChunk)) cfg->chunk = 4096;  // several pipeline steps
-            for (const Kind& k : Kinds(n)) {
-              // 7: every path's scalar tail; 1031: vector bodies, uneven blocks; 20011: many chunks (shm only).
-              for (size_t count : {size_t{7}, size_t{1031}, size_t{20011}}) {
-                if (count > 1031 && std::string(link) == "tcp") continue;
-                for (bool in_place : {false, true}) {
-                  if (in_place && coll == Collective::kReduce) continue;
-                  absl::Status s = OneCall(comm, rank, n, coll, k, count, cfg->ToString(), in_place, nullptr,
-                                           &hashes[static_cast<size_t>(rank)]);
-                  if (!s.ok()) return s;
+// Every valid allreduce / reduce / reducescatter algorithm on n ranks over shm and TCP. `streaming`: every call's
+// output is written with non-temporal stores (HCCL_TUNE_NT_STORES at its minimum), as large calls' are.
+void EveryReducingAlgorithm(int n, bool streaming) {
+  std::vector<std::vector<uint64_t>> hashes(static_cast<size_t>(n));
+  auto st = RunRanks(
+      n,
+      [&](int rank, Communicator& comm) -> absl::Status {
+        for (const char* link : {"auto", "tcp"}) {
+          for (Collective coll : {Collective::kAllreduce, Collective::kReduce, Collective::kReducescatter}) {
+            for (const std::string& algo : comm.ValidAlgorithms(coll)) {
+              auto cfg = Configuration::Default(algo);
+              if (!cfg.ok()) return cfg.status();
+              if (cfg->Has(ParamKind::kLink)) cfg->link = *ParseLink(link);
+              if (cfg->Has(ParamKind::kChunk)) cfg->chunk = 4096;  // several pipeline steps
+              for (const Kind& k : Kinds(n)) {
+                // 7: every path's scalar tail; 1031: vector bodies, uneven blocks; 20011: many chunks (shm only).
+                for (size_t count : {size_t{7}, size_t{1031}, size_t{20011}}) {
+                  if (count > 1031 && std::string(link) == "tcp") continue;
+                  for (bool in_place : {false, true}) {
+                    if (in_place && coll == Collective::kReduce) continue;
+                    absl::Status s = OneCall(comm, rank, n, coll, k, count, cfg->ToString(), in_place, nullptr,
+                                             &hashes[static_cast<size_t>(rank)]);
+                    if (!s.ok()) return s;
+                  }
                 }
               }
             }
           }
         }
-      }
-      return absl::OkStatus();
-    });
-    for (int r = 0; r < n; ++r) EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << n << " ranks: " << st[r];
-    ExpectSameEverywhere(hashes);
+        return absl::OkStatus();
+      },
+      [streaming](int) {
+        Environment e = testing::TestEnv();
+        if (streaming) e.nt_stores_bytes = 1;
+        return e;
+      });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << n << " ranks" << (streaming ? ", streaming" : "") << ": " << st[r];
   }
+  ExpectSameEverywhere(hashes);
 }
+
+TEST(Numerics, EveryReducingAlgorithmOverShmAndTcp) {
+  for (int n : {2, 3, 4}) EveryReducingAlgorithm(n, false);
+}
+
+TEST(Numerics, EveryReducingAlgorithmWithNonTemporalStores) { EveryReducingAlgorithm(3, true); }
 
 TEST(Numerics, SymmetricAllreduceAndReducescatter) {
   for (int n : {2, 3, 4}) {
