@@ -506,6 +506,15 @@ void FinalizeAvg(DataType dtype, void* buf, size_t count, int n) {
 
 // fp16 / bf16 avg (kernels.h, "avg"): the fused forms above where the CPU has AVX2 and F16C, else tiles of kTile
 // elements widened with Reduce's portable converters, scaled (and summed) in fp32, rounded back — the same bits.
+#if defined(__x86_64__)
+namespace {
+bool HasAvx2F16c() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+}
+}  // namespace
+#endif
+
 void ScaleForAvg(DataType dtype, void* out, const void* in, size_t count, int n) {
   if (count == 0 || !AvgScalesInputs(dtype, ReduceOp::kAvg)) return;
   if (n <= 1) {
@@ -514,7 +523,7 @@ void ScaleForAvg(DataType dtype, void* out, const void* in, size_t count, int n)
   }
   const float inv = 1.0f / static_cast<float>(n);
 #if defined(__x86_64__)
-  static const bool fused = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  static const bool fused = HasAvx2F16c();
   if (fused) return ScaleAvx2F16c(dtype, out, in, count, inv);
 #endif
   const bool half = dtype == DataType::kFloat16;
@@ -526,7 +535,7 @@ void AverageN(DataType dtype, const void* const* in, int n, size_t first, void* 
   const bool half = dtype == DataType::kFloat16;
   const float inv = 1.0f / static_cast<float>(n);
 #if defined(__x86_64__)
-  static const bool fused = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  static const bool fused = HasAvx2F16c();
   if (fused) {
     return half ? AverageNAvx2F16c<false>(in, n, first, out, count, inv)
                 : AverageNAvx2F16c<true>(in, n, first, out, count, inv);
