@@ -65,7 +65,7 @@ if [[ ${HCCL_TUNE_SKIP_SANITIZERS:-0} != 1 && $# -eq 0 && -z ${HCCL_TUNE_SANITIZ
     else
       cmake --build "$dir" --parallel "$(nproc)" --target transport_test mailbox_test communicator_test \
         communicator_api_test bootstrap_test fault_test symmetric_test algorithms_kernels_test algorithms_pattern_test \
-        algorithms_collectives_test tuning_switch_test
+        algorithms_collectives_test tuning_switch_test numerics_test
     fi
     (cd "$dir" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1 \
       ctest --output-on-failure --parallel "$(nproc)" --timeout 900 -L "$label")
