@@ -18,8 +18,8 @@
 //   alltoallv      send: send_counts[i] at send_displs[i] -> rank i; recv: recv_counts[i] at recv_displs[i]
 //   barrier        no buffers
 // In place: `send == recv` (for allgather/gather: send points at this rank's block inside recv; for
-// reducescatter/scatter: recv points at block r inside send). Algorithms must support both; the communicator
-// refuses every other overlap of send and recv before an algorithm runs.
+// reducescatter/scatter: recv points at block r inside send). Algorithms must support both; for every other overlap
+// of send and recv the communicator hands them a copy of the input.
 //
 // Numerics (CONVENTIONS.md): fp16/bf16 are reduced in fp32 within a step and rounded once per step; every rank
 // ends with bit-identical results — a value is computed once and copied, never recomputed in another order.

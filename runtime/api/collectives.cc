@@ -145,7 +145,7 @@ uint64_t InputBytes(const CollectiveArgs& a, int n) {
 
 }  // namespace
 
-absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
+absl::Status CommImpl::Validate(const CollectiveArgs& a, uint64_t* aliased_input) const {
   const auto what = [&] { return absl::StrCat(CollectiveName(a.collective), " on rank ", rank_); };
   const uint64_t es = DataTypeSize(a.dtype);
   const uint64_t n = static_cast<uint64_t>(size_);
@@ -188,8 +188,21 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
       break;
     case Collective::kAlltoallv:
       for (size_t i = 0; i < n; ++i) {
-        in = std::max<uint64_t>(in, (a.send_displs[i] + a.send_counts[i]) * es);
-        out = std::max<uint64_t>(out, (a.recv_displs[i] + a.recv_counts[i]) * es);
+        uint64_t end = 0;  // blocks of 0 elements reach nothing, whatever their displacement
+        if (a.send_counts[i] > 0) {
+          if (__builtin_add_overflow(a.send_displs[i], a.send_counts[i], &end) ||
+              __builtin_mul_overflow(end, es, &end)) {
+            return absl::InvalidArgumentError(absl::StrCat(what(), ": send block ", i, " overflows the byte size"));
+          }
+          in = std::max(in, end);
+        }
+        if (a.recv_counts[i] > 0) {
+          if (__builtin_add_overflow(a.recv_displs[i], a.recv_counts[i], &end) ||
+              __builtin_mul_overflow(end, es, &end)) {
+            return absl::InvalidArgumentError(absl::StrCat(what(), ": receive block ", i, " overflows the byte size"));
+          }
+          out = std::max(out, end);
+        }
       }
       break;
     case Collective::kBarrier: break;
@@ -209,38 +222,23 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a) const {
           absl::StrCat(what(), ": null ", send_null ? "send" : "receive", " buffer for ", a.count, " elements"));
     }
   }
-  // Overlapping buffers: only the documented in-place layouts (algorithm.h). Anything else would be read while
-  // it is overwritten, with a result that depends on the algorithm.
-  const char* s = static_cast<const char*>(a.send);
-  const char* d = static_cast<const char*>(a.recv);
-  if (in > 0 && out > 0 && s < d + out && d < s + in) {
-    // In place: the offset of `send` from `recv` (or of `recv` from `send`) that the layout prescribes.
-    const uintptr_t su = reinterpret_cast<uintptr_t>(s), du = reinterpret_cast<uintptr_t>(d);
+  if (aliased_input != nullptr) *aliased_input = 0;
+  // Overlapping buffers other than the documented in-place layouts (algorithm.h): the algorithm would read input
+  // it had already overwritten, with a result that depends on the algorithm. Such a call is not refused — the
+  // verdict depends on the rank (send == recv is in place for allgather on rank 0 only), and a rank that
+  // refused would leave the others waiting — but its input is copied first (ExecuteLocked).
+  const uintptr_t su = reinterpret_cast<uintptr_t>(a.send), du = reinterpret_cast<uintptr_t>(a.recv);
+  if (in > 0 && out > 0 && su < du + out && du < su + in) {
     bool in_place = su == du;
-    std::string layout = "send == recv";
     switch (a.collective) {
       case Collective::kAllgather:
-      case Collective::kGather:
-        in_place = su == du + r * a.count * es;
-        layout = absl::StrCat("send = recv + ", r, " x count elements (this rank's block of recv)");
-        break;
-      case Collective::kAllgatherv:
-        in_place = su == du + a.displs[r] * es;
-        layout = absl::StrCat("send = recv + displs[", r, "] elements (this rank's block of recv)");
-        break;
+      case Collective::kGather: in_place = su == du + r * a.count * es; break;
+      case Collective::kAllgatherv: in_place = su == du + a.displs[r] * es; break;
       case Collective::kReducescatter:
-      case Collective::kScatter:
-        in_place = du == su + r * a.count * es;
-        layout = absl::StrCat("recv = send + ", r, " x count elements (this rank's block of send)");
-        break;
+      case Collective::kScatter: in_place = du == su + r * a.count * es; break;
       default: break;
     }
-    if (!in_place) {
-      return absl::InvalidArgumentError(absl::StrCat(what(), ": the send and receive buffers overlap (send ",
-                                                     absl::Hex(reinterpret_cast<uintptr_t>(s)), " for ", in,
-                                                     " bytes, recv ", absl::Hex(reinterpret_cast<uintptr_t>(d)),
-                                                     " for ", out, " bytes) but not in place; in place is ", layout));
-    }
+    if (!in_place && aliased_input != nullptr) *aliased_input = in;
   }
   return absl::OkStatus();
 }
@@ -374,10 +372,25 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     // Checkpoint: rank 0 hands its newest table to everyone; all switch here, at the same operation.
     if (absl::Status s = SyncTable(rank_ == 0 && tuning_ ? tuning_->LatestTable() : nullptr); !s.ok()) return s;
   }
-  if (absl::Status s = Validate(args); !s.ok()) return s;
+  uint64_t aliased = 0;
+  if (absl::Status s = Validate(args, &aliased); !s.ok()) return s;
+  CollectiveArgs run = args;
+  if (aliased > 0) {
+    // send and recv overlap, but not in place: the input as it was before the call, from a copy.
+    if (!warned_aliasing_) {
+      warned_aliasing_ = true;
+      Log(LogLevel::kWarn, "rank ", rank_, ": ", CollectiveName(args.collective),
+          " with send and receive buffers that overlap but not in place (see runtime/algorithms/algorithm.h): the ",
+          aliased, "-byte input is copied first (warned once per communicator)");
+    }
+    if (aliased > SIZE_MAX) return absl::ResourceExhaustedError("input too large to copy");
+    aliased_copy_.resize(static_cast<size_t>(aliased));
+    std::memcpy(aliased_copy_.data(), args.send, static_cast<size_t>(aliased));
+    run.send = aliased_copy_.data();
+  }
   bool explored = false;
   // Symmetric buffers first: they are not the tuned table's business (and must not use up an exploration plan).
-  const Configuration* config = ChooseSymmetric(args, opt);
+  const Configuration* config = ChooseSymmetric(run, opt);
   if (config == nullptr) {
     auto chosen = Choose(args, opt, internal_call_ ? nullptr : &explored);
     if (!chosen.ok()) return chosen.status();
@@ -394,7 +407,6 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   call_.root = args.root;
   // alltoallv: each rank knows only its own counts, so the count is not compared.
   if (args.collective == Collective::kAlltoallv) call_.count = 0;
-  CollectiveArgs run = args;
   // From a local: reading stream_ back right after its two 8-byte stores stalled the 16-byte copy (a failed
   // store-to-load forward, a quarter of this function's own time in a 1-rank call).
   const StreamRegion region = CallBytes(args, size_) >= env_.nt_stores_bytes

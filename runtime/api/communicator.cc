@@ -40,7 +40,7 @@ nlohmann::json InfoToJson(const RankInfo& i, int size, uint64_t tag) {
           {"protocol", i.protocol}, {"tag", absl::StrCat(absl::Hex(tag))},
           {"node", i.node},         {"host", i.host},
           {"pid", i.pid},           {"device", i.device},
-          {"decisive", i.decisive}, {"tcp", TcpInfoToJson(i.tcp.port, i.tcp.interfaces)},
+          {"decisive", i.decisive}, {"tcp", TcpInfoToJson(i.tcp.port, i.tcp.interfaces, i.tcp.ifname_set)},
           {"shm", i.shm_segment}};
 }
 
@@ -121,6 +121,7 @@ absl::StatusOr<std::string> GetUnlessAborted(const std::shared_ptr<Store>& store
 absl::StatusOr<uint64_t> JoinTag(const std::shared_ptr<Store>& named, int rank, absl::Time deadline, int timeout_s,
                                  std::optional<uint64_t> stale) {
   Store& store = *named;
+  absl::Status announced;  // the failure announced under a tag this rank skipped
   while (true) {
     auto t = store.Get("tag", std::max(deadline - absl::Now(), absl::ZeroDuration()));
     if (!t.ok() && t.status().code() != absl::StatusCode::kDeadlineExceeded) return t.status();
@@ -131,6 +132,7 @@ absl::StatusOr<uint64_t> JoinTag(const std::shared_ptr<Store>& named, int rank, 
     uint64_t tag = 0;
     if (t.ok() && !absl::SimpleAtoi(*t, &tag)) return absl::DataLossError("bootstrap: bad communicator tag");
     if (!t.ok() || (stale && tag == *stale)) {
+      if (absl::Now() >= deadline && !announced.ok()) return announced;
       if (absl::Now() >= deadline) {
         return absl::FailedPreconditionError(absl::StrCat(
             "rank ", rank, ": stale rendezvous data in ", store.Describe(),
@@ -143,8 +145,17 @@ absl::StatusOr<uint64_t> JoinTag(const std::shared_ptr<Store>& named, int rank, 
       absl::SleepFor(absl::Milliseconds(20));
       continue;
     }
-    auto claimed = NewPrefixStore(named, TagPrefix(tag))->Add(absl::StrCat("joined/", rank), 1);
+    const std::shared_ptr<Store> under_tag = NewPrefixStore(named, TagPrefix(tag));
+    auto claimed = under_tag->Add(absl::StrCat("joined/", rank), 1);
     if (!claimed.ok()) return claimed.status();
+    // A tag whose setup a rank already announced as failed (Init) is over: an earlier job's left in a reused
+    // store, or this job's, whose rank 0 may publish a new one when restarted. Wait for a new tag; at the
+    // deadline, report the announcement.
+    if (absl::Status a = AbortProbe(under_tag)(); *claimed == 1 && !a.ok()) {
+      announced = a;
+      stale = tag;
+      continue;
+    }
     if (*claimed == 1) return tag;
     if (!stale) {
       Log(LogLevel::kInfo, "rank ", rank, ": the tag in ", store.Describe(), " (", absl::Hex(tag),
@@ -226,6 +237,7 @@ absl::Status CommImpl::Setup() {
     me.decisive = Decisive(env_);
     me.tcp.port = tcp_->port();
     me.tcp.interfaces = tcp_->interfaces();
+    me.tcp.ifname_set = tcp_->ifname_set();
     if (absl::Status s = store_->Set(absl::StrCat("info/", rank_), InfoToJson(me, size_, tag_).dump()); !s.ok())
       return s;
 

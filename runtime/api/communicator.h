@@ -10,8 +10,8 @@
 //
 // Calls: every collective takes a configuration in canonical form (CONVENTIONS.md) or "auto" (the selector's
 // choice). Buffer layout per collective: runtime/algorithms/algorithm.h. In place: pass the same pointer as
-// send and recv (for allgather/gather the send block inside recv); buffers that overlap any other way are
-// refused (InvalidArgument). Every rank ends with bit-identical results
+// send and recv (for allgather/gather the send block inside recv); for buffers that overlap any other way the
+// input is copied first (a warning, once). Every rank ends with bit-identical results
 // whatever the algorithm. Errors (bad arguments, ranks that disagree on the call, a dead or stuck peer after
 // HCCL_EXEC_TIMEOUT) are returned as Status naming the ranks and values; after a communication error the
 // communicator is broken and every later call fails.

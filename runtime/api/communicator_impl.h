@@ -123,7 +123,9 @@ class CommImpl final : public Communicator {
                                               bool* explored = nullptr) const;
   // HCCL_TUNE_TEST_DELAY: the delay for `config` of `c` in microseconds (0 = none).
   double TestDelayUs(Collective c, const Configuration& config) const;
-  absl::Status Validate(const CollectiveArgs& args) const;
+  // Bad arguments. *aliased_input (when given): the bytes of `send` to copy before the call because send and
+  // recv overlap other than in the documented in-place layouts (0: none).
+  absl::Status Validate(const CollectiveArgs& args, uint64_t* aliased_input = nullptr) const;
   // InvalidArgument where a configuration's links cannot reach its ranks here (roce in a build without it, shm
   // between nodes, tcp@network some rank has no interface in): the same verdict on every rank, before any
   // traffic, so a wrong forced configuration leaves the communicator usable. `intra_step`: the configuration is
@@ -180,6 +182,8 @@ class CommImpl final : public Communicator {
     StreamEndpoint* ep = nullptr;
   };
   LastEndpoint last_endpoint_;
+  std::vector<uint8_t> aliased_copy_;  // the input of a call whose buffers overlap other than in place
+  bool warned_aliasing_ = false;
   std::vector<std::vector<uint8_t>> scratch_;
   std::atomic<uint64_t> fallback_allocs_{0};
   uint64_t prealloc_bytes_ = 0;

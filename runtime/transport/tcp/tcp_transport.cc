@@ -124,9 +124,10 @@ std::vector<InterfaceAddress> ListInterfaces() {
   return out;
 }
 
-nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs) {
+nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs, bool ifname_set) {
   nlohmann::json j;
   j["port"] = port;
+  j["ifname_set"] = ifname_set;
   j["ifs"] = nlohmann::json::array();
   for (const auto& i : ifs) j["ifs"].push_back({{"name", i.name}, {"addr", i.address}, {"prefix", i.prefix}});
   return j;
@@ -135,6 +136,7 @@ nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs)
 TcpPeerInfo TcpInfoFromJson(const nlohmann::json& j) {
   TcpPeerInfo info;
   info.port = JsonOr(j, "port", 0);
+  info.ifname_set = JsonOr(j, "ifname_set", false);
   if (j.contains("ifs")) {
     for (const auto& i : j["ifs"]) {
       info.interfaces.push_back({JsonOr(i, "name", ""), JsonOr(i, "addr", ""), JsonOr(i, "prefix", 32)});
@@ -222,7 +224,10 @@ absl::StatusOr<std::string> TcpDomain::AddressFor(int peer, const std::string& n
 }
 
 absl::Status TcpDomain::CheckNetwork(const std::string& network) const {
-  if (!ifname_.empty() || network.empty()) return absl::OkStatus();
+  // HCCL_SOCKET_IFNAME on any rank decides that rank's addresses instead (each rank knows which ranks set it).
+  bool ifname_somewhere = !ifname_.empty();
+  for (const auto& [r, info] : peers_) ifname_somewhere = ifname_somewhere || info.ifname_set;
+  if (ifname_somewhere || network.empty()) return absl::OkStatus();
   const auto has = [&](const std::vector<InterfaceAddress>& ifs) {
     for (const auto& i : ifs) {
       if (InSubnet(i.address, network)) return true;

@@ -43,8 +43,9 @@ struct TcpPeerInfo {
   int port = 0;
   std::vector<InterfaceAddress> interfaces;
   bool same_node = false;
+  bool ifname_set = false;  // the rank has HCCL_SOCKET_IFNAME
 };
-nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs);
+nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs, bool ifname_set);
 TcpPeerInfo TcpInfoFromJson(const nlohmann::json& j);
 
 class TcpDomain {
@@ -54,6 +55,7 @@ class TcpDomain {
                                                            absl::Duration connect_timeout);
   ~TcpDomain();
   int port() const { return port_; }
+  bool ifname_set() const { return !ifname_.empty(); }
   const std::vector<InterfaceAddress>& interfaces() const { return interfaces_; }
   void SetPeers(std::map<int, TcpPeerInfo> peers) { peers_ = std::move(peers); }
   // Asked (at most every 50 ms) while Connect waits for peers: a non-OK status (another rank's abort) ends the

@@ -355,12 +355,14 @@ TEST(Bootstrap, RankWaitingForTcpConnectionsReportsAnotherRanksFailure) {
 }
 
 TEST(Bootstrap, ARankWhoseSetupFailsTellsTheOthers) {
-  // Rank 0 cannot set up (HCCL_SOCKET_IFNAME names no interface); rank 1 learns why at once instead of waiting
-  // HCCL_CONNECT_TIMEOUT (20 s) for a rank that will never come.
+  // Rank 0 cannot set up (HCCL_SOCKET_IFNAME names no interface); rank 1 learns why — at once when it is already
+  // waiting for the others, at its HCCL_CONNECT_TIMEOUT when it arrives after the announcement (the tag is then
+  // over, and a restarted rank 0 would publish a new one) — instead of "rank 0 never joined".
   auto st = RunRanks(
       2, [&](int, Communicator&) -> absl::Status { return absl::OkStatus(); },
       [&](int rank) {
         Environment e = TestEnv();
+        e.connect_timeout_s = 5;  // rank 1 may join after the announcement: it then waits for a new tag this long
         if (rank == 0) e.socket_ifname = "hccltune-none0";
         return e;
       });
