@@ -146,6 +146,7 @@ uint64_t InputBytes(const CollectiveArgs& a, int n) {
 }  // namespace
 
 absl::Status CommImpl::Validate(const CollectiveArgs& a, uint64_t* aliased_input) const {
+  if (aliased_input != nullptr) *aliased_input = 0;
   const auto what = [&] { return absl::StrCat(CollectiveName(a.collective), " on rank ", rank_); };
   const uint64_t es = DataTypeSize(a.dtype);
   const uint64_t n = static_cast<uint64_t>(size_);
@@ -177,6 +178,11 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a, uint64_t* aliased_input
     // Only this rank can see it: refused here, before the call starts, like every argument error.
     return absl::InvalidArgumentError(
         absl::StrCat(what(), ": sends ", a.send_counts[r], " elements to itself but expects ", a.recv_counts[r]));
+  }
+  const uintptr_t su = reinterpret_cast<uintptr_t>(a.send), du = reinterpret_cast<uintptr_t>(a.recv);
+  if (a.send != nullptr && a.recv != nullptr && a.collective != Collective::kAllgatherv &&
+      a.collective != Collective::kAlltoallv && (su > du ? su - du : du - su) >= total_bytes) {
+    return absl::OkStatus();  // the common call: two buffers further apart than either extent (at most the call)
   }
   // What this rank reads from `send` and writes into `recv` (0 where it does not use the buffer).
   const bool root = a.root == rank_;
@@ -222,12 +228,10 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a, uint64_t* aliased_input
           absl::StrCat(what(), ": null ", send_null ? "send" : "receive", " buffer for ", a.count, " elements"));
     }
   }
-  if (aliased_input != nullptr) *aliased_input = 0;
   // Overlapping buffers other than the documented in-place layouts (algorithm.h): the algorithm would read input
   // it had already overwritten, with a result that depends on the algorithm. Such a call is not refused — the
   // verdict depends on the rank (send == recv is in place for allgather on rank 0 only), and a rank that
   // refused would leave the others waiting — but its input is copied first (ExecuteLocked).
-  const uintptr_t su = reinterpret_cast<uintptr_t>(a.send), du = reinterpret_cast<uintptr_t>(a.recv);
   if (in > 0 && out > 0 && su < du + out && du < su + in) {
     bool in_place = su == du;
     switch (a.collective) {
