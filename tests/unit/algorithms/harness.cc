@@ -1,5 +1,6 @@
 #include "harness.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -417,6 +418,18 @@ std::string RunCase(const Case& c) {
     // Inputs must be left alone out of place.
     if (!c.in_place && std::memcmp(sendbuf[r].data(), input[r].data(), send_elems(r) * ds) != 0) {
       return absl::StrCat("rank ", r, ": send buffer was modified");
+    }
+    // Nothing written past either buffer (each ends in a guard byte) ...
+    if (recvbuf[r].back() != 0x5a || sendbuf[r].back() != 0) {
+      return absl::StrCat("rank ", r, ": wrote past the end of its ", recvbuf[r].back() != 0x5a ? "receive" : "send",
+                          " buffer");
+    }
+    // ... nor into a receive buffer that only the root uses.
+    const bool rootless_recv = (c.collective == Collective::kReduce || c.collective == Collective::kGather) &&
+                               static_cast<int>(r) != c.root && !c.in_place;
+    if (rootless_recv && std::any_of(recvbuf[r].begin(), recvbuf[r].end(), [](uint8_t b) { return b != 0x5a; })) {
+      return absl::StrCat("rank ", r, ": wrote into its receive buffer, which only the root's ",
+                          CollectiveName(c.collective), " uses");
     }
   }
   // Bit-identical results on every rank (allreduce: the whole output).
