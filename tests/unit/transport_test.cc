@@ -1,10 +1,14 @@
 // StreamEndpoint over the real shm and TCP transports, ranks as threads; and the rendezvous stores.
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -51,6 +55,47 @@ void RingExchange(std::vector<std::unique_ptr<StreamEndpoint>>& eps, size_t byte
           << "rank " << r << " byte " << i;
     }
   }
+}
+
+TEST(ShmSegments, OrphansOfDeadProcessesAreRemovedWhenOldEnough) {
+  // A directory standing in for /dev/shm: segments of a process that is gone (a child that exited), of this
+  // live process, and other names; only the dead process's old segment goes.
+  char tmpl[] = "/tmp/hccltune-orphans-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  const auto make = [&](const std::string& name, bool old) {
+    const std::string path = dir + "/" + name;
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+    if (old) {
+      const timeval two_hours_ago[2] = {{::time(nullptr) - 7200, 0}, {::time(nullptr) - 7200, 0}};
+      ASSERT_EQ(::utimes(path.c_str(), two_hours_ago), 0);
+    }
+  };
+  const std::string dead = absl::StrCat("hccltune-", child, "-abc-0"),
+                    fresh = absl::StrCat("hccltune-", child, "-def-1"),
+                    live = absl::StrCat("hccltune-", ::getpid(), "-abc-0");
+  make(dead, true);
+  make(fresh, false);
+  make(live, true);
+  make("hccltune-notapid-0", true);
+  make("another-program", true);
+  EXPECT_EQ(RemoveOrphanedSegments(absl::Hours(1), dir), 1);
+  const auto exists = [&](const std::string& name) { return ::access((dir + "/" + name).c_str(), F_OK) == 0; };
+  EXPECT_FALSE(exists(dead));
+  EXPECT_TRUE(exists(fresh));
+  EXPECT_TRUE(exists(live));
+  EXPECT_TRUE(exists("hccltune-notapid-0"));
+  EXPECT_TRUE(exists("another-program"));
+  for (const auto& name : {fresh, live, std::string("hccltune-notapid-0"), std::string("another-program")}) {
+    ::unlink((dir + "/" + name).c_str());
+  }
+  ::rmdir(dir.c_str());
 }
 
 TEST(ShmTransport, RingLargerThanBuffer) {

@@ -1,5 +1,6 @@
 #include "runtime/transport/shm/shm_transport.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
@@ -21,8 +22,11 @@
 #include <ctime>
 #include <fstream>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/common/host.h"
+#include "runtime/common/logging.h"
 
 namespace hccltune {
 namespace {
@@ -424,6 +428,35 @@ absl::Status ShmSpaceError(int err, const std::string& name, size_t bytes, size_
 
 }  // namespace
 
+int RemoveOrphanedSegments(absl::Duration min_age, const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  const int dfd = ::dirfd(d);
+  const absl::Time now = absl::Now();
+  int removed = 0;
+  constexpr absl::string_view kPrefix = "hccltune-";
+  while (const dirent* e = ::readdir(d)) {
+    const absl::string_view name(e->d_name);
+    if (!absl::StartsWith(name, kPrefix)) continue;
+    const absl::string_view rest = name.substr(kPrefix.size());
+    int pid = 0;
+    if (!absl::SimpleAtoi(rest.substr(0, rest.find('-')), &pid) || pid <= 0) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask about)
+    struct stat st {};
+    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid() ||
+        now - absl::FromUnixSeconds(st.st_mtime) < min_age) {
+      continue;
+    }
+    if (::unlinkat(dfd, e->d_name, 0) == 0) {
+      ++removed;
+      Log(LogLevel::kInfo, "shm: removed ", dir, "/", name, ", left by process ", pid,
+          " (no longer running) when it stopped during setup");
+    }
+  }
+  ::closedir(d);
+  return removed;
+}
+
 absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std::vector<int>& local_ranks,
                                                              size_t ring_bytes, const std::string& name_prefix,
                                                              const ShmOptions& options) {
@@ -448,6 +481,8 @@ absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std
   d->local_ranks_ = local_ranks;
   d->ring_bytes_ = std::max<size_t>(4096, ring_bytes / 4096 * 4096);
   d->name_ = absl::StrCat("/", name_prefix, "-", rank);
+  // What ranks killed during an earlier setup on this node left in /dev/shm (an hour: far beyond any setup).
+  RemoveOrphanedSegments(absl::Hours(1));
   d->map_bytes_ = Segment::Bytes(local_ranks.size(), d->ring_bytes_);
   int fd = ::shm_open(d->name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("cannot create segment", d->name_);

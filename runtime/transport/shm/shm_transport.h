@@ -36,6 +36,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "runtime/transport/mailbox.h"
 #include "runtime/transport/pair.h"
 
@@ -53,6 +54,13 @@ struct ShmOptions {
 
 // Bytes of one mailbox slot: the endpoint's slot header and a block of up to 16 KiB (two per rank).
 inline constexpr size_t kMailboxSlotBytes = (16u << 10) + 64;
+
+// Removes the segments ("hccltune-<pid>-...") in `dir` (the POSIX shared-memory directory) that a process left
+// behind when it was killed during setup — a segment is unlinked as soon as every local rank has mapped it, so
+// only an interrupted setup leaves one: this user's, whose creating pid no longer exists, untouched for at least
+// `min_age` (a live job in another PID namespace sharing /dev/shm is never that old). Called by ShmDomain::Create;
+// returns how many were removed. Thread-safety: any thread (races with another remover are harmless).
+int RemoveOrphanedSegments(absl::Duration min_age, const std::string& dir = "/dev/shm");
 
 class ShmDomain {
  public:
