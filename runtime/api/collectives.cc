@@ -413,7 +413,8 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   if (args.collective == Collective::kAlltoallv) call_.count = 0;
   // From a local: reading stream_ back right after its two 8-byte stores stalled the 16-byte copy (a failed
   // store-to-load forward, a quarter of this function's own time in a 1-rank call).
-  const StreamRegion region = CallBytes(args, size_) >= env_.nt_stores_bytes
+  const bool reducing = args.collective == Collective::kAllreduce || args.collective == Collective::kReducescatter;
+  const StreamRegion region = CallBytes(args, size_) >= (reducing ? nt_reduce_bytes_ : nt_other_bytes_)
                                   ? StreamRegion{static_cast<const char*>(args.recv), OutputBytes(args, size_)}
                                   : StreamRegion{};
   stream_ = region;

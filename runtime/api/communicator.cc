@@ -365,6 +365,11 @@ absl::Status CommImpl::Setup() {
   if (!selector.ok()) return selector.status();
   selector_.emplace(*std::move(selector));
 
+  nt_other_bytes_ = env_.nt_stores_bytes;
+  nt_reduce_bytes_ = env_.nt_stores_auto
+                         ? AutoNtStoresBytes(LastLevelCacheBytes(), static_cast<int>(local_ranks_.size()))
+                         : env_.nt_stores_bytes;
+
   // Shared memory among the ranks of this node.
   prealloc_bytes_ = env_.buffsize_bytes;
   if (local_ranks_.size() > 1) {

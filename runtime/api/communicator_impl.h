@@ -187,6 +187,10 @@ class CommImpl final : public Communicator {
   std::vector<std::vector<uint8_t>> scratch_;
   std::atomic<uint64_t> fallback_allocs_{0};
   uint64_t prealloc_bytes_ = 0;
+  // Call sizes from which allreduce/reducescatter, and every other collective, stream their output
+  // (HCCL_TUNE_NT_STORES; under auto the reductions' threshold follows the last-level cache, AutoNtStoresBytes).
+  uint64_t nt_reduce_bytes_ = Environment::kDefaultNtStoresBytes;
+  uint64_t nt_other_bytes_ = Environment::kDefaultNtStoresBytes;
 
   // Calls are serialised by exec_mu_; call_/last_config_/broken_ are guarded by it.
   mutable std::mutex exec_mu_;

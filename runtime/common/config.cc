@@ -275,6 +275,10 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
     }
   }
   HT_TRY(ReadAutoOffBytes(src, "HCCL_TUNE_NT_STORES", kDefaultNtStoresBytes, "a call size", e.nt_stores_bytes));
+  e.nt_stores_auto = [&] {
+    auto v = src("HCCL_TUNE_NT_STORES");
+    return !v || absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v)) == "auto";
+  }();
   HT_TRY(
       ReadAutoOffBytes(src, "HCCL_TUNE_HUGE_PAGES", kDefaultHugePagesBytes, "an allocation size", e.huge_pages_bytes));
   HT_TRY(ReadAutoOffBytes(src, "HCCL_TUNE_THP", kDefaultThpBytes, "a buffer size", e.thp_bytes));

@@ -71,8 +71,10 @@ struct Environment {
   std::vector<TestDelay> test_delays;    // HCCL_TUNE_TEST_DELAY (test hook)
   bool single_copy = true;               // HCCL_TUNE_SINGLE_COPY: auto (default) | off — shm single copy (CMA)
   // HCCL_TUNE_NT_STORES: auto | off | a size — calls of at least this many bytes write their output buffer with
-  // non-temporal stores (kUnbounded = off). auto = kDefaultNtStoresBytes.
+  // non-temporal stores (kUnbounded = off). auto = kDefaultNtStoresBytes, and nt_stores_auto: the communicator
+  // lowers the threshold of allreduce and reducescatter to what the last-level cache holds (AutoNtStoresBytes).
   uint64_t nt_stores_bytes = kDefaultNtStoresBytes;
+  bool nt_stores_auto = true;
   static constexpr uint64_t kDefaultNtStoresBytes = 32ull << 20;
   // HCCL_TUNE_HUGE_PAGES: auto | off | a size — symmetric allocations (AllocSymmetric) of at least this many bytes
   // take 2 MiB pages from the hugetlb pool when it has them (kUnbounded = off). auto = kDefaultHugePagesBytes.

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <string>
 
 namespace hccltune {
 
@@ -26,6 +29,62 @@ int BoundCpu() {
     if (CPU_ISSET(c, &set)) return c;
   }
   return -1;
+}
+
+namespace {
+
+bool ReadLine(const std::string& path, std::string& out) {
+  std::ifstream f(path);
+  return static_cast<bool>(std::getline(f, out));
+}
+
+// "32768K", "1M", "512" (bytes) as sysfs writes cache sizes; 0 when it is none of these.
+uint64_t ParseCacheSize(const std::string& s) {
+  size_t i = 0;
+  uint64_t v = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && v < (1ull << 50))
+    v = v * 10 + static_cast<uint64_t>(s[i++] - '0');
+  if (i == 0) return 0;
+  const std::string unit = s.substr(i);
+  if (unit.empty()) return v;
+  if (unit == "K") return v << 10;
+  if (unit == "M") return v << 20;
+  if (unit == "G") return v << 30;
+  return 0;
+}
+
+}  // namespace
+
+uint64_t LastLevelCacheBytesIn(const std::string& cpu_dir) {
+  int best_level = 0;
+  uint64_t best = 0;
+  for (int index = 0; index < 16; ++index) {
+    const std::string dir = cpu_dir + "/cache/index" + std::to_string(index) + "/";
+    std::string level, type, size;
+    if (!ReadLine(dir + "level", level) || !ReadLine(dir + "type", type) || !ReadLine(dir + "size", size)) continue;
+    if (type == "Instruction") continue;
+    const int l = std::atoi(level.c_str());
+    const uint64_t bytes = ParseCacheSize(size);
+    if (l > best_level && bytes > 0) {
+      best_level = l;
+      best = bytes;
+    }
+  }
+  return best;
+}
+
+uint64_t LastLevelCacheBytes() {
+  static const uint64_t bytes = [] {
+    const int cpu = std::max(BoundCpu(), 0);
+    return LastLevelCacheBytesIn("/sys/devices/system/cpu/cpu" + std::to_string(cpu));
+  }();
+  return bytes;
+}
+
+uint64_t AutoNtStoresBytes(uint64_t llc_bytes, int host_ranks) {
+  constexpr uint64_t kMin = 4ull << 20, kMax = 32ull << 20;
+  if (llc_bytes == 0 || host_ranks < 1) return kMax;
+  return std::clamp<uint64_t>(llc_bytes / (2 * static_cast<uint64_t>(host_ranks)), kMin, kMax);
 }
 
 }  // namespace hccltune

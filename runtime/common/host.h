@@ -3,6 +3,9 @@
 // Thread-safety: pure functions (each reads the system once and caches the answer).
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 namespace hccltune {
 
 // CPUs online on this host — not this process's affinity: a launcher may bind each rank to one CPU of its own.
@@ -18,5 +21,21 @@ int BoundCpu();
 // CPUs, so waiting yields instead of spinning and work that only pays with both sides running at once (single
 // copy of mid-size messages) is avoided.
 inline bool Oversubscribed(int host_ranks) { return host_ranks > HostCpus(); }
+
+// Bytes of the last-level cache (the highest-level data or unified cache) of the CPU this process is bound to, or
+// of CPU 0, as the kernel describes it in sysfs; 0 when it does not. Not glibc's sysconf: on a virtual machine it
+// reports the host package's cache (384 MiB on a 2-vCPU guest whose sysfs, and whose measured behaviour, say 32).
+uint64_t LastLevelCacheBytes();
+
+// The same read from `cpu_dir` (a /sys/devices/system/cpu/cpuN directory): its cache/index*/{level,type,size}.
+uint64_t LastLevelCacheBytesIn(const std::string& cpu_dir);
+
+// HCCL_TUNE_NT_STORES=auto for the reducing collectives (allreduce, reducescatter): the call size from which the
+// output is written with non-temporal stores. Once every local rank's input and output of a call together fill
+// the last-level cache (2 x host_ranks x bytes >= llc_bytes), output lines written through the cache evict the
+// inputs and rings the next step reads, so streaming the output past the cache wins; below, the written output
+// is still cached when the caller reads it. Clamped to [4 MiB, 32 MiB] (32 MiB: the measured default on a VM
+// with a very large shared L3); llc_bytes 0 (unknown) gives 32 MiB. Measured in docs/PERFORMANCE.md, round 14.
+uint64_t AutoNtStoresBytes(uint64_t llc_bytes, int host_ranks);
 
 }  // namespace hccltune

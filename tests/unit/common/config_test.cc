@@ -89,6 +89,19 @@ TEST(Environment, AutoOffOrSize) {
   }
 }
 
+TEST(Environment, OnlyAnAutomaticNtStoresThresholdFollowsTheCache) {
+  // Unset or auto: the communicator may lower the reductions' threshold to the cache's share; an explicit size or
+  // off (even 32M, the default's value) is taken for every collective as written.
+  const std::pair<const char*, bool> cases[] = {{nullptr, true}, {" Auto ", true}, {"32M", false}, {"off", false}};
+  for (const auto& [value, want] : cases) {
+    std::map<std::string, std::string> m;
+    if (value != nullptr) m["HCCL_TUNE_NT_STORES"] = value;
+    auto e = Environment::LoadFrom(m);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(e->nt_stores_auto, want) << (value ? value : "(unset)");
+  }
+}
+
 TEST(Environment, LauncherPrecedence) {
   auto ompi = Environment::LoadFrom(std::map<std::string, std::string>{
       {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}});

@@ -227,7 +227,10 @@ void EveryReducingAlgorithm(int n, bool streaming) {
       },
       [streaming](int) {
         Environment e = testing::TestEnv();
-        if (streaming) e.nt_stores_bytes = 1;
+        if (streaming) {
+          e.nt_stores_bytes = 1;
+          e.nt_stores_auto = false;
+        }
         return e;
       });
   for (int r = 0; r < n; ++r) {
