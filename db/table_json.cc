@@ -177,13 +177,19 @@ absl::StatusOr<std::string> ExportStore(TuningStore& store) {
   return TablesToJson(tables);
 }
 
-absl::StatusOr<int> ImportIntoStore(TuningStore& store, absl::string_view text) {
+absl::StatusOr<int> ImportIntoStore(TuningStore& store, absl::string_view text, std::vector<std::string>* edited) {
   auto tables = TablesFromJson(text);
   if (!tables.ok()) return tables.status();
   // Every table is checked as PutTable checks it before any is written: a file with one bad table stores none.
   for (size_t i = 0; i < tables->size(); ++i) {
     const Table& t = (*tables)[i];
-    absl::Status s = ValidatePut(t.topology, t.entries, PutOptions{t.version, t.created_unix_ms}).status();
+    auto normalized = ValidatePut(t.topology, t.entries, PutOptions{t.version, t.created_unix_ms});
+    absl::Status s = normalized.status();
+    if (s.ok() && !t.content_hash.empty() && t.content_hash != ContentHash(*normalized) && edited != nullptr) {
+      // The exporter's hash over these entries: a mismatch means they changed after export — a hand edit (a
+      // supported workflow: the entries are checked like any others) or damage the checks above cannot see.
+      edited->push_back(absl::StrCat("tables[", i, "] (topology ", t.topology.fingerprint, ")"));
+    }
     if (s.ok() && t.topology.json.empty()) {
       // Allowed only for a topology the store has (PutTable refuses it otherwise).
       auto cur = store.GetTable(t.topology.fingerprint, 0);

@@ -34,7 +34,9 @@ absl::StatusOr<std::string> ExportStore(TuningStore& store);
 // Stores every table of `text` (keeping its version number where the store allows); returns how many tables
 // changed. Every table is checked first as PutTable would (fingerprint against the topology JSON, entries,
 // version): an invalid one stores nothing and the error names it (tables[i]). Should a write still fail, the
-// error says how many tables were stored before it.
-absl::StatusOr<int> ImportIntoStore(TuningStore& store, absl::string_view text);
+// error says how many tables were stored before it. Tables whose entries no longer match the content_hash written
+// at export (edited or damaged since) are imported as they are and named in `edited` (when given) for a warning.
+absl::StatusOr<int> ImportIntoStore(TuningStore& store, absl::string_view text,
+                                    std::vector<std::string>* edited = nullptr);
 
 }  // namespace hccltune::db

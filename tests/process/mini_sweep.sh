@@ -150,7 +150,10 @@ split = [dict(fp32, bytes="0-1K"), dict(fp32, bytes="1K-64M", stale=True), dict(
 t["entries"] = rest + split
 json.dump(d, open(sys.argv[2], "w"))
 PY
-"$cli" import "$tmp/long.json" --daemon "unix:$tmp/d.sock" >/dev/null || fail "import of the stale fp32 entry"
+"$cli" import "$tmp/long.json" --daemon "unix:$tmp/d.sock" >/dev/null 2>"$tmp/import.err" ||
+  { cat "$tmp/import.err"; fail "import of the stale fp32 entry"; }
+# The entries were edited after export: imported, with a warning naming the table.
+grep -q "warning: tables\[0\].*differ from the content_hash" "$tmp/import.err" || { cat "$tmp/import.err"; fail "no warning for the edited table"; }
 long_started() { grep "allreduce/fp32 world 2 1K-64M: started" "$tmp/daemon.log" | wc -l; }
 for _ in $(seq 150); do (($(long_started) >= 1)) && break; sleep 0.1; done
 (($(long_started) == 1)) || fail "no mini-sweep of the stale 1K-64M entry"

@@ -152,10 +152,16 @@ void RegisterImport(CLI::App& app, int* exit_code) {
       *exit_code = ReportError(opened.status());
       return;
     }
-    auto changed = db::ImportIntoStore(*opened->store, ss.str());
+    std::vector<std::string> edited;
+    auto changed = db::ImportIntoStore(*opened->store, ss.str(), &edited);
     if (!changed.ok()) {
       *exit_code = ReportError(changed.status());
       return;
+    }
+    for (const std::string& t : edited) {
+      std::cerr << "hccl-tune import: warning: " << t
+                << ": the entries differ from the content_hash written at export (edited or damaged since); "
+                   "imported as they are\n";
     }
     std::cerr << "imported: " << *changed << " table(s) changed\n";
     *exit_code = 0;

@@ -296,6 +296,34 @@ TYPED_TEST(TuningStoreConformance, ExportImportExportIsByteIdentical) {
   EXPECT_NE(bad.status().message().find("content_hash"), absl::string_view::npos) << bad.status();
 }
 
+// An exported file whose entries changed after export (a hand edit, damage) no longer matches its content_hash:
+// the edit is imported (checked like any entries) and the table is named for a warning; an unedited one is not.
+TYPED_TEST(TuningStoreConformance, ImportNamesTablesWhoseEntriesNoLongerMatchTheirContentHash) {
+  ASSERT_TRUE(this->store_->PutTable(MakeTopology(2), ThreeEntries(), {}).ok());
+  ASSERT_TRUE(
+      this->store_->PutTable(MakeTopology(4), {MakeEntry(Collective::kAlltoall, 32, 0, kUnbounded, "bruck", 0.1)}, {})
+          .ok());
+  auto exported = ExportStore(*this->store_);
+  ASSERT_TRUE(exported.ok());
+  TempDir other_dir;
+  auto other = TypeParam::Make(other_dir, StoreOptions{});
+  std::vector<std::string> edited;
+  ASSERT_TRUE(ImportIntoStore(*other, *exported, &edited).ok());
+  EXPECT_TRUE(edited.empty()) << edited.front();
+  std::string changed = *exported;
+  const size_t at = changed.find("\"bruck");  // the stored configuration, in canonical form
+  ASSERT_NE(at, std::string::npos);
+  changed.replace(at, std::string("\"bruck").size(), "\"pairwise");
+  auto r = ImportIntoStore(*other, changed, &edited);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, 1);
+  ASSERT_EQ(edited.size(), 1u);
+  EXPECT_NE(edited[0].find(MakeTopology(4).fingerprint), std::string::npos) << edited[0];
+  auto t = other->GetTable(MakeTopology(4).fingerprint, 0);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->entries.at(0).configuration.rfind("pairwise", 0), 0u) << t->entries.at(0).configuration;
+}
+
 // An import file whose later table is invalid stores nothing: each table is checked as PutTable checks it first.
 TYPED_TEST(TuningStoreConformance, ImportWithAnInvalidTableStoresNone) {
   Table good;
