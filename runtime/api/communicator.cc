@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "hccltune/version.h"
@@ -21,6 +22,7 @@
 #include "runtime/common/json_field.h"
 #include "runtime/common/logging.h"
 #include "runtime/topology/topology.h"
+#include "runtime/transport/shm/cma_cost.h"
 
 namespace hccltune {
 namespace {
@@ -380,14 +382,20 @@ absl::Status CommImpl::Setup() {
     const size_t ring = std::min<size_t>(kMaxRingBytes, env_.buffsize_bytes / (local_ranks_.size() - 1));
     ShmOptions shm_options;
     shm_options.single_copy = env_.single_copy;
-    if (Oversubscribed(static_cast<int>(local_ranks_.size()))) {
-      // Ranks taking turns on the CPUs: a reader's process_vm_readv pins the sender's pages while the other
-      // readers do the same (one page-table lock), and nothing runs alongside it. 4 ranks on 2 cores, 8 KiB
-      // messages through the ring instead of single copy: broadcast of 8 KiB 4.8 against 6.0 us, allgather of
-      // 32 KiB 12.2 against 13.1 (compare-peers, 7 repetitions). 16 KiB messages stay single copy: through the
-      // ring they won only in long runs (allgather of 64 KiB, 2000 calls: 15.0 against 15.7 us) and lost in
-      // the bench's 200 (18.6 against 16.0, the rings' first pass).
-      shm_options.single_copy_min_bytes = std::max<size_t>(shm_options.single_copy_min_bytes, 16u << 10);
+    if (env_.single_copy_min_bytes > 0) {
+      shm_options.single_copy_min_bytes = static_cast<size_t>(std::min<uint64_t>(env_.single_copy_min_bytes, SIZE_MAX));
+    } else if (env_.single_copy) {
+      // Measured: what a process_vm_readv costs here against a memcpy decides from which message size single copy
+      // pays (transport/shm/cma_cost.h). Ranks taking turns on the CPUs (oversubscribed) start higher: a reader's
+      // process_vm_readv pins the sender's pages while the other readers do the same (one page-table lock), and
+      // nothing runs alongside it (4 ranks on 2 cores, Intel VM: 8 KiB broadcast 4.8 us through the ring against
+      // 6.0 single-copied).
+      const double ratio = SingleCopyCostRatio();
+      shm_options.single_copy_min_bytes =
+          SingleCopyMinBytes(ratio, Oversubscribed(static_cast<int>(local_ranks_.size())));
+      Log(LogLevel::kInfo, "rank ", rank_, ": single copy from ", shm_options.single_copy_min_bytes,
+          "-byte messages (a 64 KiB process_vm_readv costs ", absl::StrFormat("%.1f", ratio),
+          " memcpys here; HCCL_TUNE_SINGLE_COPY=<size> sets it)");
     }
     auto shm = ShmDomain::Create(rank_, local_ranks_, ring, absl::StrCat("hccltune-", ::getpid(), "-", absl::Hex(tag_)),
                                  shm_options);

@@ -270,8 +270,11 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
       e.single_copy = true;
     } else if (a == "off" || a == "0") {
       e.single_copy = false;
+    } else if (auto b = ParseBytes(a); b.ok() && *b > 0) {
+      e.single_copy = true;
+      e.single_copy_min_bytes = *b;
     } else {
-      return Bad("HCCL_TUNE_SINGLE_COPY", *v, "auto or off");
+      return Bad("HCCL_TUNE_SINGLE_COPY", *v, "auto, off or the smallest message to single-copy such as 64K");
     }
   }
   HT_TRY(ReadAutoOffBytes(src, "HCCL_TUNE_NT_STORES", kDefaultNtStoresBytes, "a call size", e.nt_stores_bytes));

@@ -69,7 +69,9 @@ struct Environment {
   int sync_interval = 256;               // HCCL_TUNE_SYNC_INTERVAL: operations between table checkpoints
   int fetch_timeout_ms = 2000;           // HCCL_TUNE_FETCH_TIMEOUT_MS: init's wait for a daemon whose socket exists
   std::vector<TestDelay> test_delays;    // HCCL_TUNE_TEST_DELAY (test hook)
-  bool single_copy = true;               // HCCL_TUNE_SINGLE_COPY: auto (default) | off — shm single copy (CMA)
+  bool single_copy = true;               // HCCL_TUNE_SINGLE_COPY: auto (default) | off | a size — shm single copy
+  // (CMA); with a size, the smallest message single-copied (else 0: measured at init, transport/shm/cma_cost.h).
+  uint64_t single_copy_min_bytes = 0;
   // HCCL_TUNE_NT_STORES: auto | off | a size — calls of at least this many bytes write their output buffer with
   // non-temporal stores (kUnbounded = off). auto = kDefaultNtStoresBytes, and nt_stores_auto: the communicator
   // lowers the threshold of allreduce and reducescatter to what the last-level cache holds (AutoNtStoresBytes).

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/bootstrap/store.h"
 #include "runtime/bootstrap/tcp_store.h"
+#include "runtime/transport/shm/cma_cost.h"
 #include "runtime/transport/shm/shm_transport.h"
 #include "runtime/transport/stream_endpoint.h"
 #include "runtime/transport/tcp/tcp_transport.h"
@@ -285,6 +286,19 @@ ShmOptions SingleCopyFrom(size_t min_bytes) {
 
 // Single copy over worlds 2-5: messages at and above the threshold are read straight from the sender (every
 // rank's output checked, counted in stats), smaller ones stream through a ring smaller than the large ones.
+// The single-copy window follows what a process_vm_readv costs here (cma_cost.h): measured once, the same
+// answer after, and a machine whose kernel copies are expensive next to memcpy single-copies only large messages.
+TEST(ShmTransport, SingleCopyCostIsMeasuredOnceAndSetsTheWindow) {
+  const double ratio = SingleCopyCostRatio();
+  EXPECT_GT(ratio, 0) << "process_vm_readv of this process's own memory was refused";
+  EXPECT_EQ(ratio, SingleCopyCostRatio());
+  EXPECT_EQ(SingleCopyMinBytes(2.0, false), 8u << 10);
+  EXPECT_EQ(SingleCopyMinBytes(2.0, true), 16u << 10);
+  EXPECT_EQ(SingleCopyMinBytes(0, false), 8u << 10);  // unknown: as on a cheap machine
+  EXPECT_EQ(SingleCopyMinBytes(kExpensiveSingleCopyRatio + 5, false), 4u << 20);
+  EXPECT_EQ(SingleCopyMinBytes(kExpensiveSingleCopyRatio + 5, true), 8u << 20);
+}
+
 TEST(ShmTransport, SingleCopyRingExchange) {
   for (int n : {2, 3, 4, 5}) {
     auto doms = MakeShm(n, 4096, {SingleCopyFrom(1024)});

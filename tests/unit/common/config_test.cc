@@ -89,6 +89,23 @@ TEST(Environment, AutoOffOrSize) {
   }
 }
 
+TEST(Environment, SingleCopyAutoOffOrTheSmallestMessage) {
+  const struct {
+    const char* value;
+    bool on;
+    uint64_t min_bytes;  // 0: measured at init
+  } cases[] = {{nullptr, true, 0}, {"auto", true, 0},        {"on", true, 0},         {"off", false, 0},
+               {"0", false, 0},    {"64K", true, 64u << 10}, {" 4m ", true, 4u << 20}};
+  for (const auto& c : cases) {
+    std::map<std::string, std::string> m;
+    if (c.value != nullptr) m["HCCL_TUNE_SINGLE_COPY"] = c.value;
+    auto e = Environment::LoadFrom(m);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(e->single_copy, c.on) << (c.value ? c.value : "(unset)");
+    EXPECT_EQ(e->single_copy_min_bytes, c.min_bytes) << (c.value ? c.value : "(unset)");
+  }
+}
+
 TEST(Environment, OnlyAnAutomaticNtStoresThresholdFollowsTheCache) {
   // Unset or auto: the communicator may lower the reductions' threshold to the cache's share; an explicit size or
   // off (even 32M, the default's value) is taken for every collective as written.
@@ -135,7 +152,8 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
       {"HCCL_TUNE_STORE", "tcp://127.0.0.1", "PORT from 1 to 65535"},
       {"HCCL_TUNE_STORE", "tcp://:29500", "PORT from 1 to 65535"},
       {"HCCL_TUNE_TORCH_ALIAS", "maybe", "0 or 1"},
-      {"HCCL_TUNE_SINGLE_COPY", "yes", "auto or off"},
+      {"HCCL_TUNE_SINGLE_COPY", "yes", "auto, off or the smallest message"},
+      {"HCCL_TUNE_SINGLE_COPY", "-4K", "auto, off or the smallest message"},
       {"HCCL_TUNE_NT_STORES", "lots", "auto, off or a call size"},
       {"HCCL_TUNE_NT_STORES", "0B", "auto, off or a call size"},
       {"HCCL_TUNE_HUGE_PAGES", "always", "auto, off or an allocation size"},
