@@ -22,7 +22,6 @@ constexpr std::array<DataType, kNumDataTypes> kDataTypes = {DataType::kInt8,    
                                                             DataType::kFloat32, DataType::kFloat64};
 constexpr std::array<absl::string_view, kNumDataTypes> kDataTypeNames = {"int8", "uint8", "int32", "int64",
                                                                          "fp16", "bf16",  "fp32",  "fp64"};
-constexpr std::array<size_t, kNumDataTypes> kDataTypeSizes = {1, 1, 4, 8, 2, 2, 4, 8};
 
 constexpr std::array<ReduceOp, kNumReduceOps> kReduceOps = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin,
                                                             ReduceOp::kMax, ReduceOp::kAvg,  ReduceOp::kBand,
@@ -76,7 +75,6 @@ absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
 }
 
 absl::Span<const DataType> AllDataTypes() { return kDataTypes; }
-size_t DataTypeSize(DataType t) { return kDataTypeSizes[static_cast<size_t>(t)]; }
 
 bool IsFloatingPoint(DataType t) {
   return t == DataType::kFloat16 || t == DataType::kBfloat16 || t == DataType::kFloat32 || t == DataType::kFloat64;

@@ -47,7 +47,11 @@ inline constexpr int kNumDataTypes = 8;
 absl::string_view DataTypeName(DataType t);
 absl::StatusOr<DataType> ParseDataType(absl::string_view name);
 absl::Span<const DataType> AllDataTypes();
-size_t DataTypeSize(DataType t);
+// Bytes per element (inline: every call of a collective asks several times).
+inline constexpr size_t DataTypeSize(DataType t) {
+  constexpr size_t kSizes[kNumDataTypes] = {1, 1, 4, 8, 2, 2, 4, 8};
+  return kSizes[static_cast<size_t>(t)];
+}
 bool IsFloatingPoint(DataType t);
 
 enum class ReduceOp : uint8_t { kSum, kProd, kMin, kMax, kAvg, kBand, kBor, kBxor };
