@@ -35,7 +35,8 @@ absl::StatusOr<std::string> ExportStore(TuningStore& store);
 // changed. Every table is checked first as PutTable would (fingerprint against the topology JSON, entries,
 // version): an invalid one stores nothing and the error names it (tables[i]). Should a write still fail, the
 // error says how many tables were stored before it. Tables whose entries no longer match the content_hash written
-// at export (edited or damaged since) are imported as they are and named in `edited` (when given) for a warning.
+// at export (edited or damaged since) are imported as they are and appended to `edited` (when given; not cleared
+// first, and possibly partly filled when an error is returned) for a warning.
 absl::StatusOr<int> ImportIntoStore(TuningStore& store, absl::string_view text,
                                     std::vector<std::string>* edited = nullptr);
 

@@ -371,6 +371,10 @@ absl::Status CommImpl::Setup() {
   nt_reduce_bytes_ = env_.nt_stores_auto
                          ? AutoNtStoresBytes(LastLevelCacheBytes(), static_cast<int>(local_ranks_.size()))
                          : env_.nt_stores_bytes;
+  if (env_.nt_stores_auto) {
+    Log(LogLevel::kInfo, "rank ", rank_, ": last-level cache ", LastLevelCacheBytes(), " bytes; allreduce and ",
+        "reducescatter stream their output from ", nt_reduce_bytes_, "-byte calls (HCCL_TUNE_NT_STORES=auto)");
+  }
 
   // Shared memory among the ranks of this node.
   prealloc_bytes_ = env_.buffsize_bytes;
@@ -384,6 +388,8 @@ absl::Status CommImpl::Setup() {
     shm_options.single_copy = env_.single_copy;
     if (env_.single_copy_min_bytes > 0) {
       shm_options.single_copy_min_bytes = static_cast<size_t>(std::min<uint64_t>(env_.single_copy_min_bytes, SIZE_MAX));
+      Log(LogLevel::kInfo, "rank ", rank_, ": single copy from ", shm_options.single_copy_min_bytes,
+          "-byte messages (HCCL_TUNE_SINGLE_COPY)");
     } else if (env_.single_copy) {
       // Measured: what a process_vm_readv costs here against a memcpy decides from which message size single copy
       // pays (transport/shm/cma_cost.h). Ranks taking turns on the CPUs (oversubscribed) start higher: a reader's
@@ -394,8 +400,9 @@ absl::Status CommImpl::Setup() {
       shm_options.single_copy_min_bytes =
           SingleCopyMinBytes(ratio, Oversubscribed(static_cast<int>(local_ranks_.size())));
       Log(LogLevel::kInfo, "rank ", rank_, ": single copy from ", shm_options.single_copy_min_bytes,
-          "-byte messages (a 64 KiB process_vm_readv costs ", absl::StrFormat("%.1f", ratio),
-          " memcpys here; HCCL_TUNE_SINGLE_COPY=<size> sets it)");
+          "-byte messages (a 64 KiB process_vm_readv costs ",
+          ratio > 0 ? absl::StrFormat("%.1f memcpys here", ratio) : std::string("unmeasured: refused"),
+          "; HCCL_TUNE_SINGLE_COPY=<size> sets it)");
     }
     auto shm = ShmDomain::Create(rank_, local_ranks_, ring, absl::StrCat("hccltune-", ::getpid(), "-", absl::Hex(tag_)),
                                  shm_options);

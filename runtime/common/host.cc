@@ -70,7 +70,7 @@ uint64_t LastLevelCacheBytesIn(const std::string& cpu_dir) {
       best = bytes;
     }
   }
-  return best;
+  return best_level >= 3 ? best : 0;  // an L2 taken for the last level would overstate each rank's share
 }
 
 uint64_t LastLevelCacheBytes() {
@@ -83,7 +83,7 @@ uint64_t LastLevelCacheBytes() {
 
 uint64_t AutoNtStoresBytes(uint64_t llc_bytes, int host_ranks) {
   constexpr uint64_t kMin = 4ull << 20, kMax = 32ull << 20;
-  if (llc_bytes == 0 || host_ranks < 1) return kMax;
+  if (llc_bytes == 0 || host_ranks < 2) return kMax;  // unknown, or no shm peers (unmeasured): the fixed default
   return std::clamp<uint64_t>(llc_bytes / (2 * static_cast<uint64_t>(host_ranks)), kMin, kMax);
 }
 

@@ -1,6 +1,7 @@
 // This host's CPUs as the runtime's waiting and transport choices see them.
 //
-// Thread-safety: pure functions (each reads the system once and caches the answer).
+// Thread-safety: thread-safe; HostCpus and LastLevelCacheBytes read the system once and cache the answer,
+// LastLevelCacheBytesIn reads `cpu_dir` on every call, AutoNtStoresBytes is pure.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +23,10 @@ int BoundCpu();
 // copy of mid-size messages) is avoided.
 inline bool Oversubscribed(int host_ranks) { return host_ranks > HostCpus(); }
 
-// Bytes of the last-level cache (the highest-level data or unified cache) of the CPU this process is bound to, or
-// of CPU 0, as the kernel describes it in sysfs; 0 when it does not. Not glibc's sysconf: on a virtual machine it
-// reports the host package's cache (384 MiB on a 2-vCPU guest whose sysfs, and whose measured behaviour, say 32).
+// Bytes of the last-level cache (the highest-level data or unified cache, level 3 or above) of the CPU this
+// process is bound to, or of CPU 0, as the kernel describes it in sysfs; 0 when it does not (or names no L3). Not
+// glibc's sysconf: on a virtual machine it reports the host package's cache (384 MiB on a 2-vCPU guest whose sysfs, and
+// whose measured behaviour, say 32).
 uint64_t LastLevelCacheBytes();
 
 // The same read from `cpu_dir` (a /sys/devices/system/cpu/cpuN directory): its cache/index*/{level,type,size}.
@@ -35,7 +37,8 @@ uint64_t LastLevelCacheBytesIn(const std::string& cpu_dir);
 // the last-level cache (2 x host_ranks x bytes >= llc_bytes), output lines written through the cache evict the
 // inputs and rings the next step reads, so streaming the output past the cache wins; below, the written output
 // is still cached when the caller reads it. Clamped to [4 MiB, 32 MiB] (32 MiB: the measured default on a VM
-// with a very large shared L3); llc_bytes 0 (unknown) gives 32 MiB. Measured in docs/PERFORMANCE.md, round 14.
+// with a very large shared L3); llc_bytes 0 (unknown) or fewer than 2 host ranks (no shm peers, unmeasured)
+// give 32 MiB. Measured in docs/PERFORMANCE.md, round 14.
 uint64_t AutoNtStoresBytes(uint64_t llc_bytes, int host_ranks);
 
 }  // namespace hccltune

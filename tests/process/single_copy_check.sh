@@ -24,6 +24,13 @@ for mode in 8K off nt; do
       echo "FAILED: $coll at $ranks ranks, mode $mode (HCCL_TUNE_SINGLE_COPY=$sc HCCL_TUNE_NT_STORES=$nt)" >&2
       exit 1
     fi
+    # Every rank took the forced threshold (logged at init), so 8-16 KiB messages are single-copied here too.
+    forced=$(grep -c 'single copy from 8192-byte messages (HCCL_TUNE_SINGLE_COPY)' <<<"$out" || true)
+    if [[ $mode != off && $forced -lt $ranks ]]; then
+      grep 'single copy' <<<"$out" >&2 || true
+      echo "FAILED: $coll at $ranks ranks, mode $mode: $forced of $ranks ranks report the 8 KiB threshold" >&2
+      exit 1
+    fi
     fallback=$(grep -c 'no single copy' <<<"$out" || true)
     if [[ $mode != off && $fallback -ne 0 ]] || [[ $mode == off && $fallback -eq 0 ]]; then
       grep 'single copy' <<<"$out" >&2 || true

@@ -41,21 +41,24 @@ TEST_F(FakeCpuDir, TheHighestDataOrUnifiedLevelIsTheLastLevelCache) {
 
 TEST_F(FakeCpuDir, AnInstructionCacheOrAnUnreadableSizeIsNotTheLastLevel) {
   AddCache(0, "1", "Data", "32K");
-  AddCache(1, "2", "Unified", "2M");
-  AddCache(2, "3", "Instruction", "64M");  // not data: ignored
-  AddCache(3, "4", "Unified", "lots");     // no size: ignored
-  EXPECT_EQ(LastLevelCacheBytesIn(dir_.string()), 2ull << 20);
+  AddCache(1, "3", "Unified", "8M");
+  AddCache(2, "4", "Instruction", "64M");  // not data: ignored
+  AddCache(3, "5", "Unified", "lots");     // no size: ignored
+  EXPECT_EQ(LastLevelCacheBytesIn(dir_.string()), 8ull << 20);
 }
 
 TEST_F(FakeCpuDir, NoCacheDescriptionGivesZero) { EXPECT_EQ(LastLevelCacheBytesIn(dir_.string()), 0u); }
 
-TEST(Host, ThisMachinesLastLevelCacheIsReadOnce) {
-  // Whatever this machine reports, two reads agree (the answer is cached) and a described cache is not tiny.
-  const uint64_t llc = LastLevelCacheBytes();
-  EXPECT_EQ(llc, LastLevelCacheBytes());
-  if (llc != 0) {
-    EXPECT_GE(llc, 4096u);
-  }
+TEST_F(FakeCpuDir, AMachineThatNamesNoThirdLevelHasNoKnownLastLevelCache) {
+  AddCache(0, "1", "Data", "32K");
+  AddCache(1, "2", "Unified", "2M");  // an L2 would overstate each rank's share of a cache
+  EXPECT_EQ(LastLevelCacheBytesIn(dir_.string()), 0u);
+}
+
+TEST(Host, ThisMachinesLastLevelCacheComesFromSysfs) {
+  // The process's answer is the sysfs description of its CPU (this test is not bound: CPU 0's).
+  if (BoundCpu() >= 0) GTEST_SKIP() << "bound to one CPU";
+  EXPECT_EQ(LastLevelCacheBytes(), LastLevelCacheBytesIn("/sys/devices/system/cpu/cpu0"));
 }
 
 TEST(Host, AutoNtStoresThresholdFollowsTheCacheShareOfEachRank) {
@@ -66,8 +69,9 @@ TEST(Host, AutoNtStoresThresholdFollowsTheCacheShareOfEachRank) {
   // Never below 4 MiB, never above the 32 MiB measured on a VM whose L3 is reported as hundreds of MiB.
   EXPECT_EQ(AutoNtStoresBytes(32 * MiB, 16), 4 * MiB);
   EXPECT_EQ(AutoNtStoresBytes(480 * MiB, 2), 32 * MiB);
-  // Unknown cache or no ranks: the fixed default.
+  // Unknown cache, or no shm peers (unmeasured): the fixed default.
   EXPECT_EQ(AutoNtStoresBytes(0, 2), 32 * MiB);
+  EXPECT_EQ(AutoNtStoresBytes(32 * MiB, 1), 32 * MiB);
   EXPECT_EQ(AutoNtStoresBytes(32 * MiB, 0), 32 * MiB);
 }
 
