@@ -436,8 +436,8 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   if (!internal_call_) last_config_ = *config;
   if (LogEnabled(LogLevel::kDebug)) {
     Log(LogLevel::kDebug, "rank ", rank_, " op ", call_.sequence, " ", CollectiveName(args.collective), " ",
-        DataTypeName(args.dtype), " ", CallBytes(args, size_), " B ", config->ToString(), " ", us, " us ",
-        s.ok() ? "ok" : std::string(s.message()));
+        DataTypeName(args.dtype), " ", CallBytes(args, size_), " B ", config->ToString(),
+        region.bytes > 0 ? " output streamed" : "", " ", us, " us ", s.ok() ? "ok" : std::string(s.message()));
   }
   if (!s.ok() && config->algorithm == "symmetric" && config != &symmetric_config_ &&
       (opt.config.empty() || opt.config == "auto")) {
