@@ -248,7 +248,8 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a, uint64_t* aliased_input
 }
 
 absl::StatusOr<const Configuration*> CommImpl::Choose(const CollectiveArgs& args, const CallOptions& opt,
-                                                      bool* explored) const {
+                                                      bool* explored, bool* repeats) const {
+  if (repeats != nullptr) *repeats = true;
   if (opt.config.empty() || opt.config == "auto") {
     // alltoallv: each rank knows only its own counts, so its size differs between ranks and cannot pick the
     // configuration (CONVENTIONS.md, Sizes): every rank looks up size 0.
@@ -256,6 +257,7 @@ absl::StatusOr<const Configuration*> CommImpl::Choose(const CollectiveArgs& args
     if (explored == nullptr) return selector_->Choose(args.collective, args.dtype, bytes).config;
     const Selector::Choice choice = selector_->ChooseForCall(args.collective, args.dtype, bytes);
     *explored = choice.source == ChoiceSource::kExplore;
+    if (repeats != nullptr) *repeats = selector_->Repeats(args.collective, args.dtype, bytes, choice);
     return choice.config;
   }
   const std::string key = absl::StrCat(CollectiveName(args.collective), "|", opt.config);
@@ -376,31 +378,56 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     // Checkpoint: rank 0 hands its newest table to everyone; all switch here, at the same operation.
     if (absl::Status s = SyncTable(rank_ == 0 && tuning_ ? tuning_->LatestTable() : nullptr); !s.ok()) return s;
   }
-  uint64_t aliased = 0;
-  if (absl::Status s = Validate(args, &aliased); !s.ok()) return s;
   CollectiveArgs run = args;
-  if (aliased > 0) {
-    // send and recv overlap, but not in place: the input as it was before the call, from a copy.
-    if (!warned_aliasing_) {
-      warned_aliasing_ = true;
-      Log(LogLevel::kWarn, "rank ", rank_, ": ", CollectiveName(args.collective),
-          " with send and receive buffers that overlap but not in place (see runtime/algorithms/algorithm.h): the ",
-          aliased, "-byte input is copied first (warned once per communicator)");
-    }
-    if (aliased > SIZE_MAX) return absl::ResourceExhaustedError("input too large to copy");
-    aliased_copy_.resize(static_cast<size_t>(aliased));
-    std::memcpy(aliased_copy_.data(), args.send, static_cast<size_t>(aliased));
-    run.send = aliased_copy_.data();
-  }
   bool explored = false;
-  // Symmetric buffers first: they are not the tuned table's business (and must not use up an exploration plan).
-  const Configuration* config = ChooseSymmetric(run, opt);
-  if (config == nullptr) {
-    auto chosen = Choose(args, opt, internal_call_ ? nullptr : &explored);
-    if (!chosen.ok()) return chosen.status();
-    config = *chosen;
+  const Configuration* config = nullptr;
+  StreamRegion region;
+  const bool auto_config = opt.config.empty() || opt.config == "auto";
+  CallMemo& memo = memo_[static_cast<size_t>(args.collective)];
+  if (auto_config && !internal_call_ && memo.Matches(args) && memo.generation == selector_->generation()) {
+    // The same small call as this collective's last one: its checks, choice and output region stand (CallMemo).
+    config = memo.config;
+    region = memo.region;
+  } else {
+    memo.valid = false;
+    uint64_t aliased = 0;
+    if (absl::Status s = Validate(args, &aliased); !s.ok()) return s;
+    if (aliased > 0) {
+      // send and recv overlap, but not in place: the input as it was before the call, from a copy.
+      if (!warned_aliasing_) {
+        warned_aliasing_ = true;
+        Log(LogLevel::kWarn, "rank ", rank_, ": ", CollectiveName(args.collective),
+            " with send and receive buffers that overlap but not in place (see runtime/algorithms/algorithm.h): the ",
+            aliased, "-byte input is copied first (warned once per communicator)");
+      }
+      if (aliased > SIZE_MAX) return absl::ResourceExhaustedError("input too large to copy");
+      aliased_copy_.resize(static_cast<size_t>(aliased));
+      std::memcpy(aliased_copy_.data(), args.send, static_cast<size_t>(aliased));
+      run.send = aliased_copy_.data();
+    }
+    bool repeats = false;
+    // Symmetric buffers first: they are not the tuned table's business (and must not use up an exploration plan).
+    config = ChooseSymmetric(run, opt);
+    if (config == nullptr) {
+      auto chosen = Choose(args, opt, internal_call_ ? nullptr : &explored, &repeats);
+      if (!chosen.ok()) return chosen.status();
+      config = *chosen;
+    }
+    if (config != &symmetric_config_) AdviseHugePages(args);
+    const bool reducing = args.collective == Collective::kAllreduce || args.collective == Collective::kReducescatter;
+    region = CallBytes(args, size_) >= (reducing ? nt_reduce_bytes_ : nt_other_bytes_)
+                 ? StreamRegion{static_cast<const char*>(args.recv), OutputBytes(args, size_)}
+                 : StreamRegion{};
+    // Remembered only where skipping the above cannot change anything: no input copy, no exploration plan for
+    // this size, not symmetric, fixed counts (a v-collective's count arrays may change behind the same
+    // pointers), below the huge-page advice's threshold (it acts on a buffer's later uses).
+    if (auto_config && !internal_call_ && repeats && aliased == 0 && config != &symmetric_config_ &&
+        args.collective != Collective::kAllgatherv && args.collective != Collective::kAlltoallv &&
+        args.count * DataTypeSize(args.dtype) * static_cast<uint64_t>(size_) < env_.thp_bytes) {
+      memo = CallMemo{true,      args.collective,         args.dtype, args.op, args.count, args.send, args.recv,
+                      args.root, selector_->generation(), config,     region};
+    }
   }
-  if (config != &symmetric_config_) AdviseHugePages(args);
   call_.sequence = ++sequence_;
   call_.collective = args.collective;
   call_.dtype = args.dtype;
@@ -413,10 +440,6 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   if (args.collective == Collective::kAlltoallv) call_.count = 0;
   // From a local: reading stream_ back right after its two 8-byte stores stalled the 16-byte copy (a failed
   // store-to-load forward, a quarter of this function's own time in a 1-rank call).
-  const bool reducing = args.collective == Collective::kAllreduce || args.collective == Collective::kReducescatter;
-  const StreamRegion region = CallBytes(args, size_) >= (reducing ? nt_reduce_bytes_ : nt_other_bytes_)
-                                  ? StreamRegion{static_cast<const char*>(args.recv), OutputBytes(args, size_)}
-                                  : StreamRegion{};
   stream_ = region;
   run.stream = region;
   // The call is timed only where the time is read: a call sampled or exploring for the daemon, a user timing

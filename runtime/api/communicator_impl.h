@@ -119,8 +119,10 @@ class CommImpl final : public Communicator {
   // The configuration for a call (owned by the selector or the parse cache; valid until the next table switch).
   // `explored` non-null: the choice for the operation about to run (applies exploration plans; *explored says
   // whether this call explores); null: pure.
+  // `repeats` (when given): whether the same request gets the same configuration until the selector's next table
+  // switch (Selector::Repeats; true for an explicit configuration string).
   absl::StatusOr<const Configuration*> Choose(const CollectiveArgs& args, const CallOptions& opt,
-                                              bool* explored = nullptr) const;
+                                              bool* explored = nullptr, bool* repeats = nullptr) const;
   // HCCL_TUNE_TEST_DELAY: the delay for `config` of `c` in microseconds (0 = none).
   double TestDelayUs(Collective c, const Configuration& config) const;
   // Bad arguments. *aliased_input (when given): the bytes of `send` to copy before the call because send and
@@ -187,6 +189,30 @@ class CommImpl final : public Communicator {
   std::vector<std::vector<uint8_t>> scratch_;
   std::atomic<uint64_t> fallback_allocs_{0};
   uint64_t prealloc_bytes_ = 0;
+  // Per collective, its last call that may run again without its argument checks, configuration choice,
+  // huge-page advice and output-region work (ExecuteLocked): a small call (below HCCL_TUNE_THP) that passed
+  // Validate without aliasing and chose, under auto, a configuration the selector repeats (no exploration plan
+  // for that size; Selector::Repeats), not symmetric, not a v-collective. Used while the arguments are equal
+  // and the selector's generation is the same; symmetric allocations clear it. Guarded by exec_mu_. Measured:
+  // 2-rank 8-64 B allreduce 0.26 -> 0.23-0.24 us, 4 ranks 3-5% (docs/PERFORMANCE.md, round 14).
+  struct CallMemo {
+    bool valid = false;
+    Collective collective{};
+    DataType dtype{};
+    ReduceOp op{};
+    size_t count = 0;
+    const void* send = nullptr;
+    void* recv = nullptr;
+    int root = 0;
+    uint64_t generation = 0;
+    const Configuration* config = nullptr;
+    StreamRegion region;
+    bool Matches(const CollectiveArgs& a) const {
+      return valid && a.collective == collective && a.count == count && a.send == send && a.recv == recv &&
+             a.dtype == dtype && a.op == op && a.root == root;
+    }
+  };
+  std::array<CallMemo, kNumCollectives> memo_{};
   // Call sizes from which allreduce/reducescatter, and every other collective, stream their output
   // (HCCL_TUNE_NT_STORES; under auto the reductions' threshold follows the last-level cache, AutoNtStoresBytes).
   uint64_t nt_reduce_bytes_ = Environment::kDefaultNtStoresBytes;

@@ -173,6 +173,7 @@ absl::StatusOr<Selector> Selector::Create(const Environment& env, int world_size
 }
 
 void Selector::SetTable(std::shared_ptr<const TunedTable> table, bool explore) {
+  ++generation_;
   for (auto& row : slots_) {
     for (auto& v : row) v.clear();
   }
@@ -240,6 +241,13 @@ Selector::Choice Selector::ChooseForCall(Collective c, DataType dtype, uint64_t 
     return {slot->explore, ChoiceSource::kExplore};
   }
   return choice;
+}
+
+bool Selector::Repeats(Collective c, DataType dtype, uint64_t bytes, const Choice& choice) const {
+  if (choice.source == ChoiceSource::kExplore) return false;
+  if (choice.source != ChoiceSource::kTable) return true;
+  const Slot* slot = FindSlot(c, dtype, bytes);
+  return slot == nullptr || slot->explore == nullptr;
 }
 
 Selector::Choice Selector::Choose(Collective c, DataType dtype, uint64_t bytes) const {

@@ -92,6 +92,12 @@ class Selector {
   // REQUIRES: calls serialised by the caller (the communicator's call lock); not concurrent with Choose.
   Choice ChooseForCall(Collective c, DataType dtype, uint64_t bytes) const;
 
+  // Whether ChooseForCall, asked again for (c, dtype, bytes) with no SetTable in between, gives `choice` again:
+  // not when it is, or could become, an exploration plan's configuration.
+  bool Repeats(Collective c, DataType dtype, uint64_t bytes, const Choice& choice) const;
+  // Changes with every SetTable: a caller's memo of choices is stale once it differs.
+  uint64_t generation() const { return generation_; }
+
   // Installs a tuned table (entries for other world sizes are ignored; invalid configurations are dropped
   // with a warning). Null clears it. `explore`: follow the table's exploration plans (online mode only; static
   // mode and a pinned version never explore). Resets the plans' call counters.
@@ -124,6 +130,7 @@ class Selector {
   std::shared_ptr<const TunedTable> table_;
   std::vector<Slot> slots_[kNumCollectives][kNumDataTypes];  // sorted by min
   std::array<Configuration, kNumCollectives> fallback_;      // when the defaults have no line
+  uint64_t generation_ = 0;
 };
 
 }  // namespace hccltune
