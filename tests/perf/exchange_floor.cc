@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/transport/shm/shm_transport.h"
 #include "runtime/transport/stream_endpoint.h"
+#include "tests/perf/floor_report.h"
 
 namespace {
 
@@ -99,25 +100,5 @@ int main(int argc, char** argv) {
     }
     _exit(0);
   }
-  int failed = 0;
-  for (int r = 0; r < n; ++r) {
-    int status = 0;
-    if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) failed = 1;
-  }
-  if (failed) {
-    std::fprintf(stderr, "a rank failed (exchange error, wrong sum or crash)\n");
-    return 1;
-  }
-  std::vector<double> worst(static_cast<size_t>(calls), 0.0);
-  for (long k = 0; k < calls; ++k) {
-    for (int r = 0; r < n; ++r) {
-      worst[static_cast<size_t>(k)] =
-          std::max(worst[static_cast<size_t>(k)],
-                   times[static_cast<size_t>(r) * static_cast<size_t>(calls) + static_cast<size_t>(k)]);
-    }
-  }
-  std::sort(worst.begin(), worst.end());
-  std::printf("ranks %d calls %ld cpus %ld: exchange alone, median of the max over ranks %.3f us per call\n", n, calls,
-              cpus, worst[worst.size() / 2]);
-  return 0;
+  return hccltune::perf::ReapAndReport(n, calls, cpus, times, "exchange alone, ");
 }

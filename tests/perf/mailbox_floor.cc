@@ -18,6 +18,8 @@
 #include <cstdlib>
 #include <vector>
 
+#include "tests/perf/floor_report.h"
+
 namespace {
 
 struct alignas(64) Slot {
@@ -79,24 +81,5 @@ int main(int argc, char** argv) {
       _exit(0);
     }
   }
-  int failed = 0;
-  for (int r = 0; r < n; ++r) {
-    int status = 0;
-    if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) failed = 1;
-  }
-  if (failed) {
-    std::fprintf(stderr, "a rank failed (wrong sum or crashed)\n");
-    return 1;
-  }
-  std::vector<double> worst(static_cast<size_t>(calls), 0.0);
-  for (long k = 0; k < calls; ++k) {
-    for (int r = 0; r < n; ++r) {
-      worst[static_cast<size_t>(k)] =
-          std::max(worst[static_cast<size_t>(k)], times[static_cast<size_t>(r) * static_cast<size_t>(calls) + k]);
-    }
-  }
-  std::sort(worst.begin(), worst.end());
-  std::printf("ranks %d calls %ld cpus %ld: median of the max over ranks %.3f us per call\n", n, calls, cpus,
-              worst[worst.size() / 2]);
-  return 0;
+  return hccltune::perf::ReapAndReport(n, calls, cpus, times, "");
 }
