@@ -353,11 +353,7 @@ void CommImpl::SetTimingSink(std::shared_ptr<TimingSink> sink) {
 }
 
 void CommImpl::AdviseHugePages(const CollectiveArgs& args) const {
-  // Neither buffer of a call below the threshold can reach it (the v collectives' extents are sums: worked out).
-  if (args.collective != Collective::kAllgatherv && args.collective != Collective::kAlltoallv &&
-      args.count * DataTypeSize(args.dtype) * static_cast<uint64_t>(size_) < env_.thp_bytes) {
-    return;
-  }
+  if (BelowHugePageAdvice(args)) return;
   const uint64_t in = args.send == nullptr ? 0 : InputBytes(args, size_);
   const uint64_t out = args.recv == nullptr || args.recv == args.send ? 0 : OutputBytes(args, size_);
   for (const auto& [p, bytes] : {std::pair<const void*, uint64_t>{args.send, in}, {args.recv, out}}) {
@@ -422,8 +418,7 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     // this size, not symmetric, fixed counts (a v-collective's count arrays may change behind the same
     // pointers), below the huge-page advice's threshold (it acts on a buffer's later uses).
     if (auto_config && !internal_call_ && repeats && aliased == 0 && config != &symmetric_config_ &&
-        args.collective != Collective::kAllgatherv && args.collective != Collective::kAlltoallv &&
-        args.count * DataTypeSize(args.dtype) * static_cast<uint64_t>(size_) < env_.thp_bytes) {
+        BelowHugePageAdvice(args)) {
       memo = CallMemo{true,      args.collective,         args.dtype, args.op, args.count, args.send, args.recv,
                       args.root, selector_->generation(), config,     region};
     }

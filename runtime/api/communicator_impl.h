@@ -139,6 +139,12 @@ class CommImpl final : public Communicator {
   // HCCL_TUNE_THP: this rank's ordinary send and recv buffers of a call (from env_.thp_bytes) go through the
   // process's HugePageAdvisor (collapsed into 2 MiB pages at their second use). REQUIRES: exec_mu_ held.
   void AdviseHugePages(const CollectiveArgs& args) const;
+  // Whether neither buffer of the call can reach HCCL_TUNE_THP (AdviseHugePages then does nothing); false for the
+  // v-collectives, whose extents are sums worked out per call.
+  bool BelowHugePageAdvice(const CollectiveArgs& args) const {
+    return args.collective != Collective::kAllgatherv && args.collective != Collective::kAlltoallv &&
+           args.count * DataTypeSize(args.dtype) * static_cast<uint64_t>(size_) < env_.thp_bytes;
+  }
   // Rank 0 broadcasts `table` (its newest, or null) to every rank; every rank installs what it receives when
   // its version differs from the installed one. REQUIRES: exec_mu_ held; every rank calls it at the same op.
   absl::Status SyncTable(std::shared_ptr<const TunedTable> table);
