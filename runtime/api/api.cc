@@ -67,7 +67,7 @@ std::shared_ptr<Work> CommImpl::Submit(std::function<absl::Status()> fn) {
       }
       {
         std::lock_guard<std::mutex> done_lock(q_mu_);
-        --in_flight_;
+        in_flight_.fetch_sub(1, std::memory_order_release);
       }
       work->Complete(std::move(s));
     });
@@ -77,6 +77,8 @@ std::shared_ptr<Work> CommImpl::Submit(std::function<absl::Status()> fn) {
 }
 
 bool CommImpl::MustQueue() {
+  // Nothing in flight (the common case): no lock, which costs a blocking small call two atomic operations.
+  if (in_flight_.load(std::memory_order_acquire) == 0) return false;
   std::lock_guard<std::mutex> lock(q_mu_);
   const bool on_progress = progress_.joinable() && std::this_thread::get_id() == progress_.get_id();
   return !on_progress && in_flight_ > 0;

@@ -151,7 +151,7 @@ class CommImpl final : public Communicator {
   absl::Status PointToPoint(bool send, void* data, size_t count, DataType dtype, int peer);
   std::shared_ptr<Work> Submit(std::function<absl::Status()> fn);
   // Whether a blocking call made now must go behind queued non-blocking work (the caller's program order):
-  // called off the progress thread while work is in flight. Locks q_mu_.
+  // called off the progress thread while work is in flight. Locks q_mu_ only while work is in flight.
   bool MustQueue();
   void ProgressLoop();
 
@@ -246,7 +246,9 @@ class CommImpl final : public Communicator {
   std::mutex q_mu_;
   std::condition_variable q_cv_;
   std::deque<std::function<void()>> queue_;
-  size_t in_flight_ = 0;  // queued + running on the progress thread
+  // Queued + running on the progress thread. Changed under q_mu_; read without it by MustQueue's fast path: a
+  // thread that queued work sees its own increment, and 0 (acquire) means every job it queued has finished.
+  std::atomic<size_t> in_flight_{0};
   bool stopping_ = false;
   std::thread progress_;
 };
