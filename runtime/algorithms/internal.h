@@ -167,6 +167,11 @@ inline void CombineAll(const CollectiveArgs& a, void* out, const void* const* in
     }
     return StreamFence();
   }
+  // A few elements: one pass instead of n - 1 chained calls (the same additions in the same order).
+  if (a.op == ReduceOp::kSum && count <= kSumFewMax && !a.stream.Contains(out, count * DataTypeSize(a.dtype)) &&
+      SumFewN(a.dtype, out, in, n, count)) {
+    return;
+  }
   Combine(a, out, in[0], in[1], count);
   for (int k = 2; k < n; ++k) Combine(a, out, out, in[k], count);
   MaybeFinalizeAvg(a, out, count, n);

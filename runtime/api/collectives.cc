@@ -380,8 +380,10 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   StreamRegion region;
   const bool auto_config = opt.config.empty() || opt.config == "auto";
   CallMemo& memo = memo_[static_cast<size_t>(args.collective)];
+  bool memo_hit = false;
   if (auto_config && !internal_call_ && memo.Matches(args) && memo.generation == selector_->generation()) {
     // The same small call as this collective's last one: its checks, choice and output region stand (CallMemo).
+    memo_hit = true;
     config = memo.config;
     region = memo.region;
   } else {
@@ -443,7 +445,10 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   const bool timed = sampled || (explored && tuning_) || user_sink_ || LogEnabled(LogLevel::kDebug);
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   CallContext ctx(*this, 0, config->channels, {});
-  absl::Status s = registry::Run(run, *config, ctx);
+  absl::Status s = memo_hit && memo.fn != nullptr ? memo.fn(run, *config, ctx) : registry::Run(run, *config, ctx);
+  // A remembered call (memo.valid: just remembered, or a repeat): the algorithm Run resolved and checked for these
+  // arguments serves its repeats directly.
+  if (memo.valid && memo.fn == nullptr && s.ok()) memo.fn = registry::Find(args.collective, config->algorithm);
   if (!env_.test_delays.empty() && !internal_call_ && s.ok()) {
     // Test hook (HCCL_TUNE_TEST_DELAY): this configuration is slow on purpose.
     const double delay = TestDelayUs(args.collective, *config);

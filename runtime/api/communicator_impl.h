@@ -213,6 +213,9 @@ class CommImpl final : public Communicator {
     uint64_t generation = 0;
     const Configuration* config = nullptr;
     StreamRegion region;
+    // The algorithm registry::Run resolved and checked for these arguments (set after the first call succeeded):
+    // a repeat calls it directly.
+    AlgorithmFn fn = nullptr;
     bool Matches(const CollectiveArgs& a) const {
       return valid && a.collective == collective && a.count == count && a.send == send && a.recv == recv &&
              a.dtype == dtype && a.op == op && a.root == root;

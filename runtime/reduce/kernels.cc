@@ -473,11 +473,34 @@ void SumFew(void* out, const void* a, const void* b, size_t count) {
   const T* y = static_cast<const T*>(b);
   for (size_t i = 0; i < count; ++i) o[i] = x[i] + y[i];
 }
+
+template <typename T>
+void SumFewOfN(void* out, const void* const* in, int n, size_t count) {
+  T* o = static_cast<T*>(out);
+  for (size_t i = 0; i < count; ++i) {
+    T v = static_cast<const T*>(in[0])[i] + static_cast<const T*>(in[1])[i];
+    for (int k = 2; k < n; ++k) v += static_cast<const T*>(in[k])[i];
+    o[i] = v;
+  }
+}
 }  // namespace
+
+bool SumFewN(DataType dtype, void* out, const void* const* in, int n, size_t count) {
+  if (count > kSumFewMax) return false;
+  if (dtype == DataType::kFloat32) {
+    SumFewOfN<float>(out, in, n, count);
+    return true;
+  }
+  if (dtype == DataType::kFloat64) {
+    SumFewOfN<double>(out, in, n, count);
+    return true;
+  }
+  return false;
+}
 
 void Reduce(DataType dtype, ReduceOp op, void* out, const void* a, const void* b, size_t count) {
   if (count == 0) return;
-  if (count <= 16 && op == ReduceOp::kSum) {
+  if (count <= kSumFewMax && op == ReduceOp::kSum) {
     if (dtype == DataType::kFloat32) return SumFew<float>(out, a, b, count);
     if (dtype == DataType::kFloat64) return SumFew<double>(out, a, b, count);
   }

@@ -42,6 +42,13 @@ namespace hccltune {
 // out[i] = a[i] op b[i] for i < count. `out` may alias `a` or `b` exactly (not partially overlap).
 void Reduce(DataType dtype, ReduceOp op, void* out, const void* a, const void* b, size_t count);
 
+// A few fp32/fp64 sums in one pass: out[i] = in[0][i] + in[1][i] + ... + in[n-1][i], left to right — the same
+// additions in the same order as n - 1 chained Reduce calls, so the same bits — for count <= kSumFewMax, where
+// the chained calls' set-up is most of the work (a 4-rank 8-byte allreduce). Returns false and does nothing for
+// other dtypes or larger counts. `out` may alias an input exactly. REQUIRES n >= 2.
+constexpr size_t kSumFewMax = 16;
+bool SumFewN(DataType dtype, void* out, const void* const* in, int n, size_t count);
+
 // inout[i] = inout[i] op in[i].
 inline void ReduceInto(DataType dtype, ReduceOp op, void* inout, const void* in, size_t count) {
   Reduce(dtype, op, inout, inout, in, count);

@@ -378,6 +378,64 @@ TEST(KernelsTest, FanoutMatchesChainedReduce) {
   EXPECT_FALSE(ReduceFanout(DataType::kInt32, ReduceOp::kSum, ins, 2, outs, 1, 4, false));
 }
 
+// SumFewN (a small allreduce's one-pass sum of n inputs) against chained Reduce calls, bit for bit: fp32 and fp64,
+// 2-8 inputs, 1-16 elements, specials included, with the output aliasing the first or the last input; larger
+// counts and other dtypes are refused untouched.
+template <typename T>
+void CheckSumFewN() {
+  const DataType dtype = sizeof(T) == 4 ? DataType::kFloat32 : DataType::kFloat64;
+  const T specials[] = {T(0),
+                        -T(0),
+                        std::numeric_limits<T>::infinity(),
+                        -std::numeric_limits<T>::infinity(),
+                        std::numeric_limits<T>::quiet_NaN(),
+                        std::numeric_limits<T>::denorm_min(),
+                        T(1e30),
+                        T(-1e30)};
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<T> dist(-1e3, 1e3);
+  for (int n = 2; n <= 8; ++n) {
+    for (size_t count = 1; count <= kSumFewMax; ++count) {
+      for (int alias : {-1, 0, n - 1}) {  // output apart, in place of the first input, of the last
+        std::vector<std::vector<T>> in(static_cast<size_t>(n), std::vector<T>(count));
+        for (auto& v : in) {
+          for (T& x : v) x = rng() % 5 == 0 ? specials[rng() % std::size(specials)] : dist(rng);
+        }
+        std::vector<T> ref(count);
+        Reduce(dtype, ReduceOp::kSum, ref.data(), in[0].data(), in[1].data(), count);
+        for (int k = 2; k < n; ++k) {
+          Reduce(dtype, ReduceOp::kSum, ref.data(), ref.data(), in[static_cast<size_t>(k)].data(), count);
+        }
+        std::vector<T> apart(count, T(7));
+        T* out = alias < 0 ? apart.data() : in[static_cast<size_t>(alias)].data();
+        std::vector<const void*> ip;
+        for (auto& v : in) ip.push_back(v.data());
+        ASSERT_TRUE(SumFewN(dtype, out, ip.data(), n, count));
+        for (size_t i = 0; i < count; ++i) {
+          if (std::isnan(ref[i])) {
+            EXPECT_TRUE(std::isnan(out[i])) << "n " << n << " count " << count << " alias " << alias << " i " << i;
+          } else {
+            EXPECT_EQ(std::memcmp(&out[i], &ref[i], sizeof(T)), 0)
+                << "n " << n << " count " << count << " alias " << alias << " i " << i << ": " << out[i] << " vs "
+                << ref[i];
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(KernelsTest, SumFewNMatchesChainedReduce) {
+  CheckSumFewN<float>();
+  CheckSumFewN<double>();
+  float a[kSumFewMax + 1] = {1}, b[kSumFewMax + 1] = {2}, o[kSumFewMax + 1] = {5};
+  const void* ins[2] = {a, b};
+  EXPECT_FALSE(SumFewN(DataType::kFloat32, o, ins, 2, kSumFewMax + 1));
+  EXPECT_FALSE(SumFewN(DataType::kInt32, o, ins, 2, 4));
+  EXPECT_FALSE(SumFewN(DataType::kFloat16, o, ins, 2, 4));
+  EXPECT_EQ(o[0], 5.0f);  // refused: untouched
+}
+
 // min / max of floating types do not depend on operand order (kernels.h, Numerics): a NaN in either operand gives a
 // NaN, +0 and -0 give -0 for min and +0 for max, and Reduce(a, b) equals Reduce(b, a) bit for bit — for every
 // floating dtype, at every position of the vector bodies (8, 16, 32 lanes), their tails and the 16-bit tiles.
