@@ -344,7 +344,8 @@ std::vector<std::string> CommImpl::ValidAlgorithms(Collective c) const { return 
 
 std::string CommImpl::last_config() const {
   std::lock_guard<std::mutex> lock(exec_mu_);
-  return last_config_.algorithm.empty() ? std::string() : last_config_.ToString();
+  const Configuration& c = last_memo_ >= 0 ? memo_[static_cast<size_t>(last_memo_)].config_copy : last_config_;
+  return c.algorithm.empty() ? std::string() : c.ToString();
 }
 
 void CommImpl::SetTimingSink(std::shared_ptr<TimingSink> sink) {
@@ -423,6 +424,7 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
         BelowHugePageAdvice(args)) {
       memo = CallMemo{true,      args.collective,         args.dtype, args.op, args.count, args.send, args.recv,
                       args.root, selector_->generation(), config,     region};
+      memo.config_copy = *config;
     }
   }
   call_.sequence = ++sequence_;
@@ -456,7 +458,15 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   }
   const double us =
       timed ? std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() : 0.0;
-  if (!internal_call_) last_config_ = *config;
+  if (!internal_call_) {
+    // A remembered call (a repeat, or just remembered) has its configuration copied in its memo already.
+    if (memo.valid) {
+      last_memo_ = static_cast<int>(args.collective);
+    } else {
+      last_config_ = *config;
+      last_memo_ = -1;
+    }
+  }
   if (LogEnabled(LogLevel::kDebug)) {
     Log(LogLevel::kDebug, "rank ", rank_, " op ", call_.sequence, " ", CollectiveName(args.collective), " ",
         DataTypeName(args.dtype), " ", CallBytes(args, size_), " B ", config->ToString(),

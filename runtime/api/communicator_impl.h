@@ -199,7 +199,8 @@ class CommImpl final : public Communicator {
   // huge-page advice and output-region work (ExecuteLocked): a small call (below HCCL_TUNE_THP) that passed
   // Validate without aliasing and chose, under auto, a configuration the selector repeats (no exploration plan
   // for that size; Selector::Repeats), not symmetric, not a v-collective. Used while the arguments are equal
-  // and the selector's generation is the same; symmetric allocations clear it. Guarded by exec_mu_. Measured:
+  // and the selector's generation is the same; symmetric allocations clear it (valid = false: config_copy stays,
+  // last_config() may read it). Guarded by exec_mu_. Measured:
   // 2-rank 8-64 B allreduce 0.26 -> 0.23-0.24 us, 4 ranks 3-5% (docs/PERFORMANCE.md, round 14).
   struct CallMemo {
     bool valid = false;
@@ -216,12 +217,17 @@ class CommImpl final : public Communicator {
     // The algorithm registry::Run resolved and checked for these arguments (set after the first call succeeded):
     // a repeat calls it directly.
     AlgorithmFn fn = nullptr;
+    // *config, copied once when remembered: what last_config() reports after a repeat (no copy per call).
+    Configuration config_copy;
     bool Matches(const CollectiveArgs& a) const {
       return valid && a.collective == collective && a.count == count && a.send == send && a.recv == recv &&
              a.dtype == dtype && a.op == op && a.root == root;
     }
   };
   std::array<CallMemo, kNumCollectives> memo_{};
+  void ForgetCalls() {
+    for (CallMemo& m : memo_) m.valid = false;
+  }
   // Call sizes from which allreduce/reducescatter, and every other collective, stream their output
   // (HCCL_TUNE_NT_STORES; under auto the reductions' threshold follows the last-level cache, AutoNtStoresBytes).
   uint64_t nt_reduce_bytes_ = Environment::kDefaultNtStoresBytes;
@@ -232,7 +238,10 @@ class CommImpl final : public Communicator {
   CallDescriptor call_;
   StreamRegion stream_;  // this call's non-temporal-store region (HCCL_TUNE_NT_STORES), set with call_
   uint32_t sequence_ = 0;
+  // The last call's configuration: memo_[last_memo_].config_copy when it was a remembered call (last_memo_ >= 0),
+  // else last_config_.
   Configuration last_config_;
+  int last_memo_ = -1;
   absl::Status broken_;
   int split_count_ = 0;
   std::shared_ptr<TimingSink> user_sink_;  // SetTimingSink: every call

@@ -46,7 +46,7 @@ absl::StatusOr<void*> CommImpl::AllocSymmetric(size_t bytes) {
       (*m)->huge() ? "2 MiB huge pages" : "4 KiB pages");
   void* p = (*m)->base(rank_);
   symmetric_.push_back(*std::move(m));
-  memo_ = {};  // a remembered call's buffers may be symmetric now (ChooseSymmetric)
+  ForgetCalls();  // a remembered call's buffers may be symmetric now (ChooseSymmetric)
   return p;
 }
 
@@ -55,7 +55,7 @@ absl::Status CommImpl::FreeSymmetric(void* p) {
   for (auto it = symmetric_.begin(); it != symmetric_.end(); ++it) {
     if ((*it)->base(rank_) == p) {
       symmetric_.erase(it);
-      memo_ = {};
+      ForgetCalls();
       return absl::OkStatus();
     }
   }

@@ -446,5 +446,42 @@ TEST(CommunicatorApi, TimingSinkSeesEveryCall) {
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
 }
 
+// last_config() names the configuration of the last call, also when that call repeated a remembered one (whose
+// configuration is kept in the call memo, not copied per call) and after a symmetric allocation forgot the memo.
+TEST(CommunicatorApi, LastConfigFollowsRepeatedCallsOfEachCollective) {
+  auto st = RunRanks(2, [](int, Communicator& comm) -> absl::Status {
+    absl::Status s;
+    std::vector<float> v(16 * 1024, 1.0f);  // 64 KiB
+    auto sum = [&](const std::string& config) {
+      return comm.Allreduce(v.data(), v.data(), v.size(), DataType::kFloat32, ReduceOp::kSum, {config});
+    };
+    auto barrier = comm.ResolveConfig(Collective::kBarrier, DataType::kUint8, 0, "auto");
+    auto allreduce = comm.ResolveConfig(Collective::kAllreduce, DataType::kFloat32, v.size() * 4, "auto");
+    if (!barrier.ok()) return barrier.status();
+    if (!allreduce.ok()) return allreduce.status();
+    EXPECT_NE(*barrier, *allreduce) << "the test needs two different configurations";
+    for (int i = 0; i < 4; ++i) {  // from the second round on, both calls repeat remembered ones
+      if (s = comm.Barrier(); !s.ok()) return s;
+      EXPECT_EQ(comm.last_config(), *barrier) << "round " << i;
+      if (s = sum("auto"); !s.ok()) return s;
+      EXPECT_EQ(comm.last_config(), *allreduce) << "round " << i;
+    }
+    if (s = sum("ring"); !s.ok()) return s;
+    EXPECT_EQ(comm.last_config(), "ring(chunk=512K,channels=1,link=auto)");
+    if (s = comm.Barrier(); !s.ok()) return s;
+    EXPECT_EQ(comm.last_config(), *barrier);
+    auto sym = comm.AllocSymmetric(4096);  // forgets every remembered call
+    if (sym.ok()) {
+      EXPECT_EQ(comm.last_config(), *barrier);
+      if (s = comm.FreeSymmetric(*sym); !s.ok()) return s;
+    }
+    if (s = sum("auto"); !s.ok()) return s;
+    EXPECT_EQ(comm.last_config(), *allreduce);
+    EXPECT_EQ(v[0], 64.0f);  // 1, doubled by each of the 6 sums over 2 ranks
+    return absl::OkStatus();
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
 }  // namespace
 }  // namespace hccltune
