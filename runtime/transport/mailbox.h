@@ -31,6 +31,12 @@ class Mailbox {
   // others are read-only in practice. 64-byte aligned; the same address for every exchange of the same parity
   // for the mailbox's lifetime (callers may keep it). REQUIRES: `rank` is a member of the group.
   virtual uint8_t* Slot(int rank, uint64_t exchange) = 0;
+  // Whether bytes wait in any ring from another member into this rank — a message nobody received, which an
+  // exchange (reading no ring) reports as a mismatch. One pass over the rings' counters, no per-pair call.
+  virtual bool InboundPending() const = 0;
+  // Rings every other member's doorbell: one asleep on it wakes up to read this rank's slot (Pair::Notify for
+  // each member's pair, in one pass).
+  virtual void NotifyMembers() = 0;
   // The next exchange number (1, 2, ...), shared by every endpoint that uses this mailbox.
   uint64_t NextExchange() { return ++exchanges_; }
   // After an exchange failed the ranks may disagree on the numbers: every later exchange fails the same way.

@@ -394,14 +394,27 @@ class ShmPair final : public Pair {
 // The domain's mailbox: every local rank's two slots, at the end of its segment (own or mapped).
 class ShmMailbox final : public Mailbox {
  public:
-  explicit ShmMailbox(std::vector<uint8_t*> bases) : bases_(std::move(bases)) {}
+  // `inbound`: this rank's rings from the other members (their counters); `bells`: the other members' doorbells.
+  ShmMailbox(std::vector<uint8_t*> bases, std::vector<const RingControl*> inbound, std::vector<BellWord*> bells)
+      : bases_(std::move(bases)), inbound_(std::move(inbound)), bells_(std::move(bells)) {}
   size_t SlotBytes() const override { return kMailboxSlotBytes; }
   uint8_t* Slot(int rank, uint64_t exchange) override {
     return bases_[static_cast<size_t>(rank)] + (exchange & 1) * kMailboxSlotBytes;
   }
+  bool InboundPending() const override {
+    for (const RingControl* c : inbound_) {
+      if (c->head.load(std::memory_order_acquire) != c->tail.load(std::memory_order_relaxed)) return true;
+    }
+    return false;
+  }
+  void NotifyMembers() override {
+    for (BellWord* b : bells_) Ring(b);
+  }
 
  private:
   std::vector<uint8_t*> bases_;  // by rank; null for ranks on other nodes
+  std::vector<const RingControl*> inbound_;
+  std::vector<BellWord*> bells_;
 };
 
 absl::Status Errno(absl::string_view what, const std::string& name) {
@@ -615,6 +628,8 @@ Mailbox* ShmDomain::mailbox() {
   if (mailbox_ == nullptr) {
     std::vector<uint8_t*> bases(static_cast<size_t>(*std::max_element(local_ranks_.begin(), local_ranks_.end())) + 1,
                                 nullptr);
+    std::vector<const RingControl*> inbound;
+    std::vector<BellWord*> bells;
     for (int r : local_ranks_) {
       if (r == rank_) {
         bases[static_cast<size_t>(r)] = own_->mailbox();
@@ -622,9 +637,12 @@ Mailbox* ShmDomain::mailbox() {
         auto it = peers_.find(r);
         if (it == peers_.end()) return nullptr;  // not mapped (yet)
         bases[static_cast<size_t>(r)] = it->second->mailbox();
+        const auto at = std::find(local_ranks_.begin(), local_ranks_.end(), r) - local_ranks_.begin();
+        inbound.push_back(&own_->controls()[at]);  // the ring r writes into (MapPeers: ShmPair's in_ctl_)
+        bells.push_back(&it->second->bell);        // what ShmPair::Notify rings
       }
     }
-    mailbox_ = std::make_unique<ShmMailbox>(std::move(bases));
+    mailbox_ = std::make_unique<ShmMailbox>(std::move(bases), std::move(inbound), std::move(bells));
   }
   return mailbox_.get();
 }
