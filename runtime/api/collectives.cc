@@ -4,6 +4,7 @@
 #include <limits>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/algorithms/registry.h"
@@ -390,7 +391,7 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   } else {
     memo.valid = false;
     uint64_t aliased = 0;
-    if (absl::Status s = Validate(args, &aliased); !s.ok()) return s;
+    if (absl::Status s = Validate(args, &aliased); !s.ok()) return Refuse(args, s, false);
     if (aliased > 0) {
       // send and recv overlap, but not in place: the input as it was before the call, from a copy.
       if (!warned_aliasing_) {
@@ -399,7 +400,7 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
             " with send and receive buffers that overlap but not in place (see runtime/algorithms/algorithm.h): the ",
             aliased, "-byte input is copied first (warned once per communicator)");
       }
-      if (aliased > SIZE_MAX) return absl::ResourceExhaustedError("input too large to copy");
+      if (aliased > SIZE_MAX) return Refuse(args, absl::ResourceExhaustedError("input too large to copy"), false);
       aliased_copy_.resize(static_cast<size_t>(aliased));
       std::memcpy(aliased_copy_.data(), args.send, static_cast<size_t>(aliased));
       run.send = aliased_copy_.data();
@@ -409,7 +410,7 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     config = ChooseSymmetric(run, opt);
     if (config == nullptr) {
       auto chosen = Choose(args, opt, internal_call_ ? nullptr : &explored, &repeats);
-      if (!chosen.ok()) return chosen.status();
+      if (!chosen.ok()) return Refuse(args, chosen.status(), false);
       config = *chosen;
     }
     if (config != &symmetric_config_) AdviseHugePages(args);
@@ -486,13 +487,15 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     // Argument errors leave the communicator usable; communication errors break it and are announced to the
     // other ranks (unless this error is itself the announcement of another rank).
     if (s.code() != absl::StatusCode::kInvalidArgument) {
+      s = ExplainByRefusal(s);
       broken_ = s;
       if (s.code() != absl::StatusCode::kAborted) {
         (void)store_->Set("abort", absl::StrCat("rank ", rank_, " aborted ", CollectiveName(args.collective),
                                                 " (operation ", call_.sequence, "): ", s.message()));
       }
+      return s;
     }
-    return s;
+    return Refuse(args, s, true);
   }
   if (internal_call_) return s;
   if (tuning_ && sample_every_ > 0) --sample_countdown_;  // reaches 0 exactly when `sampled`
@@ -516,6 +519,33 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
                                     call_.sequence, us});
   }
   return s;
+}
+
+absl::Status CommImpl::Refuse(const CollectiveArgs& args, absl::Status s, bool numbered) {
+  if (internal_call_) return s;
+  if (!numbered) ++sequence_;
+  refused_ = {sequence_, absl::StrCat("rank ", rank_, " refused its ", CollectiveName(args.collective), " (operation ",
+                                      sequence_, "): ", s.message())};
+  (void)store_->Set(absl::StrCat("refused/", sequence_), refused_.second);
+  return s;
+}
+
+absl::Status CommImpl::ExplainByRefusal(const absl::Status& s) const {
+  std::string why;
+  if (refused_.first != 0 && refused_.first + 1 == call_.sequence) {
+    why = refused_.second;  // this rank refused the call before, which the others may have been in
+  } else {
+    // Another rank refused this very call: the others see it first as a mismatch (that rank went on to its next
+    // call) or in their probe.
+    const std::string key = absl::StrCat("refused/", call_.sequence);
+    auto present = store_->Check({key});
+    if (present.ok() && *present) {
+      auto v = store_->Get(key, absl::Seconds(1));
+      if (v.ok()) why = *v;
+    }
+  }
+  if (why.empty() || absl::StrContains(s.message(), why)) return s;
+  return absl::Status(s.code(), absl::StrCat(why, "; then: ", s.message()));
 }
 
 absl::Status CommImpl::Execute(CollectiveArgs args, const CallOptions& opt) {

@@ -539,6 +539,17 @@ CommImpl::~CommImpl() {
   endpoints_.clear();
 }
 
+absl::Status CommImpl::CallProbe() const {
+  if (absl::Status a = AbortProbe(store_)(); !a.ok()) return a;
+  const std::string key = absl::StrCat("refused/", call_.sequence);
+  auto present = store_->Check({key});
+  if (!present.ok() || !*present) return absl::OkStatus();
+  auto why = store_->Get(key, absl::Seconds(1));
+  return absl::FailedPreconditionError(
+      absl::StrCat(why.ok() ? *why : absl::StrCat("another rank refused operation ", call_.sequence), "; rank ", rank_,
+                   " stops waiting for it"));
+}
+
 absl::StatusOr<StreamEndpoint*> CommImpl::EndpointFor(const LinkSpec& link, int channels,
                                                       const std::vector<int>& members) {
   if (link.kind == LinkKind::kRoce) {
@@ -559,9 +570,9 @@ absl::StatusOr<StreamEndpoint*> CommImpl::EndpointFor(const LinkSpec& link, int 
     it =
         endpoints_.emplace(key, std::make_unique<StreamEndpoint>(rank_, none, bell, absl::Seconds(env_.exec_timeout_s)))
             .first;
-    // A rank that fails a call announces it in the store; blocked peers pick it up instead of waiting for
-    // the exec timeout.
-    it->second->SetAbortProbe(AbortProbe(store_));
+    // A rank that fails or refuses a call announces it in the store; blocked peers pick it up instead of
+    // waiting for the exec timeout (CallProbe).
+    it->second->SetAbortProbe([this] { return CallProbe(); });
   }
   StreamEndpoint* ep = it->second.get();
   const int my_node = topo_.node_of[static_cast<size_t>(rank_)];

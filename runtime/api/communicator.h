@@ -14,9 +14,12 @@
 // input is copied first (a warning, once). Every rank ends with bit-identical results
 // whatever the algorithm. Errors (bad arguments, ranks that disagree on the call, a dead or stuck peer after
 // HCCL_EXEC_TIMEOUT) are returned as Status naming the ranks and values; after a communication error the
-// communicator is broken and every later call fails. A bad argument only one rank can see (a null buffer on that
-// rank, alltoallv counts to itself that disagree) returns at once there and leaves the other ranks waiting in the
-// call until HCCL_EXEC_TIMEOUT, as a rank that never calls would.
+// communicator is broken and every later call fails. A bad argument returns InvalidArgument at once and leaves
+// this rank's communicator usable; the call still uses up its operation number, and the rank says why in the
+// store ("refused/<operation>"). Ranks that passed their own checks and wait in that call find it within one
+// blocked slice (~50 ms) and fail naming the refusing rank and its reason (instead of waiting until
+// HCCL_EXEC_TIMEOUT) — a failure that breaks the communicator, which the refusing rank's next call then reports.
+// When every rank refuses the same call, nobody waits and the communicator stays usable everywhere.
 //
 // Threading: calls from several threads are serialised. Non-blocking variants (I*) return a Work handle; a
 // progress thread per communicator runs queued work in issue order; a blocking call issued while work is

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "runtime/algorithms/algorithm.h"
@@ -116,6 +117,20 @@ class CommImpl final : public Communicator {
   absl::Status SetupTuning();
   absl::Status Execute(CollectiveArgs args, const CallOptions& opt);
   absl::Status ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt);
+  // A call this rank refuses (its arguments, its configuration) while the other ranks may already be in it,
+  // waiting for this one — they passed their own checks. The refused call takes its operation number as theirs
+  // did (`numbered`: it already has, ExecuteLocked's call_.sequence) and says why under "refused/<number>" in the
+  // store, where their waits' probe (CallProbe) finds it after one blocked slice: they fail naming this rank and
+  // the reason instead of waiting out HCCL_EXEC_TIMEOUT, and their failure breaks the communicator everywhere
+  // (announced as "abort"). When every rank refused alike nobody waits, and every rank's numbers still agree.
+  // Returns `s`. REQUIRES: exec_mu_ held.
+  absl::Status Refuse(const CollectiveArgs& args, absl::Status s, bool numbered);
+  // A failure of the call running now (call_) with the refusal behind it, when there is one: this rank's own
+  // refusal of the previous operation, or another rank's of this one (the store's "refused/<number>").
+  absl::Status ExplainByRefusal(const absl::Status& s) const;
+  // An endpoint's probe while it waits (StreamEndpoint::SetAbortProbe): another rank's abort, or its refusal of
+  // the call running now. REQUIRES: exec_mu_ held (it runs inside a call).
+  absl::Status CallProbe() const;
   // The configuration for a call (owned by the selector or the parse cache; valid until the next table switch).
   // `explored` non-null: the choice for the operation about to run (applies exploration plans; *explored says
   // whether this call explores); null: pure.
@@ -242,6 +257,7 @@ class CommImpl final : public Communicator {
   // else last_config_.
   Configuration last_config_;
   int last_memo_ = -1;
+  std::pair<uint32_t, std::string> refused_;  // this rank's last refused operation and why (Refuse)
   absl::Status broken_;
   int split_count_ = 0;
   std::shared_ptr<TimingSink> user_sink_;  // SetTimingSink: every call

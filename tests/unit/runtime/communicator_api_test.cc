@@ -446,6 +446,73 @@ TEST(CommunicatorApi, TimingSinkSeesEveryCall) {
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
 }
 
+// A call refused on one rank only (its own arguments) while the others are in it: they stop waiting after one
+// blocked slice, naming that rank and its reason, instead of waiting out HCCL_EXEC_TIMEOUT (60 s here); their
+// failure breaks the communicator, and the refusing rank's next call learns it the same way. Through the mailbox
+// (auto, small) and through messages (ring); the refusing rank going on to its next call at once (the others
+// then see a mismatch, explained by the refusal) or 3 s later (they find the refusal while they wait).
+TEST(CommunicatorApi, ArgumentsRefusedOnOneRankEndTheOthersWaitNamingIt) {
+  for (const auto& [config, pause] : {std::pair<std::string, absl::Duration>{"auto", absl::ZeroDuration()},
+                                      {"ring", absl::ZeroDuration()},
+                                      {"auto", absl::Seconds(3)},
+                                      {"ring", absl::Seconds(3)}}) {
+    auto env_for = [](int) {
+      Environment e = TestEnv();
+      e.exec_timeout_s = 60;
+      return e;
+    };
+    auto st = RunRanks(
+        3,
+        [&](int rank, Communicator& comm) -> absl::Status {
+          std::vector<float> buf(16, 1.0f);
+          const absl::Time t0 = absl::Now();
+          absl::Status s = comm.Allreduce(rank == 1 ? nullptr : buf.data(), buf.data(), buf.size(), DataType::kFloat32,
+                                          ReduceOp::kSum, {config});
+          // Waiting for the refusing rank's next call would take `pause`; the probe finds the refusal sooner.
+          EXPECT_LT(absl::Now() - t0, pause > absl::ZeroDuration() ? absl::Milliseconds(2500) : absl::Seconds(20))
+              << config << " rank " << rank;
+          if (rank == 1) {
+            EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+            EXPECT_TRUE(Contains(s, "null send buffer")) << s;
+            absl::SleepFor(pause);
+          } else {
+            EXPECT_FALSE(s.ok());
+            EXPECT_TRUE(Contains(s, "rank 1 refused its allreduce") && Contains(s, "null send buffer"))
+                << config << " rank " << rank << ": " << s;
+          }
+          // The others' communicators are broken now, and rank 1 finds out at its next call.
+          const absl::Time t1 = absl::Now();
+          s = comm.Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum, {config});
+          EXPECT_FALSE(s.ok()) << config << " rank " << rank;
+          EXPECT_LT(absl::Now() - t1, absl::Seconds(20)) << config << " rank " << rank << ": " << s;
+          EXPECT_TRUE(Contains(s, "refused")) << config << " rank " << rank << ": " << s;
+          return absl::OkStatus();
+        },
+        env_for);
+    for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+  }
+}
+
+// Every rank refusing the same call leaves nothing behind: a later call that waits (a peer arrives 300 ms late,
+// several blocked slices, each probing for refusals) runs normally.
+TEST(CommunicatorApi, CallsRefusedEverywhereLeaveLaterWaitsAlone) {
+  auto st = RunRanks(2, [](int rank, Communicator& comm) -> absl::Status {
+    std::vector<float> buf(16, 1.0f);
+    for (int i = 0; i < 3; ++i) {
+      absl::Status s = comm.Allreduce(nullptr, buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    }
+    if (rank == 1) absl::SleepFor(absl::Milliseconds(300));
+    if (absl::Status s = comm.Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
+        !s.ok()) {
+      return s;
+    }
+    EXPECT_EQ(buf[15], 2.0f);
+    return absl::OkStatus();
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
 // last_config() names the configuration of the last call, also when that call repeated a remembered one (whose
 // configuration is kept in the call memo, not copied per call) and after a symmetric allocation forgot the memo.
 TEST(CommunicatorApi, LastConfigFollowsRepeatedCallsOfEachCollective) {
