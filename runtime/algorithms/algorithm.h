@@ -105,4 +105,11 @@ class AlgorithmContext {
 
 using AlgorithmFn = absl::Status (*)(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx);
 
+// An InvalidArgument every rank of the call reaches together, after exchanging what decides it (the symmetric
+// algorithms' header and exit rounds), as opposed to one rank's own refusal of its arguments: the communicator
+// does not announce it as a refusal the others must stop waiting for (CommImpl::Refuse) — they are not waiting.
+inline constexpr char kAgreedVerdictPayload[] = "hccltune/agreed-verdict";
+absl::Status AgreedVerdict(absl::Status s);
+bool IsAgreedVerdict(const absl::Status& s);
+
 }  // namespace hccltune

@@ -239,4 +239,12 @@ absl::Status Run(const CollectiveArgs& args, const Configuration& config, Algori
 }
 
 }  // namespace registry
+
+absl::Status AgreedVerdict(absl::Status s) {
+  s.SetPayload(kAgreedVerdictPayload, absl::Cord("1"));
+  return s;
+}
+
+bool IsAgreedVerdict(const absl::Status& s) { return s.GetPayload(kAgreedVerdictPayload).has_value(); }
+
 }  // namespace hccltune

@@ -60,20 +60,21 @@ absl::StatusOr<SymmetricCall> SymmetricCall::Enter(const Group& g, const Algorit
   for (int q = 0; q < g.size; ++q) {
     const Header& h = headers[q];
     if (h.magic != kHeaderMagic) {
-      return absl::InvalidArgumentError(absl::StrCat("symmetric ", what, ": rank ", q,
-                                                     " is not running the symmetric algorithm (every rank must "
-                                                     "pass buffers from symmetric memory)"));
+      return AgreedVerdict(
+          absl::InvalidArgumentError(absl::StrCat("symmetric ", what, ": rank ", q,
+                                                  " is not running the symmetric algorithm (every rank must "
+                                                  "pass buffers from symmetric memory)")));
     }
     if (h.send_id == kNone || h.recv_id == kNone) {
-      return absl::InvalidArgumentError(absl::StrCat(
+      return AgreedVerdict(absl::InvalidArgumentError(absl::StrCat(
           "symmetric ", what, ": rank ", q, "'s ", h.send_id == kNone ? "send" : "recv",
           " buffer is not inside memory from Communicator::AllocSymmetric (hccltune_mem_alloc); every rank must "
-          "pass symmetric buffers"));
+          "pass symmetric buffers")));
     }
     if (h.count != mine.count || h.root != mine.root) {
-      return absl::InvalidArgumentError(absl::StrCat("symmetric ", what, ": rank ", g.rank, " has count ", mine.count,
-                                                     " and root ", mine.root, ", rank ", q, " count ", h.count,
-                                                     " and root ", h.root));
+      return AgreedVerdict(absl::InvalidArgumentError(absl::StrCat("symmetric ", what, ": rank ", g.rank, " has count ",
+                                                                   mine.count, " and root ", mine.root, ", rank ", q,
+                                                                   " count ", h.count, " and root ", h.root)));
     }
   }
   SymmetricCall call;
@@ -89,9 +90,9 @@ absl::StatusOr<SymmetricCall> SymmetricCall::Enter(const Group& g, const Algorit
       if (id == kUnused) return nullptr;
       const std::vector<char*>* bases = ctx.SymmetricBases(id);
       if (bases == nullptr || bases->size() != n) {
-        missing = absl::InvalidArgumentError(absl::StrCat("symmetric ", what, ": rank ", q,
-                                                          "'s buffer is in symmetric allocation ", id, ", which rank ",
-                                                          g.rank, " has freed"));
+        missing = AgreedVerdict(absl::InvalidArgumentError(absl::StrCat("symmetric ", what, ": rank ", q,
+                                                                        "'s buffer is in symmetric allocation ", id,
+                                                                        ", which rank ", g.rank, " has freed")));
         return nullptr;
       }
       return (*bases)[static_cast<size_t>(q)] + offset;
@@ -120,10 +121,10 @@ absl::Status SymmetricCall::Leave(bool done) const {
   for (int q = 0; q < g_->size; ++q) {
     if (done && done_[q] != 1) {
       // Every rank finished both rounds: the communicator stays usable (InvalidArgument does not break it).
-      return absl::InvalidArgumentError(
+      return AgreedVerdict(absl::InvalidArgumentError(
           absl::StrCat("symmetric ", what_, ": rank ", q,
                        " could not do its part (a buffer of this call is in a symmetric allocation it has freed); "
-                       "the outputs of this call are incomplete"));
+                       "the outputs of this call are incomplete")));
     }
   }
   return absl::OkStatus();

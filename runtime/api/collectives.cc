@@ -523,6 +523,8 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
 
 absl::Status CommImpl::Refuse(const CollectiveArgs& args, absl::Status s, bool numbered) {
   if (internal_call_) return s;
+  // A verdict the ranks reached together (after exchanging what decides it) has nobody waiting for this rank.
+  if (numbered && IsAgreedVerdict(s)) return s;
   if (!numbered) ++sequence_;
   refused_ = {sequence_, absl::StrCat("rank ", rank_, " refused its ", CollectiveName(args.collective), " (operation ",
                                       sequence_, "): ", s.message())};
@@ -531,21 +533,21 @@ absl::Status CommImpl::Refuse(const CollectiveArgs& args, absl::Status s, bool n
 }
 
 absl::Status CommImpl::ExplainByRefusal(const absl::Status& s) const {
-  std::string why;
-  if (refused_.first != 0 && refused_.first + 1 == call_.sequence) {
-    why = refused_.second;  // this rank refused the call before, which the others may have been in
-  } else {
-    // Another rank refused this very call: the others see it first as a mismatch (that rank went on to its next
-    // call) or in their probe.
-    const std::string key = absl::StrCat("refused/", call_.sequence);
-    auto present = store_->Check({key});
-    if (present.ok() && *present) {
-      auto v = store_->Get(key, absl::Seconds(1));
-      if (v.ok()) why = *v;
-    }
+  if (refused_.first != 0 && refused_.first + 1 == call_.sequence && !absl::StrContains(s.message(), refused_.second)) {
+    // This rank refused the call before; if the others were in it, that is why this one fails.
+    return absl::Status(s.code(), absl::StrCat(s.message(),
+                                               " (this rank refused the previous call, which the other ranks "
+                                               "may have been waiting in: ",
+                                               refused_.second, ")"));
   }
-  if (why.empty() || absl::StrContains(s.message(), why)) return s;
-  return absl::Status(s.code(), absl::StrCat(why, "; then: ", s.message()));
+  // Another rank refused this very call: the others see it first as a mismatch (that rank went on to its next
+  // call) or in their probe (whose message already says it).
+  const std::string key = absl::StrCat("refused/", call_.sequence);
+  auto present = store_->Check({key});
+  if (!present.ok() || !*present) return s;
+  auto why = store_->Get(key, absl::Seconds(1));
+  if (!why.ok() || absl::StrContains(s.message(), *why)) return s;
+  return absl::Status(s.code(), absl::StrCat(*why, "; then: ", s.message()));
 }
 
 absl::Status CommImpl::Execute(CollectiveArgs args, const CallOptions& opt) {

@@ -227,7 +227,7 @@ absl::Status CommImpl::Setup() {
     auto tcp = TcpDomain::Create(rank_, tag_, env_.socket_ifname, connect_timeout);
     if (!tcp.ok()) return tcp.status();
     tcp_ = *std::move(tcp);
-    tcp_->SetAbortProbe(AbortProbe(store_));
+    tcp_->SetAbortProbe([this] { return CallProbe(); });  // connects happen inside calls too
 
     RankInfo me;
     me.rank = rank_;
@@ -541,6 +541,8 @@ CommImpl::~CommImpl() {
 
 absl::Status CommImpl::CallProbe() const {
   if (absl::Status a = AbortProbe(store_)(); !a.ok()) return a;
+  // Point-to-point takes no operation number of its own (call_.sequence is the last collective's).
+  if (call_.collective == Collective::kSendRecv || call_.sequence == 0) return absl::OkStatus();
   const std::string key = absl::StrCat("refused/", call_.sequence);
   auto present = store_->Check({key});
   if (!present.ok() || !*present) return absl::OkStatus();

@@ -18,8 +18,10 @@
 // this rank's communicator usable; the call still uses up its operation number, and the rank says why in the
 // store ("refused/<operation>"). Ranks that passed their own checks and wait in that call find it within one
 // blocked slice (~50 ms) and fail naming the refusing rank and its reason (instead of waiting until
-// HCCL_EXEC_TIMEOUT) — a failure that breaks the communicator, which the refusing rank's next call then reports.
-// When every rank refuses the same call, nobody waits and the communicator stays usable everywhere.
+// HCCL_EXEC_TIMEOUT) — a failure that breaks the communicator, which the refusing rank's next call then reports
+// (when it waits a slice or meets the others' state). When every rank refuses the same call, nobody waits and the
+// communicator stays usable everywhere. A refusal costs one store round trip; its key stays in the store. A
+// verdict the ranks reach together (the symmetric algorithms' header round) is not a refusal: nobody waits.
 //
 // Threading: calls from several threads are serialised. Non-blocking variants (I*) return a Work handle; a
 // progress thread per communicator runs queued work in issue order; a blocking call issued while work is

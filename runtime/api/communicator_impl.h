@@ -125,8 +125,9 @@ class CommImpl final : public Communicator {
   // (announced as "abort"). When every rank refused alike nobody waits, and every rank's numbers still agree.
   // Returns `s`. REQUIRES: exec_mu_ held.
   absl::Status Refuse(const CollectiveArgs& args, absl::Status s, bool numbered);
-  // A failure of the call running now (call_) with the refusal behind it, when there is one: this rank's own
-  // refusal of the previous operation, or another rank's of this one (the store's "refused/<number>").
+  // A failure of the call running now (call_) with the refusal behind it, when there is one: another rank's of
+  // this operation (the store's "refused/<number>", put first), or this rank's own of the previous one (noted
+  // after: the others may have been waiting in it).
   absl::Status ExplainByRefusal(const absl::Status& s) const;
   // An endpoint's probe while it waits (StreamEndpoint::SetAbortProbe): another rank's abort, or its refusal of
   // the call running now. REQUIRES: exec_mu_ held (it runs inside a call).

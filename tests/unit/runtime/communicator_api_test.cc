@@ -494,7 +494,7 @@ TEST(CommunicatorApi, ArgumentsRefusedOnOneRankEndTheOthersWaitNamingIt) {
 }
 
 // Every rank refusing the same call leaves nothing behind: a later call that waits (a peer arrives 300 ms late,
-// several blocked slices, each probing for refusals) runs normally.
+// several blocked slices, each probing for refusals) runs normally, and so does a receive whose sender is late.
 TEST(CommunicatorApi, CallsRefusedEverywhereLeaveLaterWaitsAlone) {
   auto st = RunRanks(2, [](int rank, Communicator& comm) -> absl::Status {
     std::vector<float> buf(16, 1.0f);
@@ -502,12 +502,45 @@ TEST(CommunicatorApi, CallsRefusedEverywhereLeaveLaterWaitsAlone) {
       absl::Status s = comm.Allreduce(nullptr, buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
       EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     }
+    // Point-to-point right after them carries the refused call's number (it takes none of its own): a late
+    // sender is no refusal.
+    if (rank == 1) {
+      absl::SleepFor(absl::Milliseconds(300));
+      if (absl::Status s = comm.Send(buf.data(), buf.size(), DataType::kFloat32, 0); !s.ok()) return s;
+    } else {
+      std::vector<float> got(16, 0.0f);
+      if (absl::Status s = comm.Recv(got.data(), got.size(), DataType::kFloat32, 1); !s.ok()) return s;
+      EXPECT_EQ(got[15], 1.0f);
+    }
     if (rank == 1) absl::SleepFor(absl::Milliseconds(300));
     if (absl::Status s = comm.Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
         !s.ok()) {
       return s;
     }
     EXPECT_EQ(buf[15], 2.0f);
+    return absl::OkStatus();
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
+// A verdict the ranks reach together is no refusal: `symmetric` forced on heap buffers is refused by every rank
+// after the algorithm's header round. With one rank 300 ms late (the others blocked in that round for several
+// slices, probing), every rank gets the verdict and the communicator stays usable on all of them.
+TEST(CommunicatorApi, AgreedVerdictsAreNotRefusals) {
+  auto st = RunRanks(3, [](int rank, Communicator& comm) -> absl::Status {
+    std::vector<float> buf(1024, 1.0f);
+    for (int i = 0; i < 3; ++i) {
+      if (rank == i % 3) absl::SleepFor(absl::Milliseconds(300));
+      absl::Status s =
+          comm.Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum, {"symmetric"});
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << "rank " << rank << ": " << s;
+      EXPECT_TRUE(Contains(s, "symmetric")) << s;
+    }
+    if (absl::Status s = comm.Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
+        !s.ok()) {
+      return s;
+    }
+    EXPECT_EQ(buf[0], 3.0f);
     return absl::OkStatus();
   });
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
