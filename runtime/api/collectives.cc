@@ -580,7 +580,15 @@ absl::Status CommImpl::PointToPoint(bool send, void* data, size_t count, DataTyp
   if (!ep.ok()) return ep.status();
   const size_t bytes = count * DataTypeSize(dtype);
   absl::Status s = send ? (*ep)->Send(peer, data, bytes) : (*ep)->Recv(peer, data, bytes);
-  if (!s.ok() && s.code() != absl::StatusCode::kInvalidArgument) broken_ = s;
+  if (!s.ok() && s.code() != absl::StatusCode::kInvalidArgument) {
+    // Broken like after a collective's failure, and announced the same way: the other ranks' next waits end
+    // with this instead of HCCL_EXEC_TIMEOUT.
+    broken_ = s;
+    if (s.code() != absl::StatusCode::kAborted) {
+      (void)store_->Set("abort", absl::StrCat("rank ", rank_, " aborted a ", send ? "send to" : "receive from",
+                                              " rank ", peer, ": ", s.message()));
+    }
+  }
   return s;
 }
 

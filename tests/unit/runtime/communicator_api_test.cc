@@ -523,6 +523,33 @@ TEST(CommunicatorApi, CallsRefusedEverywhereLeaveLaterWaitsAlone) {
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
 }
 
+// A failed receive breaks the communicator like a failed collective and says so: the other rank's next call
+// ends naming it, not after its own HCCL_EXEC_TIMEOUT (60 s here).
+TEST(CommunicatorApi, FailedPointToPointIsAnnounced) {
+  auto env_for = [](int rank) {
+    Environment e = TestEnv();
+    e.exec_timeout_s = rank == 0 ? 1 : 60;
+    return e;
+  };
+  auto st = RunRanks(
+      2,
+      [](int rank, Communicator& comm) -> absl::Status {
+        std::vector<float> buf(16, 1.0f);
+        const absl::Time t0 = absl::Now();
+        absl::Status s = rank == 0
+                             ? comm.Recv(buf.data(), buf.size(), DataType::kFloat32, 1)  // rank 1 never sends
+                             : comm.Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
+        EXPECT_FALSE(s.ok()) << "rank " << rank;
+        EXPECT_LT(absl::Now() - t0, absl::Seconds(20)) << "rank " << rank << ": " << s;
+        if (rank == 1) {
+          EXPECT_TRUE(Contains(s, "rank 0 aborted a receive from rank 1")) << s;
+        }
+        return absl::OkStatus();
+      },
+      env_for);
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
 // A verdict the ranks reach together is no refusal: `symmetric` forced on heap buffers is refused by every rank
 // after the algorithm's header round. With one rank 300 ms late (the others blocked in that round for several
 // slices, probing), every rank gets the verdict and the communicator stays usable on all of them.
