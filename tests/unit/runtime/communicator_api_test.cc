@@ -523,8 +523,9 @@ TEST(CommunicatorApi, CallsRefusedEverywhereLeaveLaterWaitsAlone) {
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
 }
 
-// A failed receive breaks the communicator like a failed collective and says so: the other rank's next call
-// ends naming it, not after its own HCCL_EXEC_TIMEOUT (60 s here).
+// A failed receive breaks the communicator like a failed collective and says so: rank 0 receives while rank 1
+// runs an allreduce (a mismatch rank 0 reports at once, or its 1 s timeout); rank 1's allreduce then ends naming
+// rank 0's failure, not after its own HCCL_EXEC_TIMEOUT (60 s here, which it took before the announcement).
 TEST(CommunicatorApi, FailedPointToPointIsAnnounced) {
   auto env_for = [](int rank) {
     Environment e = TestEnv();
@@ -537,7 +538,7 @@ TEST(CommunicatorApi, FailedPointToPointIsAnnounced) {
         std::vector<float> buf(16, 1.0f);
         const absl::Time t0 = absl::Now();
         absl::Status s = rank == 0
-                             ? comm.Recv(buf.data(), buf.size(), DataType::kFloat32, 1)  // rank 1 never sends
+                             ? comm.Recv(buf.data(), buf.size(), DataType::kFloat32, 1)
                              : comm.Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
         EXPECT_FALSE(s.ok()) << "rank " << rank;
         EXPECT_LT(absl::Now() - t0, absl::Seconds(20)) << "rank " << rank << ": " << s;
