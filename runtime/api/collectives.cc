@@ -488,11 +488,7 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     // other ranks (unless this error is itself the announcement of another rank).
     if (s.code() != absl::StatusCode::kInvalidArgument) {
       s = ExplainByRefusal(s);
-      broken_ = s;
-      if (s.code() != absl::StatusCode::kAborted) {
-        (void)store_->Set("abort", absl::StrCat("rank ", rank_, " aborted ", CollectiveName(args.collective),
-                                                " (operation ", call_.sequence, "): ", s.message()));
-      }
+      BreakAndAnnounce(s, absl::StrCat(CollectiveName(args.collective), " (operation ", call_.sequence, ")"));
       return s;
     }
     return Refuse(args, s, true);
@@ -519,6 +515,13 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
                                     call_.sequence, us});
   }
   return s;
+}
+
+void CommImpl::BreakAndAnnounce(const absl::Status& s, absl::string_view what) {
+  broken_ = s;
+  if (s.code() != absl::StatusCode::kAborted) {
+    (void)store_->Set("abort", absl::StrCat("rank ", rank_, " aborted ", what, ": ", s.message()));
+  }
 }
 
 absl::Status CommImpl::Refuse(const CollectiveArgs& args, absl::Status s, bool numbered) {
@@ -581,13 +584,7 @@ absl::Status CommImpl::PointToPoint(bool send, void* data, size_t count, DataTyp
   const size_t bytes = count * DataTypeSize(dtype);
   absl::Status s = send ? (*ep)->Send(peer, data, bytes) : (*ep)->Recv(peer, data, bytes);
   if (!s.ok() && s.code() != absl::StatusCode::kInvalidArgument) {
-    // Broken like after a collective's failure, and announced the same way: the other ranks' next waits end
-    // with this instead of HCCL_EXEC_TIMEOUT.
-    broken_ = s;
-    if (s.code() != absl::StatusCode::kAborted) {
-      (void)store_->Set("abort", absl::StrCat("rank ", rank_, " aborted a ", send ? "send to" : "receive from",
-                                              " rank ", peer, ": ", s.message()));
-    }
+    BreakAndAnnounce(s, absl::StrCat(send ? "a send to" : "a receive from", " rank ", peer));
   }
   return s;
 }

@@ -125,6 +125,10 @@ class CommImpl final : public Communicator {
   // (announced as "abort"). When every rank refused alike nobody waits, and every rank's numbers still agree.
   // Returns `s`. REQUIRES: exec_mu_ held.
   absl::Status Refuse(const CollectiveArgs& args, absl::Status s, bool numbered);
+  // A communication failure of `what` ("allreduce (operation 7)", "a receive from rank 2"): the communicator is
+  // broken, and the failure is announced in the store as "abort" (unless it is itself another rank's announcement,
+  // kAborted), which the other ranks' waits pick up instead of waiting out HCCL_EXEC_TIMEOUT. REQUIRES: exec_mu_.
+  void BreakAndAnnounce(const absl::Status& s, absl::string_view what);
   // A failure of the call running now (call_) with the refusal behind it, when there is one: another rank's of
   // this operation (the store's "refused/<number>", put first), or this rank's own of the previous one (noted
   // after: the others may have been waiting in it).
