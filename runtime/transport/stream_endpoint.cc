@@ -464,7 +464,7 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
 
 absl::Status StreamEndpoint::WaitLoop(absl::FunctionRef<absl::Status(bool*, bool*)> step,
                                       absl::FunctionRef<absl::Status()> check,
-                                      absl::FunctionRef<absl::Status(absl::Duration)> expired) {
+                                      absl::FunctionRef<absl::Status(absl::Duration)> expired, bool wait_first) {
   absl::Duration blocked;    // time asleep in Block() during this wait (against the exec timeout)
   absl::Duration unchecked;  // of which since the last liveness / abort check
   // Adaptive: spinning pays only while the peer runs on another CPU. A wait that had to yield before its
@@ -483,11 +483,16 @@ absl::Status StreamEndpoint::WaitLoop(absl::FunctionRef<absl::Status(bool*, bool
   int64_t idle_since = 0;
   int64_t idle_ns = 0;
   bool long_spin = false;  // spun past spin_ns for an acknowledgement: says nothing about sharing the CPU
+  bool skip_step = wait_first;
   while (true) {
     bool moved = false;
     bool done = false;
-    if (absl::Status s = step(&moved, &done); !s.ok()) return s;
-    if (done) break;
+    if (skip_step) {
+      skip_step = false;  // the caller's pass just found nothing
+    } else {
+      if (absl::Status s = step(&moved, &done); !s.ok()) return s;
+      if (done) break;
+    }
     if (moved) {
       idle = 0;
       idle_ns = 0;

@@ -102,6 +102,7 @@ class StreamEndpoint final : public Endpoint {
   void SetMailbox(Mailbox* mailbox) {
     mailbox_ = mailbox;
     slots_.clear();
+    seen_.clear();
   }
   // Called about every 50 ms while blocked; a non-OK status (e.g. another rank announced it aborted this
   // call) ends the wait with that status.
@@ -147,9 +148,10 @@ class StreamEndpoint final : public Endpoint {
   absl::Status Block(absl::Duration slice, absl::FunctionRef<absl::Status(bool*, bool*)> step);
   // The waiting policy shared by Wait and Exchange (see the file comment): `step(&moved, &done)` makes one pass;
   // `check()` runs once per 50 ms blocked (liveness, mismatches); `expired(blocked)` is the timeout's error.
+  // `wait_first`: the caller has just made a pass of its own that found nothing, so the loop begins by waiting.
   // Returns the first error; the caller breaks the endpoint with it.
   absl::Status WaitLoop(absl::FunctionRef<absl::Status(bool*, bool*)> step, absl::FunctionRef<absl::Status()> check,
-                        absl::FunctionRef<absl::Status(absl::Duration)> expired);
+                        absl::FunctionRef<absl::Status(absl::Duration)> expired, bool wait_first = false);
   absl::Status Fail(absl::Status s);
   void NotePair(const Pair* pair);
   Op* Find(uint64_t id);
@@ -173,7 +175,9 @@ class StreamEndpoint final : public Endpoint {
   absl::Status broken_;
   std::function<absl::Status()> abort_probe_;
   Mailbox* mailbox_ = nullptr;
-  std::vector<uint8_t> seen_;  // Exchange: whose block of this exchange is in (by rank)
+  // Exchange: by rank, the number of the last exchange whose block this rank has seen (seen in exchange k:
+  // seen_[q] == k; nothing to reset per exchange).
+  std::vector<uint64_t> seen_;
   // Exchange: every rank's two mailbox slots (2 * rank + parity), looked up once (a virtual call per rank and
   // poll was a fifth of a small call's own instructions).
   std::vector<uint8_t*> slots_;

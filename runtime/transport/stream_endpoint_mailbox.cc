@@ -20,6 +20,18 @@ std::atomic_ref<uint64_t> Number(uint8_t* slot) {
   return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(slot));
 }
 
+// A 32-byte header as four words, and whether the header at `p` is `h` byte for byte: four word compares (memcmp
+// was a library call per block).
+struct HeaderWords {
+  uint64_t w[4];
+};
+static_assert(sizeof(StreamEndpoint::Header) == sizeof(HeaderWords));
+inline bool SameHeader(const uint8_t* p, const HeaderWords& h) {
+  HeaderWords a;
+  std::memcpy(&a, p, sizeof(a));
+  return ((a.w[0] ^ h.w[0]) | (a.w[1] ^ h.w[1]) | (a.w[2] ^ h.w[2]) | (a.w[3] ^ h.w[3])) == 0;
+}
+
 }  // namespace
 
 absl::Status StreamEndpoint::StrayMessage(int peer, uint64_t bytes) {
@@ -81,37 +93,44 @@ absl::Status StreamEndpoint::Exchange(const void* data, size_t bytes, const void
   if (bytes > 0) std::memcpy(mine + kSlotHeader, data, bytes);
   Number(mine).store(k, std::memory_order_release);
   ++stats_.exchanges;
-  mailbox_->NotifyMembers();  // a peer asleep on its doorbell wakes up to read it
-  seen_.assign(n, 0);
-  seen_[static_cast<size_t>(rank_)] = 1;
+  mailbox_->NotifyMembers();                  // a peer asleep on its doorbell wakes up to read it
+  if (seen_.size() != n) seen_.assign(n, 0);  // exchange numbers start at 1
+  seen_[static_cast<size_t>(rank_)] = k;
   blocks[rank_] = mine + kSlotHeader;
   size_t missing = n - 1;
-  auto step = [&](bool* moved, bool* done) -> absl::Status {
+  HeaderWords hw;
+  std::memcpy(&hw, &h, sizeof(hw));
+  uint64_t* const seen = seen_.data();
+  // One pass over the slots not seen yet. Locals, not members, in the loop: the stores into `blocks` and `seen`
+  // made the compiler reload every captured value per rank.
+  auto step = [&, seen, slots, k, n](bool* moved, bool* done) -> absl::Status {
+    size_t left = missing;
     for (size_t q = 0; q < n; ++q) {
-      if (seen_[q]) continue;
+      if (seen[q] == k) continue;
       uint8_t* slot = slots[2 * q];
       if (Number(slot).load(std::memory_order_acquire) != k) continue;
       // A block of the same call carries this rank's own header; anything else is compared field by field.
-      if (std::memcmp(slot + sizeof(uint64_t), &h, sizeof(h)) != 0) {
+      if (!SameHeader(slot + sizeof(uint64_t), hw)) {
         Header theirs;
         std::memcpy(&theirs, slot + sizeof(uint64_t), sizeof(theirs));
         if (absl::Status s = CheckHeader(theirs, static_cast<int>(q), bytes); !s.ok()) return s;
       }
       blocks[q] = slot + kSlotHeader;
-      seen_[q] = 1;
-      --missing;
-      *moved = true;
+      seen[q] = k;
+      --left;
     }
-    *done = missing == 0;
+    *moved = left != missing;
+    missing = left;
+    *done = left == 0;
     return absl::OkStatus();
   };
   auto check = [&]() -> absl::Status {
     for (size_t q = 0; q < n; ++q) {
-      if (seen_[q] || pairs_[q] == nullptr) continue;
+      if (seen_[q] == k || pairs_[q] == nullptr) continue;
       if (absl::Status s = pairs_[q]->CheckPeer(); !s.ok()) {
         bool moved = false, done = false;
         if (absl::Status p = step(&moved, &done); !p.ok()) return p;
-        if (!seen_[q]) return s;
+        if (seen_[q] != k) return s;
         continue;
       }
       // The rings were empty when this exchange began, so a message from a rank that has not posted its block
@@ -127,13 +146,17 @@ absl::Status StreamEndpoint::Exchange(const void* data, size_t bytes, const void
   };
   auto expired = [&](absl::Duration blocked) {
     size_t q = 0;
-    while (q < n && seen_[q]) ++q;
+    while (q < n && seen_[q] == k) ++q;
     return absl::DeadlineExceededError(absl::StrCat(
         "rank ", rank_, ": ", CollectiveName(call_.collective), " (operation ", call_.sequence, ") waited ",
         absl::FormatDuration(blocked), " for rank ", q, " to post its ", bytes,
         "-byte block in the shm mailbox (HCCL_EXEC_TIMEOUT); is rank ", q, " stuck, or did it call something else?"));
   };
-  if (absl::Status s = WaitLoop(step, check, expired); !s.ok()) {
+  // One pass first: the last rank to post finds every block there and needs no wait at all.
+  bool moved = false, done = false;
+  absl::Status s = step(&moved, &done);
+  if (s.ok() && !done) s = WaitLoop(step, check, expired, /*wait_first=*/!moved);
+  if (!s.ok()) {
     mailbox_->Break(s);
     return Fail(s);
   }

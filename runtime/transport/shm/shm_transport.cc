@@ -139,14 +139,15 @@ inline void FullFence([[maybe_unused]] BellWord* bell) {
 #endif
 }
 
-void Ring(BellWord* bell) {
+// `registered`: MembarrierRegistered(), passed by callers that keep it (a function call per ring otherwise).
+void Ring(BellWord* bell, bool registered = MembarrierRegistered()) {
   // Dekker with the sleeper's store of `sleeping` and its re-check in PrepareSleep: either the sleeper sees our
   // data on its re-check, or we see it sleeping and wake it. That needs a full barrier on each side between the
   // store and the load. Asymmetric: a sleeper that issues MEMBARRIER_CMD_GLOBAL_EXPEDITED after its store runs a
   // barrier on our CPU too (we are registered), so we only keep the compiler from reordering — the fence (a
   // locked instruction that also waits for the ring stores to drain) was 7% of a 4-rank 8 B allreduce, and a
   // sleeper is rare (after 50 us of spinning or 2 ms of yielding).
-  if (MembarrierRegistered() && bell->asymmetric.load(std::memory_order_relaxed) != 0) {
+  if (registered && bell->asymmetric.load(std::memory_order_relaxed) != 0) {
     std::atomic_signal_fence(std::memory_order_seq_cst);
   } else {
     FullFence(bell);
@@ -408,13 +409,14 @@ class ShmMailbox final : public Mailbox {
     return false;
   }
   void NotifyMembers() override {
-    for (BellWord* b : bells_) Ring(b);
+    for (BellWord* b : bells_) Ring(b, registered_);
   }
 
  private:
   std::vector<uint8_t*> bases_;  // by rank; null for ranks on other nodes
   std::vector<const RingControl*> inbound_;
   std::vector<BellWord*> bells_;
+  bool registered_ = MembarrierRegistered();
 };
 
 absl::Status Errno(absl::string_view what, const std::string& name) {
