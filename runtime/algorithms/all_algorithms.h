@@ -8,6 +8,8 @@ namespace hccltune::algo {
 
 #define HT_DECLARE_ALGORITHM(fn) \
   absl::Status fn(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx)
+// The mailbox form (ExchangeFn, algorithm.h) of the algorithms that have one.
+#define HT_DECLARE_EXCHANGE(fn) absl::Status fn(const CollectiveArgs& args, Endpoint& ep, const void** blocks)
 
 HT_DECLARE_ALGORITHM(AllreduceRing);
 HT_DECLARE_ALGORITHM(AllreduceDoubleRing);
@@ -15,6 +17,7 @@ HT_DECLARE_ALGORITHM(AllreduceHalvingDoubling);
 HT_DECLARE_ALGORITHM(AllreduceRecursiveDoubling);
 HT_DECLARE_ALGORITHM(AllreduceBinomialTree);
 HT_DECLARE_ALGORITHM(AllreduceOneShot);
+HT_DECLARE_EXCHANGE(AllreduceOneShotExchange);
 HT_DECLARE_ALGORITHM(AllreduceSymmetric);
 HT_DECLARE_ALGORITHM(AllreduceHierarchical);
 
@@ -22,6 +25,7 @@ HT_DECLARE_ALGORITHM(AllgatherRing);
 HT_DECLARE_ALGORITHM(AllgatherRecursiveDoubling);
 HT_DECLARE_ALGORITHM(AllgatherBruck);
 HT_DECLARE_ALGORITHM(AllgatherDirect);
+HT_DECLARE_EXCHANGE(AllgatherDirectExchange);
 HT_DECLARE_ALGORITHM(AllgatherSymmetric);
 HT_DECLARE_ALGORITHM(AllgathervRing);
 HT_DECLARE_ALGORITHM(AllgathervDirect);
@@ -29,6 +33,7 @@ HT_DECLARE_ALGORITHM(AllgathervDirect);
 HT_DECLARE_ALGORITHM(ReducescatterRing);
 HT_DECLARE_ALGORITHM(ReducescatterHalvingDoubling);
 HT_DECLARE_ALGORITHM(ReducescatterDirect);
+HT_DECLARE_EXCHANGE(ReducescatterDirectExchange);
 HT_DECLARE_ALGORITHM(ReducescatterSymmetric);
 
 HT_DECLARE_ALGORITHM(BroadcastBinomialTree);
@@ -46,6 +51,7 @@ HT_DECLARE_ALGORITHM(AlltoallvPairwise);
 
 HT_DECLARE_ALGORITHM(BarrierDissemination);
 HT_DECLARE_ALGORITHM(BarrierOneShot);
+HT_DECLARE_EXCHANGE(BarrierOneShotExchange);
 
 HT_DECLARE_ALGORITHM(GatherBinomialTree);
 HT_DECLARE_ALGORITHM(GatherLinear);

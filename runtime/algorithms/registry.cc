@@ -17,6 +17,7 @@ struct Entry {
   Collective collective;
   absl::string_view name;
   AlgorithmFn fn;
+  ExchangeFn exchange = nullptr;  // the mailbox form, where the algorithm has one
 };
 
 // Registry order = the order AlgorithmsFor() lists and the sweep tries.
@@ -26,19 +27,19 @@ constexpr Entry kEntries[] = {
     {C::kAllreduce, "halving_doubling", &algo::AllreduceHalvingDoubling},
     {C::kAllreduce, "recursive_doubling", &algo::AllreduceRecursiveDoubling},
     {C::kAllreduce, "binomial_tree", &algo::AllreduceBinomialTree},
-    {C::kAllreduce, "one_shot", &algo::AllreduceOneShot},
+    {C::kAllreduce, "one_shot", &algo::AllreduceOneShot, &algo::AllreduceOneShotExchange},
     {C::kAllreduce, "hierarchical", &algo::AllreduceHierarchical},
     {C::kAllreduce, "symmetric", &algo::AllreduceSymmetric},
     {C::kAllgather, "ring", &algo::AllgatherRing},
     {C::kAllgather, "recursive_doubling", &algo::AllgatherRecursiveDoubling},
     {C::kAllgather, "bruck", &algo::AllgatherBruck},
-    {C::kAllgather, "direct", &algo::AllgatherDirect},
+    {C::kAllgather, "direct", &algo::AllgatherDirect, &algo::AllgatherDirectExchange},
     {C::kAllgather, "symmetric", &algo::AllgatherSymmetric},
     {C::kAllgatherv, "ring", &algo::AllgathervRing},
     {C::kAllgatherv, "direct", &algo::AllgathervDirect},
     {C::kReducescatter, "ring", &algo::ReducescatterRing},
     {C::kReducescatter, "halving_doubling", &algo::ReducescatterHalvingDoubling},
-    {C::kReducescatter, "direct", &algo::ReducescatterDirect},
+    {C::kReducescatter, "direct", &algo::ReducescatterDirect, &algo::ReducescatterDirectExchange},
     {C::kReducescatter, "symmetric", &algo::ReducescatterSymmetric},
     {C::kBroadcast, "binomial_tree", &algo::BroadcastBinomialTree},
     {C::kBroadcast, "chain", &algo::BroadcastChain},
@@ -55,7 +56,7 @@ constexpr Entry kEntries[] = {
     {C::kAlltoall, "bruck", &algo::AlltoallBruck},
     {C::kAlltoallv, "pairwise", &algo::AlltoallvPairwise},
     {C::kBarrier, "dissemination", &algo::BarrierDissemination},
-    {C::kBarrier, "one_shot", &algo::BarrierOneShot},
+    {C::kBarrier, "one_shot", &algo::BarrierOneShot, &algo::BarrierOneShotExchange},
 };
 
 // Built-in rule of thumb: below `below` bytes use `small`, otherwise `large` (hierarchical first when valid).
@@ -94,6 +95,13 @@ AlgorithmFn Find(Collective c, absl::string_view name) {
       if (ci < static_cast<size_t>(kNumCollectives)) last[ci] = &e;
       return e.fn;
     }
+  }
+  return nullptr;
+}
+
+ExchangeFn FindExchange(Collective c, absl::string_view name) {
+  for (const Entry& e : kEntries) {
+    if (e.collective == c && e.name == name) return e.exchange;
   }
   return nullptr;
 }

@@ -23,6 +23,8 @@ namespace registry {
 
 // The implementation of `name` for collective `c`, or nullptr when there is none.
 AlgorithmFn Find(Collective c, absl::string_view name);
+// The mailbox form (ExchangeFn, algorithm.h) of `name` for `c`, or nullptr when it has none.
+ExchangeFn FindExchange(Collective c, absl::string_view name);
 
 // Names of the algorithms implemented for `c`, in registry order (empty for kSendRecv).
 std::vector<std::string> AlgorithmsFor(Collective c);

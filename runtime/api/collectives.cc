@@ -56,7 +56,15 @@ class CallContext final : public AlgorithmContext {
   absl::StatusOr<Endpoint*> GetEndpoint(const LinkSpec& link) override {
     auto ep = comm_.EndpointFor(link, channels_, group());
     if (!ep.ok()) return ep.status();
-    if (depth_ == 0) return static_cast<Endpoint*>(*ep);
+    if (depth_ == 0) {
+      if (watch_ && opened_ == nullptr) {
+        opened_ = *ep;
+        opened_stats_ = opened_->stats();
+      } else if (watch_ && opened_ != *ep) {
+        several_ = true;
+      }
+      return static_cast<Endpoint*>(*ep);
+    }
     subs_.push_back(std::make_unique<SubEndpoint>(*ep, members_));
     return static_cast<Endpoint*>(subs_.back().get());
   }
@@ -77,10 +85,23 @@ class CallContext final : public AlgorithmContext {
   }
   absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,
                                 absl::Span<const int> members) override {
+    several_ = true;
     std::vector<int> global;
     for (int m : members) global.push_back(group()[static_cast<size_t>(m)]);
     CallContext sub(comm_, depth_ + 1, config.channels, std::move(global));
     return registry::Run(args, config, sub);
+  }
+
+  // Notes the endpoints this call opens, for SoleExchange (depth 0; off by default: a stats copy per open).
+  void WatchExchange() { watch_ = true; }
+  // Under WatchExchange, after the call: its one endpoint when the call was exactly one mailbox exchange on it
+  // and nothing else (no message, no other endpoint, no sub-collective); else null.
+  StreamEndpoint* SoleExchange() const {
+    if (!watch_ || several_ || opened_ == nullptr) return nullptr;
+    const EndpointStats now = opened_->stats();
+    const bool one = now.exchanges == opened_stats_.exchanges + 1 && now.sends == opened_stats_.sends &&
+                     now.recvs == opened_stats_.recvs;
+    return one ? opened_ : nullptr;
   }
 
  private:
@@ -92,6 +113,10 @@ class CallContext final : public AlgorithmContext {
   GroupTopology topo_;                       // depth > 0: the sub-group's
   const GroupTopology* topo_ref_ = nullptr;  // depth 0: the communicator's
   std::vector<std::unique_ptr<SubEndpoint>> subs_;
+  bool watch_ = false;
+  bool several_ = false;  // under watch_: a second endpoint or a sub-collective
+  StreamEndpoint* opened_ = nullptr;
+  EndpointStats opened_stats_;
 };
 
 uint64_t Sum(absl::Span<const size_t> counts) {
@@ -251,7 +276,7 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a, uint64_t* aliased_input
 absl::StatusOr<const Configuration*> CommImpl::Choose(const CollectiveArgs& args, const CallOptions& opt,
                                                       bool* explored, bool* repeats) const {
   if (repeats != nullptr) *repeats = true;
-  if (opt.config.empty() || opt.config == "auto") {
+  if (IsAutoConfig(opt)) {
     // alltoallv: each rank knows only its own counts, so its size differs between ranks and cannot pick the
     // configuration (CONVENTIONS.md, Sizes): every rank looks up size 0.
     const uint64_t bytes = args.collective == Collective::kAlltoallv ? 0 : CallBytes(args, size_);
@@ -380,7 +405,7 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   bool explored = false;
   const Configuration* config = nullptr;
   StreamRegion region;
-  const bool auto_config = opt.config.empty() || opt.config == "auto";
+  const bool auto_config = IsAutoConfig(opt);
   CallMemo& memo = memo_[static_cast<size_t>(args.collective)];
   bool memo_hit = false;
   if (auto_config && !internal_call_ && memo.Matches(args) && memo.generation == selector_->generation()) {
@@ -447,11 +472,29 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   const bool sampled = !internal_call_ && tuning_ && sample_every_ > 0 && sample_countdown_ == 1;
   const bool timed = sampled || (explored && tuning_) || user_sink_ || LogEnabled(LogLevel::kDebug);
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  CallContext ctx(*this, 0, config->channels, {});
-  absl::Status s = memo_hit && memo.fn != nullptr ? memo.fn(run, *config, ctx) : registry::Run(run, *config, ctx);
-  // A remembered call (memo.valid: just remembered, or a repeat): the algorithm Run resolved and checked for these
-  // arguments serves its repeats directly.
-  if (memo.valid && memo.fn == nullptr && s.ok()) memo.fn = registry::Find(args.collective, config->algorithm);
+  absl::Status s;
+  if (memo_hit && memo.exchange != nullptr) {
+    // A repeat whose first run was one mailbox exchange: the algorithm's mailbox form, on that endpoint.
+    memo.ep->SetCall(call_);
+    memo.ep->SetStreamRegion(region);
+    s = memo.exchange(run, *memo.ep, exchange_blocks_.data());
+  } else {
+    CallContext ctx(*this, 0, config->channels, {});
+    // A remembered call's first successful run (memo.valid: just remembered, or a repeat whose first run was
+    // refused): the algorithm Run resolved and checked for these arguments serves its repeats directly — in its
+    // mailbox form when that run was one mailbox exchange and nothing else.
+    const bool first = memo.valid && memo.fn == nullptr;
+    if (first) ctx.WatchExchange();
+    s = memo_hit && memo.fn != nullptr ? memo.fn(run, *config, ctx) : registry::Run(run, *config, ctx);
+    if (first && s.ok()) {
+      memo.fn = registry::Find(args.collective, config->algorithm);
+      memo.ep = ctx.SoleExchange();
+      memo.exchange = memo.ep != nullptr ? registry::FindExchange(args.collective, config->algorithm) : nullptr;
+      if (memo.exchange != nullptr && exchange_blocks_.size() < static_cast<size_t>(size_)) {
+        exchange_blocks_.resize(static_cast<size_t>(size_));
+      }
+    }
+  }
   if (!env_.test_delays.empty() && !internal_call_ && s.ok()) {
     // Test hook (HCCL_TUNE_TEST_DELAY): this configuration is slow on purpose.
     const double delay = TestDelayUs(args.collective, *config);
@@ -473,8 +516,7 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
         DataTypeName(args.dtype), " ", CallBytes(args, size_), " B ", config->ToString(),
         region.bytes > 0 ? " output streamed" : "", " ", us, " us ", s.ok() ? "ok" : std::string(s.message()));
   }
-  if (!s.ok() && config->algorithm == "symmetric" && config != &symmetric_config_ &&
-      (opt.config.empty() || opt.config == "auto")) {
+  if (!s.ok() && config->algorithm == "symmetric" && config != &symmetric_config_ && IsAutoConfig(opt)) {
     // `symmetric` depends on the call's buffers, so an override may choose it for a call it cannot run (the
     // algorithm's header exchange gives every rank the same verdict): the error names where the choice came from.
     const uint64_t bytes = CallBytes(args, size_);
@@ -553,7 +595,7 @@ absl::Status CommImpl::ExplainByRefusal(const absl::Status& s) const {
   return absl::Status(s.code(), absl::StrCat(*why, "; then: ", s.message()));
 }
 
-absl::Status CommImpl::Execute(CollectiveArgs args, const CallOptions& opt) {
+absl::Status CommImpl::Execute(const CollectiveArgs& args, const CallOptions& opt) {
   // Keep issue order: run behind the queued non-blocking work.
   if (MustQueue()) return Submit([this, args, opt] { return Execute(args, opt); })->Wait();
   std::lock_guard<std::mutex> lock(exec_mu_);

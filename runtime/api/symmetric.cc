@@ -82,7 +82,7 @@ const std::vector<char*>* CommImpl::SymmetricBases(uint64_t id) const {
 }
 
 const Configuration* CommImpl::ChooseSymmetric(const CollectiveArgs& args, const CallOptions& opt) const {
-  if (symmetric_.empty() || (!opt.config.empty() && opt.config != "auto")) return nullptr;
+  if (symmetric_.empty() || !IsAutoConfig(opt)) return nullptr;
   const uint64_t es = DataTypeSize(args.dtype);
   const uint64_t block = args.count * es, all = block * static_cast<uint64_t>(size_);
   uint64_t send = 0, recv = 0;  // the extents this rank's buffers must have in symmetric memory

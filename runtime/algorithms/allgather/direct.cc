@@ -8,6 +8,17 @@
 
 namespace hccltune::algo {
 
+absl::Status AllgatherDirectExchange(const CollectiveArgs& args, Endpoint& ep, const void** blocks) {
+  const size_t dsize = DataTypeSize(args.dtype);
+  const size_t bytes = args.count * dsize;
+  HT_RETURN_IF_ERROR(ep.Exchange(args.send, bytes, blocks));
+  for (int q = 0; q < ep.size(); ++q) {
+    CopyOut(args, At(args.recv, static_cast<size_t>(q) * args.count, dsize), q == ep.rank() ? args.send : blocks[q],
+            bytes);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status AllgatherDirect(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
   absl::StatusOr<Group> group = Open(args, config, ctx);
   if (!group.ok()) return group.status();
@@ -21,12 +32,7 @@ absl::Status AllgatherDirect(const CollectiveArgs& args, const Configuration& co
   if (bytes <= g.ep->ExchangeCapacity()) {
     // One node, shm: one mailbox exchange, every block copied into place from where its rank wrote it.
     auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
-    HT_RETURN_IF_ERROR(g.ep->Exchange(args.send, bytes, blocks));
-    for (int q = 0; q < g.size; ++q) {
-      CopyOut(args, At(args.recv, static_cast<size_t>(q) * args.count, g.dsize), q == g.rank ? args.send : blocks[q],
-              bytes);
-    }
-    return absl::OkStatus();
+    return AllgatherDirectExchange(args, *g.ep, blocks);
   }
   for (int k = 1; k < g.size; ++k) {
     const int from = Mod(g.rank - k, g.size);

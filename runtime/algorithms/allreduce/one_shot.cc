@@ -14,6 +14,12 @@
 
 namespace hccltune::algo {
 
+absl::Status AllreduceOneShotExchange(const CollectiveArgs& args, Endpoint& ep, const void** blocks) {
+  HT_RETURN_IF_ERROR(ep.Exchange(args.send, args.count * DataTypeSize(args.dtype), blocks));
+  CombineAll(args, args.recv, blocks, ep.size(), args.count);
+  return absl::OkStatus();
+}
+
 absl::Status AllreduceOneShot(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
   absl::StatusOr<Group> group = Open(args, config, ctx);
   if (!group.ok()) return group.status();
@@ -27,9 +33,7 @@ absl::Status AllreduceOneShot(const CollectiveArgs& args, const Configuration& c
     // One node, shm: every input is read where its rank wrote it, in the mailbox (runtime/transport/mailbox.h);
     // this rank's own is a copy there, so in place needs nothing more.
     auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
-    HT_RETURN_IF_ERROR(g.ep->Exchange(args.send, bytes, blocks));
-    CombineAll(args, args.recv, blocks, g.size, args.count);
-    return absl::OkStatus();
+    return AllreduceOneShotExchange(args, *g.ep, blocks);
   }
   // Slot i holds rank i's input; this rank's own slot is a copy only in place (recv is overwritten below). After
   // the slots: the n input pointers for CombineAll.

@@ -7,6 +7,11 @@
 
 namespace hccltune::algo {
 
+absl::Status BarrierOneShotExchange(const CollectiveArgs& args, Endpoint& ep, const void** blocks) {
+  (void)args;
+  return ep.Exchange(nullptr, 0, blocks);
+}
+
 absl::Status BarrierOneShot(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
   absl::StatusOr<Group> group = Open(args, config, ctx);
   if (!group.ok()) return group.status();
@@ -14,7 +19,7 @@ absl::Status BarrierOneShot(const CollectiveArgs& args, const Configuration& con
   if (g.size == 1) return absl::OkStatus();
   if (g.ep->ExchangeCapacity() > 0) {
     auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
-    return g.ep->Exchange(nullptr, 0, blocks);
+    return BarrierOneShotExchange(args, *g.ep, blocks);
   }
   for (int k = 1; k < g.size; ++k) g.ep->Irecv(Mod(g.rank - k, g.size), nullptr, 0);
   for (int k = 1; k < g.size; ++k) g.ep->Isend(Mod(g.rank + k, g.size), nullptr, 0);

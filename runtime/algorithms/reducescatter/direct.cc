@@ -9,6 +9,15 @@
 
 namespace hccltune::algo {
 
+absl::Status ReducescatterDirectExchange(const CollectiveArgs& args, Endpoint& ep, const void** blocks) {
+  const size_t dsize = DataTypeSize(args.dtype);
+  const size_t n = static_cast<size_t>(ep.size());
+  HT_RETURN_IF_ERROR(ep.Exchange(args.send, args.count * dsize * n, blocks));
+  for (size_t i = 0; i < n; ++i) blocks[i] = At(blocks[i], static_cast<size_t>(ep.rank()) * args.count, dsize);
+  CombineAll(args, args.recv, blocks, ep.size(), args.count);
+  return absl::OkStatus();
+}
+
 absl::Status ReducescatterDirect(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
   absl::StatusOr<Group> group = Open(args, config, ctx);
   if (!group.ok()) return group.status();
@@ -24,10 +33,7 @@ absl::Status ReducescatterDirect(const CollectiveArgs& args, const Configuration
     // One node, shm: each rank publishes its whole input in one mailbox exchange and reduces its own block
     // straight out of every rank's slot (its own included: a copy, so in place needs nothing more).
     auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
-    HT_RETURN_IF_ERROR(g.ep->Exchange(args.send, bytes * static_cast<size_t>(g.size), blocks));
-    for (int i = 0; i < g.size; ++i) blocks[i] = At(blocks[i], r * args.count, g.dsize);
-    CombineAll(args, args.recv, blocks, g.size, args.count);
-    return absl::OkStatus();
+    return ReducescatterDirectExchange(args, *g.ep, blocks);
   }
   const size_t slot_bytes = CeilDiv(bytes * static_cast<size_t>(g.size), size_t{64}) * 64;
   char* slots = static_cast<char*>(ctx.Scratch(slot_bytes + static_cast<size_t>(g.size) * sizeof(void*)));

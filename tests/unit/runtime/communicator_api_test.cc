@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -611,6 +612,90 @@ TEST(CommunicatorApi, LastConfigFollowsRepeatedCallsOfEachCollective) {
     return absl::OkStatus();
   });
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
+// HCCL_TUNE_ALGO choosing, for every size, the algorithms whose small calls are one mailbox exchange.
+Environment MailboxAlgorithms(int) {
+  Environment e = TestEnv();
+  e.tune_algo = "allreduce:0-=one_shot/allgather:0-=direct/reducescatter:0-=direct/barrier:0-=one_shot";
+  return e;
+}
+
+// A remembered small call whose first run was one mailbox exchange repeats through the algorithm's mailbox form
+// (CallMemo::exchange, no call context): new contents in the same buffers every round, in place and not, each
+// collective that has such a form interleaved with the others, every rank's output checked every round.
+TEST(CommunicatorApi, RepeatedMailboxCallsStayCorrectOnEveryRank) {
+  for (int n : {3, 4}) {
+    auto st = RunRanks(
+        n,
+        [n](int rank, Communicator& comm) -> absl::Status {
+          constexpr size_t kCount = 6;
+          const size_t all = kCount * static_cast<size_t>(n);
+          std::vector<float> in(all), out(all), inplace(kCount);
+          absl::Status s;
+          for (int round = 0; round < 12; ++round) {
+            const auto value = [round](int r, size_t i) { return static_cast<float>(round * 1000 + r * 100 + i); };
+            const auto sum = [&](size_t i) {
+              float t = 0;
+              for (int r = 0; r < n; ++r) t += value(r, i);
+              return t;
+            };
+            for (size_t i = 0; i < all; ++i) in[i] = value(rank, i);
+            for (size_t i = 0; i < kCount; ++i) inplace[i] = value(rank, i);
+            if (s = comm.Allreduce(in.data(), out.data(), kCount, DataType::kFloat32, ReduceOp::kSum, {}); !s.ok()) {
+              return s;
+            }
+            for (size_t i = 0; i < kCount; ++i) EXPECT_EQ(out[i], sum(i)) << "allreduce, round " << round << ", " << i;
+            if (s = comm.Allreduce(inplace.data(), inplace.data(), kCount, DataType::kFloat32, ReduceOp::kSum, {});
+                !s.ok()) {
+              return s;
+            }
+            for (size_t i = 0; i < kCount; ++i) {
+              EXPECT_EQ(inplace[i], sum(i)) << "allreduce in place, round " << round << ", " << i;
+            }
+            if (s = comm.Barrier(); !s.ok()) return s;
+            if (s = comm.Allgather(in.data(), out.data(), kCount, DataType::kFloat32, {}); !s.ok()) return s;
+            for (size_t i = 0; i < all; ++i) {
+              EXPECT_EQ(out[i], value(static_cast<int>(i / kCount), i % kCount)) << "allgather, round " << round;
+            }
+            if (s = comm.Reducescatter(in.data(), out.data(), kCount, DataType::kFloat32, ReduceOp::kSum, {});
+                !s.ok()) {
+              return s;
+            }
+            for (size_t i = 0; i < kCount; ++i) {
+              EXPECT_EQ(out[i], sum(static_cast<size_t>(rank) * kCount + i)) << "reducescatter, round " << round;
+            }
+          }
+          EXPECT_EQ(comm.last_config(), "direct(channels=1,link=auto)");
+          return absl::OkStatus();
+        },
+        MailboxAlgorithms);
+    for (const auto& s : st) EXPECT_TRUE(s.ok()) << n << " ranks: " << s;
+  }
+}
+
+// A rank that departs from a call the others repeat through its mailbox form is named by count, as on a first call.
+TEST(CommunicatorApi, MismatchAfterRepeatedMailboxCallsIsNamed) {
+  auto st = RunRanks(
+      3,
+      [](int rank, Communicator& comm) -> absl::Status {
+        std::vector<float> buf(8, 1.0f);
+        for (int round = 0; round < 6; ++round) {
+          const size_t count = rank == 1 && round == 5 ? 6 : 8;
+          absl::Status s = comm.Allreduce(buf.data(), buf.data(), count, DataType::kFloat32, ReduceOp::kSum, {});
+          if (!s.ok()) return s;
+          EXPECT_EQ(buf[0], std::pow(3.0f, static_cast<float>(round + 1))) << "round " << round;
+        }
+        return absl::OkStatus();
+      },
+      MailboxAlgorithms);
+  bool named = false;
+  for (const auto& s : st) {
+    ASSERT_FALSE(s.ok());
+    EXPECT_TRUE(Contains(s, "called allreduce with")) << s;
+    named = named || Contains(s, "rank 1 called allreduce with 6 elements");
+  }
+  EXPECT_TRUE(named) << st[0] << " / " << st[1] << " / " << st[2];
 }
 
 }  // namespace
