@@ -14,7 +14,11 @@ namespace {
 constexpr absl::string_view kDefaults = R"(
 # collective   world    bytes    configuration
 # one_shot / direct below 16385 bytes (16 KiB included, the shm mailbox's capacity) for 3-8 ranks: on one node
-# one mailbox exchange (runtime/transport/mailbox.h), 18-40% faster than the algorithms of several rounds.
+# one mailbox exchange (runtime/transport/mailbox.h), 18-40% faster than the algorithms of several rounds. At 2
+# ranks since round 16 (a repeated call runs the algorithm's mailbox form): allreduce up to 2 KiB 10-45% faster
+# than recursive_doubling, allgather 10-45% up to 4 KiB and even above, reducescatter 20-45% up to 16 KiB; at 3
+# ranks allgather and reducescatter below 2 KiB 15-17% (docs/PERFORMANCE.md, round 16).
+allreduce      2        0-2049   one_shot
 allreduce      3-8      0-16385  one_shot
 allreduce      4        8K-512K  halving_doubling
 allreduce      8        32K-128K halving_doubling
@@ -24,14 +28,10 @@ allreduce      9-64     0-64K    recursive_doubling
 allreduce      9-64     64K-     halving_doubling
 allreduce      65-      0-        halving_doubling
 allgather      4        4M-32M   recursive_doubling
-allgather      1-3      0-2K     recursive_doubling
-allgather      2        2K-16K   recursive_doubling
-allgather      2        16K-     direct
-allgather      3-8      0-       direct
+allgather      2-8      0-       direct
 allgather      1-        0-       ring(chunk=1M)
 allgatherv     1-        0-       ring(chunk=1M)
-reducescatter  3        2K-16385 direct
-reducescatter  4-8      0-16385  direct
+reducescatter  2-8      0-16385  direct
 reducescatter  1-8      0-16K    halving_doubling
 reducescatter  1-        0-       ring(chunk=1M)
 broadcast      1-2      0-       binomial_tree

@@ -30,8 +30,8 @@ fp=$(printf '%s' "$topo" | sha256sum | cut -c1-16)
 out=$("$cli" bench --ranks 2 --coll barrier --min-bytes 0 --max-bytes 0 --iters 1)
 grep -q "topology $fp" <<<"$out" || fail "runtime fingerprint differs from $fp: $out"
 
-# A table that differs from the defaults (which pick recursive_doubling / ring for allreduce, binomial_tree
-# for small broadcasts).
+# A table that differs from the defaults (which pick one_shot up to 2 KiB, then recursive_doubling / ring for
+# allreduce, binomial_tree for broadcasts).
 python3 - "$tmp/table.json" "$fp" "$topo" <<'PY'
 import json, sys
 path, fp, topo = sys.argv[1:]
