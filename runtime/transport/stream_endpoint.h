@@ -191,10 +191,10 @@ class StreamEndpoint final : public Endpoint {
   std::vector<uint8_t> stage_;                 // receive-and-reduce staging when the pair cannot Peek (allocated once)
   std::vector<uint8_t> tile_;                  // fused receive-reduce-forward: one L1-sized result tile
   int max_lanes_ = 1;
-  bool oversubscribed_ = false;
+  bool oversubscribed_ = false;  // more ranks on this host's shm than CPUs this process may run on
   bool own_cpu_ = false;         // bound to one CPU and no more shm ranks than CPUs: spin, never yield
   int64_t spin_ns_ = INT64_MAX;  // adaptive spin budget (see Wait)
-  uint32_t waits_ = 0;           // more ranks on this host's shm than CPUs this process may run on
+  uint32_t waits_ = 0;           // waits so far (every 64th probes with the full spin; WaitLoop)
   bool any_polled_ = false;
 };
 

@@ -31,7 +31,7 @@ out=$("$cli" bench --ranks 2 --coll barrier --min-bytes 0 --max-bytes 0 --iters 
 grep -q "topology $fp" <<<"$out" || fail "runtime fingerprint differs from $fp: $out"
 
 # A table that differs from the defaults (which pick one_shot up to 2 KiB, then recursive_doubling / ring for
-# allreduce, binomial_tree for broadcasts).
+# allreduce at 2 ranks — never binomial_tree — and binomial_tree for broadcasts).
 python3 - "$tmp/table.json" "$fp" "$topo" <<'PY'
 import json, sys
 path, fp, topo = sys.argv[1:]
@@ -41,7 +41,7 @@ def e(coll, dtype, rng, cfg):
             "default_margin": 0.2, "sweep_id": "test", "library_version": "test", "measured_unix_ms": 0}
 doc = {"format": "hccl-tune-tables", "format_version": 1, "tables": [{
     "fingerprint": fp, "topology": topo, "version": 1, "created_unix_ms": 0, "content_hash": "",
-    "entries": [e("allreduce", "fp32", "0-4K", "one_shot(channels=1,link=auto)"),
+    "entries": [e("allreduce", "fp32", "0-4K", "binomial_tree(channels=1,link=auto)"),
                 e("allreduce", "fp32", "4K-", "halving_doubling(channels=1,link=auto)"),
                 e("broadcast", "fp32", "0-", "chain(chunk=64K,channels=1,link=auto)")]}]}
 json.dump(doc, open(path, "w"))
@@ -51,7 +51,7 @@ PY
 out=$("$cli" bench --ranks 2 --coll allreduce --min-bytes 8 --max-bytes 64K --iters 20 --check)
 echo "$out"
 grep -q "CHECK FAILED" <<<"$out" && fail "check failed"
-awk '$1=="allreduce" && $3<4096 && $4 !~ /^one_shot/ {bad=1} END {exit bad}' <<<"$out" || fail "table entry 0-4K not used"
+awk '$1=="allreduce" && $3<4096 && $4 !~ /^binomial_tree/ {bad=1} END {exit bad}' <<<"$out" || fail "table entry 0-4K not used"
 awk '$1=="allreduce" && $3>=4096 && $4 !~ /^halving_doubling/ {bad=1} END {exit bad}' <<<"$out" ||
   fail "table entry 4K- not used"
 
@@ -64,12 +64,12 @@ grep -q "chain(chunk=64K" <<<"$out" || fail "override leaked into broadcast: $ou
 # Live samples reached the database: calls per configuration.
 for _ in $(seq 50); do
   live=$("$cli" status --daemon "$HCCL_TUNE_DAEMON" --live --json)
-  n=$(python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(r["count"] for r in d["live"] if r["configuration"].startswith("one_shot")))' <<<"$live")
+  n=$(python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(r["count"] for r in d["live"] if r["configuration"].startswith("binomial_tree")))' <<<"$live")
   ((n > 0)) && break
   sleep 0.2
 done
 ((n > 0)) || fail "no live samples of the tuned configuration reached the daemon: $live"
-echo "live samples of one_shot: $n"
+echo "live samples of binomial_tree: $n"
 
 # The daemon dies mid-job: the job finishes; a restarted daemon receives reports again.
 "$cli" bench --ranks 2 --coll allreduce --min-bytes 8 --max-bytes 8 --iters 20000 >"$tmp/long.out" 2>"$tmp/long.err" &
@@ -83,7 +83,7 @@ wait "$job" || fail "the job failed after the daemon was killed: $(cat "$tmp/lon
 before=$n
 for _ in $(seq 50); do
   live=$("$cli" status --daemon "$HCCL_TUNE_DAEMON" --live --json)
-  n=$(python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(r["count"] for r in d["live"] if r["configuration"].startswith("one_shot")))' <<<"$live")
+  n=$(python3 -c 'import json,sys; d=json.load(sys.stdin); print(sum(r["count"] for r in d["live"] if r["configuration"].startswith("binomial_tree")))' <<<"$live")
   ((n > before)) && break
   "$cli" bench --ranks 2 --coll allreduce --min-bytes 8 --max-bytes 8 --iters 200 >/dev/null
 done

@@ -622,10 +622,11 @@ Environment MailboxAlgorithms(int) {
 }
 
 // A remembered small call whose first run was one mailbox exchange repeats through the algorithm's mailbox form
-// (CallMemo::exchange, no call context): new contents in the same buffers every round, in place and not, each
-// collective that has such a form interleaved with the others, every rank's output checked every round.
+// (CallMemo::exchange, no call context): new contents in the same buffers every round, every collective that has
+// such a form interleaved with the others (each remembers its own last call), the allreduce out of place for a
+// dozen rounds and then in place, every rank's output checked every round.
 TEST(CommunicatorApi, RepeatedMailboxCallsStayCorrectOnEveryRank) {
-  for (int n : {3, 4}) {
+  for (int n : {2, 3, 4}) {
     auto st = RunRanks(
         n,
         [n](int rank, Communicator& comm) -> absl::Status {
@@ -633,7 +634,8 @@ TEST(CommunicatorApi, RepeatedMailboxCallsStayCorrectOnEveryRank) {
           const size_t all = kCount * static_cast<size_t>(n);
           std::vector<float> in(all), out(all), inplace(kCount);
           absl::Status s;
-          for (int round = 0; round < 12; ++round) {
+          for (int round = 0; round < 24; ++round) {
+            const bool in_place = round >= 12;
             const auto value = [round](int r, size_t i) { return static_cast<float>(round * 1000 + r * 100 + i); };
             const auto sum = [&](size_t i) {
               float t = 0;
@@ -642,16 +644,14 @@ TEST(CommunicatorApi, RepeatedMailboxCallsStayCorrectOnEveryRank) {
             };
             for (size_t i = 0; i < all; ++i) in[i] = value(rank, i);
             for (size_t i = 0; i < kCount; ++i) inplace[i] = value(rank, i);
-            if (s = comm.Allreduce(in.data(), out.data(), kCount, DataType::kFloat32, ReduceOp::kSum, {}); !s.ok()) {
-              return s;
-            }
-            for (size_t i = 0; i < kCount; ++i) EXPECT_EQ(out[i], sum(i)) << "allreduce, round " << round << ", " << i;
-            if (s = comm.Allreduce(inplace.data(), inplace.data(), kCount, DataType::kFloat32, ReduceOp::kSum, {});
+            float* result = in_place ? inplace.data() : out.data();
+            if (s = comm.Allreduce(in_place ? inplace.data() : in.data(), result, kCount, DataType::kFloat32,
+                                   ReduceOp::kSum, {});
                 !s.ok()) {
               return s;
             }
             for (size_t i = 0; i < kCount; ++i) {
-              EXPECT_EQ(inplace[i], sum(i)) << "allreduce in place, round " << round << ", " << i;
+              EXPECT_EQ(result[i], sum(i)) << "allreduce, in place " << in_place << ", round " << round << ", " << i;
             }
             if (s = comm.Barrier(); !s.ok()) return s;
             if (s = comm.Allgather(in.data(), out.data(), kCount, DataType::kFloat32, {}); !s.ok()) return s;
