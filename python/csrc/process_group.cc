@@ -163,6 +163,24 @@ void Unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& outs) {
   }
 }
 
+// Runs a collective's argument checks and its Run: when a check throws (TORCH_CHECK: dtype, shape, device, list
+// sizes...), the communicator is told first (Communicator::RefuseCall, queued behind this group's earlier work),
+// so the other ranks, which passed their checks and may already wait in the call, fail after one blocked slice
+// naming this rank and the reason instead of waiting out HCCL_EXEC_TIMEOUT; then the error reaches the caller.
+template <typename F>
+c10::intrusive_ptr<c10d::Work> RefuseOnThrow(Communicator& comm, Collective c, F&& checks_and_run) {
+  try {
+    return checks_and_run();
+  } catch (const c10::Error& e) {
+    const std::string why = e.what_without_backtrace();
+    comm.Enqueue([c, why](Communicator& q) {
+      (void)q.RefuseCall(c, why);
+      return absl::OkStatus();
+    });
+    throw;
+  }
+}
+
 absl::Status Ok() { return absl::OkStatus(); }
 
 class HcclTuneWork final : public c10d::Work {
@@ -314,254 +332,276 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::Run(c10d::OpType type, std:
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::broadcast(std::vector<at::Tensor>& tensors,
                                                                const c10d::BroadcastOptions& opts) {
-  CheckSingle(tensors, "broadcast");
-  CheckOutput(tensors[0], "broadcast");  // on the root too: it is copied back like the others'
-  CheckRoot(opts.rootRank, size_, "broadcast");
-  TORCH_CHECK(opts.rootTensor == 0, "hccltune: broadcast: rootTensor must be 0");
-  Staged st = Stage(tensors[0]);
-  const Wire w = WireOf(st.buf);
-  const int root = static_cast<int>(opts.rootRank);
-  return Run(OpType::BROADCAST, tensors, [st, w, root](Communicator& c) {
-    void* p = st.buf.data_ptr();
-    absl::Status s = c.Broadcast(p, p, Count(st.buf, w), w.dtype, root);
-    if (s.ok()) st.Finish();
-    return s;
+  return RefuseOnThrow(*comm_, Collective::kBroadcast, [&] {
+    CheckSingle(tensors, "broadcast");
+    CheckOutput(tensors[0], "broadcast");  // on the root too: it is copied back like the others'
+    CheckRoot(opts.rootRank, size_, "broadcast");
+    TORCH_CHECK(opts.rootTensor == 0, "hccltune: broadcast: rootTensor must be 0");
+    Staged st = Stage(tensors[0]);
+    const Wire w = WireOf(st.buf);
+    const int root = static_cast<int>(opts.rootRank);
+    return Run(OpType::BROADCAST, tensors, [st, w, root](Communicator& c) {
+      void* p = st.buf.data_ptr();
+      absl::Status s = c.Broadcast(p, p, Count(st.buf, w), w.dtype, root);
+      if (s.ok()) st.Finish();
+      return s;
+    });
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::allreduce(std::vector<at::Tensor>& tensors,
                                                                const c10d::AllreduceOptions& opts) {
-  TORCH_CHECK(tensors.size() == 1, "hccltune: allreduce takes exactly one tensor per process, got ", tensors.size());
-  if (tensors[0].defined() && tensors[0].layout() == at::kSparse) {
-    const at::Tensor& t = tensors[0];
-    TORCH_CHECK(t.device().is_cpu(), "hccltune: allreduce: only CPU tensors are supported, got ", t.device());
-    TORCH_CHECK(static_cast<c10d::ReduceOp::RedOpType>(opts.reduceOp) == c10d::ReduceOp::SUM,
-                "hccltune: allreduce of a sparse tensor supports ReduceOp.SUM only (as gloo), got ReduceOp ",
-                static_cast<int>(static_cast<c10d::ReduceOp::RedOpType>(opts.reduceOp)));
-    const at::Tensor in = t.coalesce();
-    return Run(OpType::ALLREDUCE, tensors,
-               [in, out = t](Communicator& c) mutable { return SparseAllreduceSum(c, in, out); });
-  }
-  CheckSingle(tensors, "allreduce");
-  CheckOutput(tensors[0], "allreduce");
-  const auto [dtype, op] = ReduceTypes(tensors[0], opts.reduceOp, "allreduce");
-  Staged st = Stage(tensors[0]);
-  return Run(OpType::ALLREDUCE, tensors, [st, dtype = dtype, op = op](Communicator& c) {
-    void* p = st.buf.data_ptr();
-    absl::Status s = c.Allreduce(p, p, static_cast<size_t>(st.buf.numel()), dtype, op);
-    if (s.ok()) st.Finish();
-    return s;
+  return RefuseOnThrow(*comm_, Collective::kAllreduce, [&] {
+    TORCH_CHECK(tensors.size() == 1, "hccltune: allreduce takes exactly one tensor per process, got ", tensors.size());
+    if (tensors[0].defined() && tensors[0].layout() == at::kSparse) {
+      const at::Tensor& t = tensors[0];
+      TORCH_CHECK(t.device().is_cpu(), "hccltune: allreduce: only CPU tensors are supported, got ", t.device());
+      TORCH_CHECK(static_cast<c10d::ReduceOp::RedOpType>(opts.reduceOp) == c10d::ReduceOp::SUM,
+                  "hccltune: allreduce of a sparse tensor supports ReduceOp.SUM only (as gloo), got ReduceOp ",
+                  static_cast<int>(static_cast<c10d::ReduceOp::RedOpType>(opts.reduceOp)));
+      const at::Tensor in = t.coalesce();
+      return Run(OpType::ALLREDUCE, tensors,
+                 [in, out = t](Communicator& c) mutable { return SparseAllreduceSum(c, in, out); });
+    }
+    CheckSingle(tensors, "allreduce");
+    CheckOutput(tensors[0], "allreduce");
+    const auto [dtype, op] = ReduceTypes(tensors[0], opts.reduceOp, "allreduce");
+    Staged st = Stage(tensors[0]);
+    return Run(OpType::ALLREDUCE, tensors, [st, dtype = dtype, op = op](Communicator& c) {
+      void* p = st.buf.data_ptr();
+      absl::Status s = c.Allreduce(p, p, static_cast<size_t>(st.buf.numel()), dtype, op);
+      if (s.ok()) st.Finish();
+      return s;
+    });
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                          const c10d::AllreduceCoalescedOptions& opts) {
-  TORCH_CHECK(!tensors.empty(), "hccltune: allreduce_coalesced needs at least one tensor");
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const at::Tensor& t = tensors[i];
-    CheckOutput(t, "allreduce_coalesced", static_cast<int64_t>(i));
-    TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(),
-                "hccltune: allreduce_coalesced: all tensors must have the same dtype");
-  }
-  const auto [dtype, op] = ReduceTypes(tensors[0], opts.reduceOp, "allreduce_coalesced");
-  at::Tensor flat = Flatten(tensors);
-  return Run(OpType::ALLREDUCE_COALESCED, tensors, [flat, outs = tensors, dtype = dtype, op = op](Communicator& c) {
-    void* p = flat.data_ptr();
-    absl::Status s = c.Allreduce(p, p, static_cast<size_t>(flat.numel()), dtype, op);
-    if (s.ok()) Unflatten(flat, outs);
-    return s;
+  return RefuseOnThrow(*comm_, Collective::kAllreduce, [&] {
+    TORCH_CHECK(!tensors.empty(), "hccltune: allreduce_coalesced needs at least one tensor");
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const at::Tensor& t = tensors[i];
+      CheckOutput(t, "allreduce_coalesced", static_cast<int64_t>(i));
+      TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(),
+                  "hccltune: allreduce_coalesced: all tensors must have the same dtype");
+    }
+    const auto [dtype, op] = ReduceTypes(tensors[0], opts.reduceOp, "allreduce_coalesced");
+    at::Tensor flat = Flatten(tensors);
+    return Run(OpType::ALLREDUCE_COALESCED, tensors, [flat, outs = tensors, dtype = dtype, op = op](Communicator& c) {
+      void* p = flat.data_ptr();
+      absl::Status s = c.Allreduce(p, p, static_cast<size_t>(flat.numel()), dtype, op);
+      if (s.ok()) Unflatten(flat, outs);
+      return s;
+    });
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::reduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::ReduceOptions& opts) {
-  CheckSingle(tensors, "reduce");
-  CheckRoot(opts.rootRank, size_, "reduce");
-  TORCH_CHECK(opts.rootTensor == 0, "hccltune: reduce: rootTensor must be 0");
-  const auto [dtype, op] = ReduceTypes(tensors[0], opts.reduceOp, "reduce");
-  Staged st = Stage(tensors[0]);
-  const int root = static_cast<int>(opts.rootRank);
-  const bool is_root = root == rank_;
-  if (is_root) CheckOutput(tensors[0], "reduce");  // only the root's tensor is written
-  return Run(OpType::REDUCE, tensors, [st, dtype = dtype, op = op, root, is_root](Communicator& c) {
-    void* p = st.buf.data_ptr();
-    absl::Status s = c.Reduce(p, p, static_cast<size_t>(st.buf.numel()), dtype, op, root);
-    if (s.ok() && is_root) st.Finish();
-    return s;
+  return RefuseOnThrow(*comm_, Collective::kReduce, [&] {
+    CheckSingle(tensors, "reduce");
+    CheckRoot(opts.rootRank, size_, "reduce");
+    TORCH_CHECK(opts.rootTensor == 0, "hccltune: reduce: rootTensor must be 0");
+    const auto [dtype, op] = ReduceTypes(tensors[0], opts.reduceOp, "reduce");
+    Staged st = Stage(tensors[0]);
+    const int root = static_cast<int>(opts.rootRank);
+    const bool is_root = root == rank_;
+    if (is_root) CheckOutput(tensors[0], "reduce");  // only the root's tensor is written
+    return Run(OpType::REDUCE, tensors, [st, dtype = dtype, op = op, root, is_root](Communicator& c) {
+      void* p = st.buf.data_ptr();
+      absl::Status s = c.Reduce(p, p, static_cast<size_t>(st.buf.numel()), dtype, op, root);
+      if (s.ok() && is_root) st.Finish();
+      return s;
+    });
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                                std::vector<at::Tensor>& inputs,
                                                                const c10d::AllgatherOptions& /*opts*/) {
-  CheckSingle(inputs, "allgather");
-  TORCH_CHECK(outputs.size() == 1, "hccltune: allgather takes one output list per process, got ", outputs.size());
-  TORCH_CHECK(outputs[0].size() == static_cast<size_t>(size_), "hccltune: allgather: the output list has ",
-              outputs[0].size(), " tensors, the group has ", size_, " ranks");
-  for (size_t i = 0; i < outputs[0].size(); ++i) {
-    CheckLike(outputs[0][i], inputs[0], "allgather");
-    CheckOutput(outputs[0][i], "allgather", static_cast<int64_t>(i));
-  }
-  const at::Tensor in = inputs[0].contiguous();
-  const Wire w = WireOf(in);
-  at::Tensor flat = at::empty({in.numel() * size_}, in.options());
-  return Run(OpType::ALLGATHER, outputs[0], [in, w, flat, outs = outputs[0]](Communicator& c) {
-    absl::Status s = c.Allgather(in.data_ptr(), flat.data_ptr(), Count(in, w), w.dtype);
-    if (s.ok()) Unflatten(flat, outs);
-    return s;
+  return RefuseOnThrow(*comm_, Collective::kAllgather, [&] {
+    CheckSingle(inputs, "allgather");
+    TORCH_CHECK(outputs.size() == 1, "hccltune: allgather takes one output list per process, got ", outputs.size());
+    TORCH_CHECK(outputs[0].size() == static_cast<size_t>(size_), "hccltune: allgather: the output list has ",
+                outputs[0].size(), " tensors, the group has ", size_, " ranks");
+    for (size_t i = 0; i < outputs[0].size(); ++i) {
+      CheckLike(outputs[0][i], inputs[0], "allgather");
+      CheckOutput(outputs[0][i], "allgather", static_cast<int64_t>(i));
+    }
+    const at::Tensor in = inputs[0].contiguous();
+    const Wire w = WireOf(in);
+    at::Tensor flat = at::empty({in.numel() * size_}, in.options());
+    return Run(OpType::ALLGATHER, outputs[0], [in, w, flat, outs = outputs[0]](Communicator& c) {
+      absl::Status s = c.Allgather(in.data_ptr(), flat.data_ptr(), Count(in, w), w.dtype);
+      if (s.ok()) Unflatten(flat, outs);
+      return s;
+    });
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                      const c10d::AllgatherOptions& /*opts*/) {
-  CheckTensor(input, "_allgather_base");
-  CheckOutput(output, "_allgather_base");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "hccltune: _allgather_base: output dtype ",
-              output.scalar_type(), " differs from input dtype ", input.scalar_type());
-  TORCH_CHECK(output.numel() == input.numel() * size_, "hccltune: _allgather_base: output has ", output.numel(),
-              " elements, expected world size (", size_, ") x input (", input.numel(), ")");
-  Staged out = Stage(output);
-  const at::Tensor in = input.contiguous();
-  const Wire w = WireOf(in);
-  return Run(OpType::_ALLGATHER_BASE, {output}, [out, in, w](Communicator& c) {
-    absl::Status s = c.Allgather(in.data_ptr(), out.buf.data_ptr(), Count(in, w), w.dtype);
-    if (s.ok()) out.Finish();
-    return s;
+  return RefuseOnThrow(*comm_, Collective::kAllgather, [&] {
+    CheckTensor(input, "_allgather_base");
+    CheckOutput(output, "_allgather_base");
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), "hccltune: _allgather_base: output dtype ",
+                output.scalar_type(), " differs from input dtype ", input.scalar_type());
+    TORCH_CHECK(output.numel() == input.numel() * size_, "hccltune: _allgather_base: output has ", output.numel(),
+                " elements, expected world size (", size_, ") x input (", input.numel(), ")");
+    Staged out = Stage(output);
+    const at::Tensor in = input.contiguous();
+    const Wire w = WireOf(in);
+    return Run(OpType::_ALLGATHER_BASE, {output}, [out, in, w](Communicator& c) {
+      absl::Status s = c.Allgather(in.data_ptr(), out.buf.data_ptr(), Count(in, w), w.dtype);
+      if (s.ok()) out.Finish();
+      return s;
+    });
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
                                                                          std::vector<at::Tensor>& inputs,
                                                                          const c10d::AllgatherOptions& /*opts*/) {
-  TORCH_CHECK(outputs.size() == static_cast<size_t>(size_), "hccltune: allgather_coalesced: ", outputs.size(),
-              " output lists, the group has ", size_, " ranks");
-  int64_t block = 0;  // bytes this rank contributes
-  for (const auto& t : inputs) {
-    CheckTensor(t, "allgather_coalesced");
-    block += t.numel() * t.element_size();
-  }
-  for (const auto& list : outputs) {
-    TORCH_CHECK(list.size() == inputs.size(), "hccltune: allgather_coalesced: an output list has ", list.size(),
-                " tensors, the input list ", inputs.size());
-    for (size_t i = 0; i < list.size(); ++i) {
-      CheckLike(list[i], inputs[i], "allgather_coalesced");
-      CheckOutput(list[i], "allgather_coalesced");
+  return RefuseOnThrow(*comm_, Collective::kAllgather, [&] {
+    TORCH_CHECK(outputs.size() == static_cast<size_t>(size_), "hccltune: allgather_coalesced: ", outputs.size(),
+                " output lists, the group has ", size_, " ranks");
+    int64_t block = 0;  // bytes this rank contributes
+    for (const auto& t : inputs) {
+      CheckTensor(t, "allgather_coalesced");
+      block += t.numel() * t.element_size();
     }
-  }
-  at::Tensor send = at::empty({block}, at::kByte);
-  int64_t off = 0;
-  for (const auto& t : inputs) {
-    const at::Tensor ct = t.contiguous();
-    const auto bytes = static_cast<size_t>(ct.numel() * ct.element_size());
-    if (bytes > 0) std::memcpy(static_cast<uint8_t*>(send.data_ptr()) + off, ct.data_ptr(), bytes);
-    off += static_cast<int64_t>(bytes);
-  }
-  at::Tensor recv = at::empty({block * size_}, at::kByte);
-  std::vector<at::Tensor> flat_outs;
-  for (const auto& list : outputs) flat_outs.insert(flat_outs.end(), list.begin(), list.end());
-  return Run(OpType::ALLGATHER_COALESCED, flat_outs, [send, recv, outs = outputs, block](Communicator& c) {
-    absl::Status s = c.Allgather(send.data_ptr(), recv.data_ptr(), static_cast<size_t>(block), DataType::kUint8);
-    if (!s.ok()) return s;
-    auto* base = static_cast<uint8_t*>(recv.data_ptr());
-    for (size_t r = 0; r < outs.size(); ++r) {
-      int64_t o = static_cast<int64_t>(r) * block;
-      for (const auto& t : outs[r]) {
-        if (t.numel() > 0) t.copy_(at::from_blob(base + o, t.sizes(), t.options().device(at::kCPU)));
-        o += t.numel() * t.element_size();
+    for (const auto& list : outputs) {
+      TORCH_CHECK(list.size() == inputs.size(), "hccltune: allgather_coalesced: an output list has ", list.size(),
+                  " tensors, the input list ", inputs.size());
+      for (size_t i = 0; i < list.size(); ++i) {
+        CheckLike(list[i], inputs[i], "allgather_coalesced");
+        CheckOutput(list[i], "allgather_coalesced");
       }
     }
-    return Ok();
+    at::Tensor send = at::empty({block}, at::kByte);
+    int64_t off = 0;
+    for (const auto& t : inputs) {
+      const at::Tensor ct = t.contiguous();
+      const auto bytes = static_cast<size_t>(ct.numel() * ct.element_size());
+      if (bytes > 0) std::memcpy(static_cast<uint8_t*>(send.data_ptr()) + off, ct.data_ptr(), bytes);
+      off += static_cast<int64_t>(bytes);
+    }
+    at::Tensor recv = at::empty({block * size_}, at::kByte);
+    std::vector<at::Tensor> flat_outs;
+    for (const auto& list : outputs) flat_outs.insert(flat_outs.end(), list.begin(), list.end());
+    return Run(OpType::ALLGATHER_COALESCED, flat_outs, [send, recv, outs = outputs, block](Communicator& c) {
+      absl::Status s = c.Allgather(send.data_ptr(), recv.data_ptr(), static_cast<size_t>(block), DataType::kUint8);
+      if (!s.ok()) return s;
+      auto* base = static_cast<uint8_t*>(recv.data_ptr());
+      for (size_t r = 0; r < outs.size(); ++r) {
+        int64_t o = static_cast<int64_t>(r) * block;
+        for (const auto& t : outs[r]) {
+          if (t.numel() > 0) t.copy_(at::from_blob(base + o, t.sizes(), t.options().device(at::kCPU)));
+          o += t.numel() * t.element_size();
+        }
+      }
+      return Ok();
+    });
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                             std::vector<at::Tensor>& inputs,
                                                             const c10d::GatherOptions& opts) {
-  CheckSingle(inputs, "gather");
-  CheckRoot(opts.rootRank, size_, "gather");
-  const int root = static_cast<int>(opts.rootRank);
-  const bool is_root = root == rank_;
-  if (is_root) {
-    TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_),
-                "hccltune: gather: the root needs one output list of ", size_, " tensors");
-    for (size_t i = 0; i < outputs[0].size(); ++i) {
-      CheckLike(outputs[0][i], inputs[0], "gather");
-      CheckOutput(outputs[0][i], "gather", static_cast<int64_t>(i));
+  return RefuseOnThrow(*comm_, Collective::kGather, [&] {
+    CheckSingle(inputs, "gather");
+    CheckRoot(opts.rootRank, size_, "gather");
+    const int root = static_cast<int>(opts.rootRank);
+    const bool is_root = root == rank_;
+    if (is_root) {
+      TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size_),
+                  "hccltune: gather: the root needs one output list of ", size_, " tensors");
+      for (size_t i = 0; i < outputs[0].size(); ++i) {
+        CheckLike(outputs[0][i], inputs[0], "gather");
+        CheckOutput(outputs[0][i], "gather", static_cast<int64_t>(i));
+      }
+    } else {
+      TORCH_CHECK(outputs.empty(), "hccltune: gather: only the root (rank ", root, ") takes an output list");
     }
-  } else {
-    TORCH_CHECK(outputs.empty(), "hccltune: gather: only the root (rank ", root, ") takes an output list");
-  }
-  const at::Tensor in = inputs[0].contiguous();
-  const Wire w = WireOf(in);
-  at::Tensor flat = is_root ? at::empty({in.numel() * size_}, in.options()) : at::Tensor();
-  std::vector<at::Tensor> outs = is_root ? outputs[0] : std::vector<at::Tensor>{};
-  return Run(OpType::GATHER, outs, [in, w, flat, outs, root, is_root](Communicator& c) {
-    absl::Status s = c.Gather(in.data_ptr(), is_root ? flat.data_ptr() : nullptr, Count(in, w), w.dtype, root);
-    if (s.ok() && is_root) Unflatten(flat, outs);
-    return s;
+    const at::Tensor in = inputs[0].contiguous();
+    const Wire w = WireOf(in);
+    at::Tensor flat = is_root ? at::empty({in.numel() * size_}, in.options()) : at::Tensor();
+    std::vector<at::Tensor> outs = is_root ? outputs[0] : std::vector<at::Tensor>{};
+    return Run(OpType::GATHER, outs, [in, w, flat, outs, root, is_root](Communicator& c) {
+      absl::Status s = c.Gather(in.data_ptr(), is_root ? flat.data_ptr() : nullptr, Count(in, w), w.dtype, root);
+      if (s.ok() && is_root) Unflatten(flat, outs);
+      return s;
+    });
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::scatter(std::vector<at::Tensor>& outputs,
                                                              std::vector<std::vector<at::Tensor>>& inputs,
                                                              const c10d::ScatterOptions& opts) {
-  CheckSingle(outputs, "scatter");
-  CheckOutput(outputs[0], "scatter");
-  CheckRoot(opts.rootRank, size_, "scatter");
-  const int root = static_cast<int>(opts.rootRank);
-  const bool is_root = root == rank_;
-  if (is_root) {
-    TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
-                "hccltune: scatter: the root needs one input list of ", size_, " tensors");
-    for (const auto& t : inputs[0]) CheckLike(t, outputs[0], "scatter");
-  } else {
-    TORCH_CHECK(inputs.empty(), "hccltune: scatter: only the root (rank ", root, ") takes an input list");
-  }
-  Staged out = Stage(outputs[0]);
-  const Wire w = WireOf(out.buf);
-  at::Tensor flat = is_root ? Flatten(inputs[0]) : at::Tensor();
-  return Run(OpType::SCATTER, outputs, [out, w, flat, root, is_root](Communicator& c) {
-    absl::Status s =
-        c.Scatter(is_root ? flat.data_ptr() : nullptr, out.buf.data_ptr(), Count(out.buf, w), w.dtype, root);
-    if (s.ok()) out.Finish();
-    return s;
+  return RefuseOnThrow(*comm_, Collective::kScatter, [&] {
+    CheckSingle(outputs, "scatter");
+    CheckOutput(outputs[0], "scatter");
+    CheckRoot(opts.rootRank, size_, "scatter");
+    const int root = static_cast<int>(opts.rootRank);
+    const bool is_root = root == rank_;
+    if (is_root) {
+      TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
+                  "hccltune: scatter: the root needs one input list of ", size_, " tensors");
+      for (const auto& t : inputs[0]) CheckLike(t, outputs[0], "scatter");
+    } else {
+      TORCH_CHECK(inputs.empty(), "hccltune: scatter: only the root (rank ", root, ") takes an input list");
+    }
+    Staged out = Stage(outputs[0]);
+    const Wire w = WireOf(out.buf);
+    at::Tensor flat = is_root ? Flatten(inputs[0]) : at::Tensor();
+    return Run(OpType::SCATTER, outputs, [out, w, flat, root, is_root](Communicator& c) {
+      absl::Status s =
+          c.Scatter(is_root ? flat.data_ptr() : nullptr, out.buf.data_ptr(), Count(out.buf, w), w.dtype, root);
+      if (s.ok()) out.Finish();
+      return s;
+    });
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                                     std::vector<std::vector<at::Tensor>>& inputs,
                                                                     const c10d::ReduceScatterOptions& opts) {
-  CheckSingle(outputs, "reduce_scatter");
-  CheckOutput(outputs[0], "reduce_scatter");
-  TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
-              "hccltune: reduce_scatter needs one input list of ", size_, " tensors");
-  for (const auto& t : inputs[0]) CheckLike(t, outputs[0], "reduce_scatter");
-  const auto [dtype, op] = ReduceTypes(outputs[0], opts.reduceOp, "reduce_scatter");
-  Staged out = Stage(outputs[0]);
-  at::Tensor flat = Flatten(inputs[0]);
-  return Run(OpType::REDUCE_SCATTER, outputs, [out, flat, dtype = dtype, op = op](Communicator& c) {
-    absl::Status s =
-        c.Reducescatter(flat.data_ptr(), out.buf.data_ptr(), static_cast<size_t>(out.buf.numel()), dtype, op);
-    if (s.ok()) out.Finish();
-    return s;
+  return RefuseOnThrow(*comm_, Collective::kReducescatter, [&] {
+    CheckSingle(outputs, "reduce_scatter");
+    CheckOutput(outputs[0], "reduce_scatter");
+    TORCH_CHECK(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
+                "hccltune: reduce_scatter needs one input list of ", size_, " tensors");
+    for (const auto& t : inputs[0]) CheckLike(t, outputs[0], "reduce_scatter");
+    const auto [dtype, op] = ReduceTypes(outputs[0], opts.reduceOp, "reduce_scatter");
+    Staged out = Stage(outputs[0]);
+    at::Tensor flat = Flatten(inputs[0]);
+    return Run(OpType::REDUCE_SCATTER, outputs, [out, flat, dtype = dtype, op = op](Communicator& c) {
+      absl::Status s =
+          c.Reducescatter(flat.data_ptr(), out.buf.data_ptr(), static_cast<size_t>(out.buf.numel()), dtype, op);
+      if (s.ok()) out.Finish();
+      return s;
+    });
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                           const c10d::ReduceScatterOptions& opts) {
-  CheckTensor(input, "_reduce_scatter_base");
-  CheckOutput(output, "_reduce_scatter_base");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "hccltune: _reduce_scatter_base: dtypes differ");
-  TORCH_CHECK(input.numel() == output.numel() * size_, "hccltune: _reduce_scatter_base: input has ", input.numel(),
-              " elements, expected world size (", size_, ") x output (", output.numel(), ")");
-  const auto [dtype, op] = ReduceTypes(output, opts.reduceOp, "_reduce_scatter_base");
-  Staged out = Stage(output);
-  const at::Tensor in = input.contiguous();
-  return Run(OpType::_REDUCE_SCATTER_BASE, {output}, [out, in, dtype = dtype, op = op](Communicator& c) {
-    absl::Status s =
-        c.Reducescatter(in.data_ptr(), out.buf.data_ptr(), static_cast<size_t>(out.buf.numel()), dtype, op);
-    if (s.ok()) out.Finish();
-    return s;
+  return RefuseOnThrow(*comm_, Collective::kReducescatter, [&] {
+    CheckTensor(input, "_reduce_scatter_base");
+    CheckOutput(output, "_reduce_scatter_base");
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), "hccltune: _reduce_scatter_base: dtypes differ");
+    TORCH_CHECK(input.numel() == output.numel() * size_, "hccltune: _reduce_scatter_base: input has ", input.numel(),
+                " elements, expected world size (", size_, ") x output (", output.numel(), ")");
+    const auto [dtype, op] = ReduceTypes(output, opts.reduceOp, "_reduce_scatter_base");
+    Staged out = Stage(output);
+    const at::Tensor in = input.contiguous();
+    return Run(OpType::_REDUCE_SCATTER_BASE, {output}, [out, in, dtype = dtype, op = op](Communicator& c) {
+      absl::Status s =
+          c.Reducescatter(in.data_ptr(), out.buf.data_ptr(), static_cast<size_t>(out.buf.numel()), dtype, op);
+      if (s.ok()) out.Finish();
+      return s;
+    });
   });
 }
 
@@ -597,60 +637,64 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::alltoall_base(at::Tensor& o
                                                                    std::vector<int64_t>& output_splits,
                                                                    std::vector<int64_t>& input_splits,
                                                                    const c10d::AllToAllOptions& /*opts*/) {
-  CheckTensor(input, "all_to_all_single");
-  CheckOutput(output, "all_to_all_single");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "hccltune: all_to_all_single: dtypes differ");
-  const at::Tensor in = input.contiguous();
-  Staged out = Stage(output);
-  const Wire w = WireOf(in);
-  if (output_splits.empty() && input_splits.empty()) {
-    TORCH_CHECK(in.numel() == out.buf.numel() && in.numel() % size_ == 0, "hccltune: all_to_all_single: input (",
-                in.numel(), ") and output (", out.buf.numel(), ") must have equal sizes divisible by the world size");
-    return Run(OpType::ALLTOALL_BASE, {output}, [in, out, w, n = size_](Communicator& c) {
-      absl::Status s = c.Alltoall(in.data_ptr(), out.buf.data_ptr(), Count(in, w) / static_cast<size_t>(n), w.dtype);
+  return RefuseOnThrow(*comm_, Collective::kAlltoallv, [&] {
+    CheckTensor(input, "all_to_all_single");
+    CheckOutput(output, "all_to_all_single");
+    TORCH_CHECK(output.scalar_type() == input.scalar_type(), "hccltune: all_to_all_single: dtypes differ");
+    const at::Tensor in = input.contiguous();
+    Staged out = Stage(output);
+    const Wire w = WireOf(in);
+    if (output_splits.empty() && input_splits.empty()) {
+      TORCH_CHECK(in.numel() == out.buf.numel() && in.numel() % size_ == 0, "hccltune: all_to_all_single: input (",
+                  in.numel(), ") and output (", out.buf.numel(), ") must have equal sizes divisible by the world size");
+      return Run(OpType::ALLTOALL_BASE, {output}, [in, out, w, n = size_](Communicator& c) {
+        absl::Status s = c.Alltoall(in.data_ptr(), out.buf.data_ptr(), Count(in, w) / static_cast<size_t>(n), w.dtype);
+        if (s.ok()) out.Finish();
+        return s;
+      });
+    }
+    auto sc = SplitCounts(in, input_splits, size_, w.per_elem, "input");
+    auto rc = SplitCounts(out.buf, output_splits, size_, w.per_elem, "output");
+    auto sd = Displacements(sc), rd = Displacements(rc);
+    return Run(OpType::ALLTOALL_BASE, {output}, [in, out, w, sc, sd, rc, rd](Communicator& c) {
+      absl::Status s = c.Alltoallv(in.data_ptr(), sc, sd, out.buf.data_ptr(), rc, rd, w.dtype);
       if (s.ok()) out.Finish();
       return s;
     });
-  }
-  auto sc = SplitCounts(in, input_splits, size_, w.per_elem, "input");
-  auto rc = SplitCounts(out.buf, output_splits, size_, w.per_elem, "output");
-  auto sd = Displacements(sc), rd = Displacements(rc);
-  return Run(OpType::ALLTOALL_BASE, {output}, [in, out, w, sc, sd, rc, rd](Communicator& c) {
-    absl::Status s = c.Alltoallv(in.data_ptr(), sc, sd, out.buf.data_ptr(), rc, rd, w.dtype);
-    if (s.ok()) out.Finish();
-    return s;
   });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupHcclTune::alltoall(std::vector<at::Tensor>& outputs,
                                                               std::vector<at::Tensor>& inputs,
                                                               const c10d::AllToAllOptions& /*opts*/) {
-  TORCH_CHECK(outputs.size() == static_cast<size_t>(size_) && inputs.size() == static_cast<size_t>(size_),
-              "hccltune: all_to_all needs ", size_, " input and output tensors, got ", inputs.size(), " and ",
-              outputs.size());
-  for (const auto& t : inputs) CheckTensor(t, "all_to_all");
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    CheckOutput(outputs[i], "all_to_all", static_cast<int64_t>(i));
-    TORCH_CHECK(outputs[i].scalar_type() == inputs[0].scalar_type(), "hccltune: all_to_all: tensors differ in dtype");
-  }
-  for (const auto& t : inputs) {
-    TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), "hccltune: all_to_all: tensors differ in dtype");
-  }
-  const at::Tensor send = Flatten(inputs);
-  const Wire w = WireOf(send);
-  std::vector<size_t> sc, rc;
-  int64_t total = 0;
-  for (const auto& t : inputs) sc.push_back(static_cast<size_t>(t.numel()) * w.per_elem);
-  for (const auto& t : outputs) {
-    rc.push_back(static_cast<size_t>(t.numel()) * w.per_elem);
-    total += t.numel();
-  }
-  auto sd = Displacements(sc), rd = Displacements(rc);
-  at::Tensor recv = at::empty({total}, send.options());
-  return Run(OpType::ALLTOALL, outputs, [send, recv, w, sc, sd, rc, rd, outs = outputs](Communicator& c) {
-    absl::Status s = c.Alltoallv(send.data_ptr(), sc, sd, recv.data_ptr(), rc, rd, w.dtype);
-    if (s.ok()) Unflatten(recv, outs);
-    return s;
+  return RefuseOnThrow(*comm_, Collective::kAlltoallv, [&] {
+    TORCH_CHECK(outputs.size() == static_cast<size_t>(size_) && inputs.size() == static_cast<size_t>(size_),
+                "hccltune: all_to_all needs ", size_, " input and output tensors, got ", inputs.size(), " and ",
+                outputs.size());
+    for (const auto& t : inputs) CheckTensor(t, "all_to_all");
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      CheckOutput(outputs[i], "all_to_all", static_cast<int64_t>(i));
+      TORCH_CHECK(outputs[i].scalar_type() == inputs[0].scalar_type(), "hccltune: all_to_all: tensors differ in dtype");
+    }
+    for (const auto& t : inputs) {
+      TORCH_CHECK(t.scalar_type() == inputs[0].scalar_type(), "hccltune: all_to_all: tensors differ in dtype");
+    }
+    const at::Tensor send = Flatten(inputs);
+    const Wire w = WireOf(send);
+    std::vector<size_t> sc, rc;
+    int64_t total = 0;
+    for (const auto& t : inputs) sc.push_back(static_cast<size_t>(t.numel()) * w.per_elem);
+    for (const auto& t : outputs) {
+      rc.push_back(static_cast<size_t>(t.numel()) * w.per_elem);
+      total += t.numel();
+    }
+    auto sd = Displacements(sc), rd = Displacements(rc);
+    at::Tensor recv = at::empty({total}, send.options());
+    return Run(OpType::ALLTOALL, outputs, [send, recv, w, sc, sd, rc, rd, outs = outputs](Communicator& c) {
+      absl::Status s = c.Alltoallv(send.data_ptr(), sc, sd, recv.data_ptr(), rc, rd, w.dtype);
+      if (s.ok()) Unflatten(recv, outs);
+      return s;
+    });
   });
 }
 

@@ -149,6 +149,19 @@ absl::Status CommImpl::Alltoallv(const void* send, absl::Span<const size_t> send
 absl::Status CommImpl::Barrier(const CallOptions& opt) {
   return Execute(Args(Collective::kBarrier, nullptr, nullptr, 0, DataType::kUint8), opt);
 }
+
+absl::Status CommImpl::RefuseCall(Collective c, absl::string_view why) {
+  if (c == Collective::kSendRecv) {
+    return absl::InvalidArgumentError(absl::StrCat("RefuseCall on rank ", rank_,
+                                                   ": point-to-point has no operation "
+                                                   "number to refuse (",
+                                                   why, ")"));
+  }
+  if (MustQueue()) return Submit([this, c, w = std::string(why)] { return RefuseCall(c, w); })->Wait();
+  std::lock_guard<std::mutex> lock(exec_mu_);
+  if (!broken_.ok()) return broken_;
+  return Refuse(Args(c, nullptr, nullptr, 0, DataType::kUint8), absl::InvalidArgumentError(why), false);
+}
 absl::Status CommImpl::Send(const void* data, size_t count, DataType dtype, int peer) {
   return PointToPoint(true, const_cast<void*>(data), count, dtype, peer);
 }

@@ -146,6 +146,15 @@ class Communicator {
                                  absl::Span<const size_t> send_displs, void* recv, absl::Span<const size_t> recv_counts,
                                  absl::Span<const size_t> recv_displs, DataType dtype, const CallOptions& opt = {}) = 0;
   virtual absl::Status Barrier(const CallOptions& opt = {}) = 0;
+  // This rank will not make a collective call of kind `c` that the other ranks make: a layer above refused it
+  // (e.g. the PyTorch backend's tensor checks, which run before the communicator sees a call). The refusal takes
+  // the operation number the call would have taken and is announced like the communicator's own refusals: the
+  // other ranks, if already waiting in the call, fail naming this rank and `why` after one blocked slice instead
+  // of waiting out HCCL_EXEC_TIMEOUT (and their failure breaks the communicator everywhere); when every rank
+  // refuses alike, nobody waits and the communicator stays usable. Ordered behind queued non-blocking work like a
+  // call. Returns InvalidArgument with `why` (or the communicator's failure when it is broken, numbering nothing).
+  // `c` must not be kSendRecv (point-to-point takes no operation number).
+  virtual absl::Status RefuseCall(Collective c, absl::string_view why) = 0;
   // Point-to-point over the default link; matched in order per pair.
   virtual absl::Status Send(const void* data, size_t count, DataType dtype, int peer) = 0;
   virtual absl::Status Recv(void* data, size_t count, DataType dtype, int peer) = 0;

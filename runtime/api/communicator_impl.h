@@ -87,6 +87,7 @@ class CommImpl final : public Communicator {
                          void* recv, absl::Span<const size_t> recv_counts, absl::Span<const size_t> recv_displs,
                          DataType dtype, const CallOptions& opt) override;
   absl::Status Barrier(const CallOptions& opt) override;
+  absl::Status RefuseCall(Collective c, absl::string_view why) override;
   absl::Status Send(const void* data, size_t count, DataType dtype, int peer) override;
   absl::Status Recv(void* data, size_t count, DataType dtype, int peer) override;
 

@@ -6,11 +6,13 @@
 - a process-group timeout longer than HCCL_EXEC_TIMEOUT's range (timedelta(days=36500), torch's "forever")
   overflowed into a negative execution timeout: operations failed at once, differently on each rank;
 - an output tensor whose elements share memory (expand()) ran the whole collective, then failed; now refused
-  at the call.
+  at the call;
+- a call the backend's own checks refuse on one rank only (a TORCH_CHECK, before the communicator sees it) left
+  the other ranks waiting until the timeout; now they fail within seconds naming that rank and its reason.
 
 A watchdog (faulthandler) ends a rank that hangs, with every thread's stack, so a regression fails rather than
 hangs. Usage (under launch.py): edges_test.py [BACKEND [PART...]], PART one of nested, powersgd, order, timeout,
-overlap.
+overlap, refusal.
 """
 
 import datetime
@@ -165,12 +167,34 @@ def overlapping_outputs():
     check("the group works after the refusals", torch.equal(t, torch.full((4,), float(n))), t.tolist())
 
 
+def refused_on_one_rank():
+    """Rank 1's backend refuses its all_reduce (AVG of an integer tensor); the others' wait ends in seconds,
+    naming rank 1 and its reason, not after the group's 60 s timeout. On a group of its own (it breaks)."""
+    g = dist.new_group(list(range(n)), timeout=datetime.timedelta(seconds=60))
+    t0 = time.monotonic()
+    try:
+        if rank == 1:
+            dist.all_reduce(torch.ones(4, dtype=torch.int32), op=dist.ReduceOp.AVG, group=g)
+        else:
+            dist.all_reduce(torch.ones(4), group=g)
+        check("one rank's refused all_reduce fails", False, "it returned")
+    except RuntimeError as e:
+        msg = str(e)
+        if rank == 1:
+            check("refused at the call", "AVG" in msg, msg[:300])
+        else:
+            check("the others fail naming rank 1's refusal", "rank 1 refused its allreduce" in msg and "AVG" in msg,
+                  msg[:400])
+    elapsed = time.monotonic() - t0
+    check("within seconds, not the 60 s timeout", elapsed < 20, f"{elapsed:.1f} s")
+
+
 def main():
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
     dist.init_process_group(BACKEND, timeout=datetime.timedelta(seconds=60))
     only = set(sys.argv[2:])  # parts to run (default: all)
     for name, part in (("nested", nested_in_then), ("powersgd", powersgd), ("order", completions_in_order),
-                       ("timeout", huge_timeout), ("overlap", overlapping_outputs)):
+                       ("timeout", huge_timeout), ("overlap", overlapping_outputs), ("refusal", refused_on_one_rank)):
         if only and name not in only:
             continue
         before = rankcheck.count()

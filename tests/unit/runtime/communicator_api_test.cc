@@ -508,6 +508,49 @@ TEST(CommunicatorApi, ArgumentsRefusedOnOneRankEndTheOthersWaitNamingIt) {
 
 // Every rank refusing the same call leaves nothing behind: a later call that waits (a peer arrives 300 ms late,
 // several blocked slices, each probing for refusals) runs normally, and so does a receive whose sender is late.
+// A layer above the communicator refusing a call (RefuseCall: the PyTorch backend's tensor checks) is announced
+// like the communicator's own refusals: the others fail naming the rank and its reason instead of waiting out
+// HCCL_EXEC_TIMEOUT; refused on every rank alike, nothing waits and the communicator stays usable.
+TEST(CommunicatorApi, CallsRefusedAboveTheCommunicatorEndTheOthersWait) {
+  auto env_for = [](int) {
+    Environment e = TestEnv();
+    e.exec_timeout_s = 60;
+    return e;
+  };
+  auto alike = RunRanks(
+      2,
+      [](int, Communicator& comm) -> absl::Status {
+        absl::Status s = comm.RefuseCall(Collective::kAllgather, "the output list has 3 tensors");
+        EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+        EXPECT_TRUE(Contains(s, "the output list has 3 tensors")) << s;
+        s = comm.RefuseCall(Collective::kSendRecv, "a send check");
+        EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+        EXPECT_TRUE(Contains(s, "point-to-point")) << s;
+        std::vector<float> buf(16, 1.0f);
+        return SumsOnEveryRank(comm, buf);
+      },
+      env_for);
+  for (const auto& s : alike) EXPECT_TRUE(s.ok()) << s;
+  auto one = RunRanks(
+      3,
+      [](int rank, Communicator& comm) -> absl::Status {
+        std::vector<float> buf(16, 1.0f);
+        const absl::Time t0 = absl::Now();
+        absl::Status s = rank == 1
+                             ? comm.RefuseCall(Collective::kAllreduce, "tensors differ in dtype")
+                             : comm.Allreduce(buf.data(), buf.data(), buf.size(), DataType::kFloat32, ReduceOp::kSum);
+        EXPECT_FALSE(s.ok()) << "rank " << rank;
+        EXPECT_LT(absl::Now() - t0, absl::Seconds(20)) << "rank " << rank << ": " << s;
+        if (rank != 1) {
+          EXPECT_TRUE(Contains(s, "rank 1 refused its allreduce") && Contains(s, "tensors differ in dtype"))
+              << "rank " << rank << ": " << s;
+        }
+        return absl::OkStatus();
+      },
+      env_for);
+  for (const auto& s : one) EXPECT_TRUE(s.ok()) << s;
+}
+
 TEST(CommunicatorApi, CallsRefusedEverywhereLeaveLaterWaitsAlone) {
   auto st = RunRanks(2, [](int rank, Communicator& comm) -> absl::Status {
     std::vector<float> buf(16, 1.0f);
