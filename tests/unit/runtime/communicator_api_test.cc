@@ -459,6 +459,13 @@ absl::Status SumsOnEveryRank(Communicator& comm, std::vector<float>& buf) {
   return absl::OkStatus();
 }
 
+// An execution timeout the refusal tests' waits must end well before (they assert seconds, not a minute).
+Environment MinuteExecTimeout(int) {
+  Environment e = TestEnv();
+  e.exec_timeout_s = 60;
+  return e;
+}
+
 // A call refused on one rank only (its own arguments) while the others are in it: they stop waiting after one
 // blocked slice, naming that rank and its reason, instead of waiting out HCCL_EXEC_TIMEOUT (60 s here); their
 // failure breaks the communicator, and the refusing rank's next call learns it the same way. Through the mailbox
@@ -469,11 +476,6 @@ TEST(CommunicatorApi, ArgumentsRefusedOnOneRankEndTheOthersWaitNamingIt) {
                                       {"ring", absl::ZeroDuration()},
                                       {"auto", absl::Seconds(3)},
                                       {"ring", absl::Seconds(3)}}) {
-    auto env_for = [](int) {
-      Environment e = TestEnv();
-      e.exec_timeout_s = 60;
-      return e;
-    };
     auto st = RunRanks(
         3,
         [&](int rank, Communicator& comm) -> absl::Status {
@@ -501,7 +503,7 @@ TEST(CommunicatorApi, ArgumentsRefusedOnOneRankEndTheOthersWaitNamingIt) {
           EXPECT_TRUE(Contains(s, "refused")) << config << " rank " << rank << ": " << s;
           return absl::OkStatus();
         },
-        env_for);
+        MinuteExecTimeout);
     for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
   }
 }
@@ -512,11 +514,6 @@ TEST(CommunicatorApi, ArgumentsRefusedOnOneRankEndTheOthersWaitNamingIt) {
 // like the communicator's own refusals: the others fail naming the rank and its reason instead of waiting out
 // HCCL_EXEC_TIMEOUT; refused on every rank alike, nothing waits and the communicator stays usable.
 TEST(CommunicatorApi, CallsRefusedAboveTheCommunicatorEndTheOthersWait) {
-  auto env_for = [](int) {
-    Environment e = TestEnv();
-    e.exec_timeout_s = 60;
-    return e;
-  };
   auto alike = RunRanks(
       2,
       [](int, Communicator& comm) -> absl::Status {
@@ -529,7 +526,7 @@ TEST(CommunicatorApi, CallsRefusedAboveTheCommunicatorEndTheOthersWait) {
         std::vector<float> buf(16, 1.0f);
         return SumsOnEveryRank(comm, buf);
       },
-      env_for);
+      MinuteExecTimeout);
   for (const auto& s : alike) EXPECT_TRUE(s.ok()) << s;
   auto one = RunRanks(
       3,
@@ -547,7 +544,7 @@ TEST(CommunicatorApi, CallsRefusedAboveTheCommunicatorEndTheOthersWait) {
         }
         return absl::OkStatus();
       },
-      env_for);
+      MinuteExecTimeout);
   for (const auto& s : one) EXPECT_TRUE(s.ok()) << s;
 }
 
