@@ -17,7 +17,9 @@ constexpr absl::string_view kDefaults = R"(
 # one mailbox exchange (runtime/transport/mailbox.h), 18-40% faster than the algorithms of several rounds. At 2
 # ranks since round 16 (a repeated call runs the algorithm's mailbox form): allreduce up to 2 KiB 10-45% faster
 # than recursive_doubling, allgather 10-45% up to 4 KiB and even above, reducescatter 20-45% up to 16 KiB; at 3
-# ranks allgather and reducescatter below 2 KiB 15-17% (docs/PERFORMANCE.md, round 16).
+# ranks allgather and reducescatter below 2 KiB 15-17% (docs/PERFORMANCE.md, round 16). Round 17: alltoall `direct`
+# (one exchange up to 16 KiB, else every message at once) 15-55% faster than bruck / pairwise up to 16 KiB at 2-8
+# ranks and, at 4-8 ranks, up to 256 KiB (even from there; at 3 ranks pairwise is ahead from 32 KiB).
 allreduce      2        0-2049   one_shot
 allreduce      3-8      0-16385  one_shot
 allreduce      4        8K-512K  halving_doubling
@@ -47,6 +49,8 @@ reduce         1-        0-256K   binomial_tree
 reduce         1-        256K-    reducescatter_gather
 gather         1-        0-       binomial_tree
 scatter        1-        0-       binomial_tree
+alltoall       2-8      0-16385  direct
+alltoall       4-8      16K-256K direct
 alltoall       1-        0-4K     bruck
 alltoall       1-        4K-      pairwise
 alltoallv      1-        0-       pairwise

@@ -47,6 +47,8 @@ HT_DECLARE_ALGORITHM(ReduceReducescatterGather);
 
 HT_DECLARE_ALGORITHM(AlltoallPairwise);
 HT_DECLARE_ALGORITHM(AlltoallBruck);
+HT_DECLARE_ALGORITHM(AlltoallDirect);
+HT_DECLARE_EXCHANGE(AlltoallDirectExchange);
 HT_DECLARE_ALGORITHM(AlltoallvPairwise);
 
 HT_DECLARE_ALGORITHM(BarrierDissemination);

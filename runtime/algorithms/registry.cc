@@ -54,6 +54,7 @@ constexpr Entry kEntries[] = {
     {C::kScatter, "linear", &algo::ScatterLinear},
     {C::kAlltoall, "pairwise", &algo::AlltoallPairwise},
     {C::kAlltoall, "bruck", &algo::AlltoallBruck},
+    {C::kAlltoall, "direct", &algo::AlltoallDirect, &algo::AlltoallDirectExchange},
     {C::kAlltoallv, "pairwise", &algo::AlltoallvPairwise},
     {C::kBarrier, "dissemination", &algo::BarrierDissemination},
     {C::kBarrier, "one_shot", &algo::BarrierOneShot, &algo::BarrierOneShotExchange},

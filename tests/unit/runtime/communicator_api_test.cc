@@ -657,14 +657,15 @@ TEST(CommunicatorApi, LastConfigFollowsRepeatedCallsOfEachCollective) {
 // HCCL_TUNE_ALGO choosing, for every size, the algorithms whose small calls are one mailbox exchange.
 Environment MailboxAlgorithms(int) {
   Environment e = TestEnv();
-  e.tune_algo = "allreduce:0-=one_shot/allgather:0-=direct/reducescatter:0-=direct/barrier:0-=one_shot";
+  e.tune_algo =
+      "allreduce:0-=one_shot/allgather:0-=direct/reducescatter:0-=direct/barrier:0-=one_shot/alltoall:0-=direct";
   return e;
 }
 
 // A remembered small call whose first run was one mailbox exchange repeats through the algorithm's mailbox form
 // (CallMemo::exchange, no call context): new contents in the same buffers every round, every collective that has
-// such a form interleaved with the others (each remembers its own last call), the allreduce out of place for a
-// dozen rounds and then in place, every rank's output checked every round.
+// such a form interleaved with the others (each remembers its own last call), the allreduce and the alltoall
+// out of place for a dozen rounds and then in place, every rank's output checked every round.
 TEST(CommunicatorApi, RepeatedMailboxCallsStayCorrectOnEveryRank) {
   for (int n : {2, 3, 4}) {
     auto st = RunRanks(
@@ -698,6 +699,14 @@ TEST(CommunicatorApi, RepeatedMailboxCallsStayCorrectOnEveryRank) {
             for (size_t i = 0; i < all; ++i) {
               EXPECT_EQ(out[i], value(static_cast<int>(i / kCount), i % kCount)) << "allgather, round " << round;
             }
+            // alltoall: block q of rank r's input is value(r, q * kCount + i); rank r receives block r of each.
+            float* a2a = in_place ? in.data() : out.data();
+            if (s = comm.Alltoall(in.data(), a2a, kCount, DataType::kFloat32, {}); !s.ok()) return s;
+            for (size_t i = 0; i < all; ++i) {
+              EXPECT_EQ(a2a[i], value(static_cast<int>(i / kCount), static_cast<size_t>(rank) * kCount + i % kCount))
+                  << "alltoall, in place " << in_place << ", round " << round << ", " << i;
+            }
+            for (size_t i = 0; i < all; ++i) in[i] = value(rank, i);
             if (s = comm.Reducescatter(in.data(), out.data(), kCount, DataType::kFloat32, ReduceOp::kSum, {});
                 !s.ok()) {
               return s;
