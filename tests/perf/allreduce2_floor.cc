@@ -1,0 +1,190 @@
+// What a 2-rank fp32 sum allreduce of S bytes can cost on this machine when nothing but the data movement is
+// left: two threads of one process (so no process boundary, no system call, no page pinning), each with its own
+// input and output, streaming their outputs with non-temporal stores as the runtime does from 8 MiB.
+//   ring    the runtime's data flow for ordinary buffers (the pipelined ring through shared slots): each thread
+//           copies the half of its input the other one reduces into a slot, reduces its own half with the slot
+//           the other filled (writing its output and a second slot), and copies the other's reduced half out of
+//           that slot; slots of CHUNK bytes, SLOTS of them per direction.
+//   direct  what a cross-process mapping of the peer's buffers (XPMEM-like, not available to processes here)
+//           would allow: each thread reduces its half straight from both inputs into its output, then copies the
+//           other half from the other thread's output as that thread finishes each chunk.
+//   memcpy  each thread copies S bytes from its input to its output (the same working set, the plain copy).
+// Timed as the peers' benchmark and `hccl-tune bench` time (CONVENTIONS.md, Timing): a barrier, one timed call,
+// the median over calls of the maximum over the threads. Round 17 of docs/PERFORMANCE.md compares it with
+// `hccl-tune bench` in alternating runs.
+//
+// STORES `plain` writes the outputs with ordinary stores (memcpy for the copies) instead.
+//
+//   hccltune-allreduce2-floor MODE [BYTES=16M] [CHUNK=256K] [SLOTS=4] [CALLS=20] [STORES=nt|plain]
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+bool g_plain = false;  // outputs with ordinary stores instead of non-temporal ones
+
+__attribute__((target("avx2"))) void AddStream(const float* a, const float* b, float* out, float* also, size_t n) {
+  for (size_t i = 0; i < n; i += 8) {
+    const __m256 v = _mm256_add_ps(_mm256_load_ps(a + i), _mm256_load_ps(b + i));
+    if (g_plain) {
+      _mm256_store_ps(out + i, v);
+    } else {
+      _mm256_stream_ps(out + i, v);
+    }
+    if (also != nullptr) _mm256_store_ps(also + i, v);
+  }
+}
+
+__attribute__((target("avx2"))) void CopyStream(const float* a, float* out, size_t n) {
+  if (g_plain) {
+    std::memcpy(out, a, n * sizeof(float));
+    return;
+  }
+  for (size_t i = 0; i < n; i += 8) _mm256_stream_ps(out + i, _mm256_load_ps(a + i));
+}
+
+// One direction of slots: the producer's count of filled slots and the consumer's count of freed ones.
+struct Channel {
+  float* slots = nullptr;
+  alignas(64) std::atomic<uint64_t> posted{0};
+  alignas(64) std::atomic<uint64_t> freed{0};
+  uint64_t produced = 0, consumed = 0;  // each touched by one thread only
+};
+
+class Barrier {
+ public:
+  void Wait() {
+    const uint64_t gen = gen_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) == 1) {
+      arrived_.store(0, std::memory_order_relaxed);
+      gen_.store(gen + 1, std::memory_order_release);
+      return;
+    }
+    while (gen_.load(std::memory_order_acquire) == gen) {
+    }
+  }
+
+ private:
+  alignas(64) std::atomic<uint32_t> arrived_{0};
+  alignas(64) std::atomic<uint64_t> gen_{0};
+};
+
+float* Alloc(size_t bytes) {
+  return static_cast<float*>(std::aligned_alloc(2u << 20, (bytes + (2u << 20) - 1) & ~((2u << 20) - 1)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !__builtin_cpu_supports("avx2")) {
+    std::fprintf(stderr, "usage: %s ring|direct|memcpy [BYTES] [CHUNK] [SLOTS] [CALLS] [nt|plain] (needs AVX2)\n",
+                 argv[0]);
+    return 2;
+  }
+  const std::string mode = argv[1];
+  const size_t bytes = argc > 2 ? std::strtoull(argv[2], nullptr, 0) : 16u << 20;
+  const size_t chunk = argc > 3 ? std::strtoull(argv[3], nullptr, 0) : 256u << 10;
+  const uint64_t slots = argc > 4 ? std::strtoull(argv[4], nullptr, 0) : 4;
+  const int calls = argc > 5 ? std::atoi(argv[5]) : 20;
+  g_plain = argc > 6 && std::string(argv[6]) == "plain";
+  if ((mode != "ring" && mode != "direct" && mode != "memcpy") || chunk == 0 || chunk % 32 != 0 ||
+      bytes % (2 * chunk) != 0 || slots == 0 || calls < 4) {
+    std::fprintf(stderr, "bad arguments: BYTES must be a multiple of 2 x CHUNK, CHUNK of 32, CALLS >= 4\n");
+    return 2;
+  }
+  const size_t half = bytes / 2, nchunks = half / chunk, cf = chunk / sizeof(float);
+  Channel give[2], fwd[2];  // [r]: written by thread r
+  for (int r = 0; r < 2; ++r) {
+    give[r].slots = Alloc(chunk * slots);
+    fwd[r].slots = Alloc(chunk * slots);
+  }
+  float* in[2] = {Alloc(bytes), Alloc(bytes)};
+  float* out[2] = {Alloc(bytes), Alloc(bytes)};
+  std::atomic<uint64_t> done_chunks[2];  // direct: chunks of its own half reduced, over all calls
+  done_chunks[0] = done_chunks[1] = 0;
+  Barrier barrier;
+  std::vector<double> us[2];
+  bool ok[2] = {true, true};
+
+  auto run = [&](int r) {
+    const int p = 1 - r;
+    for (size_t i = 0; i < bytes / sizeof(float); ++i) in[r][i] = static_cast<float>(r + 1);
+    std::memset(out[r], 0, bytes);
+    auto space = [&](Channel& c) { return c.produced - c.freed.load(std::memory_order_acquire) < slots; };
+    auto slot_out = [&](Channel& c) { return c.slots + (c.produced % slots) * cf; };
+    auto post = [&](Channel& c) { c.posted.store(++c.produced, std::memory_order_release); };
+    auto ready = [&](Channel& c) { return c.posted.load(std::memory_order_acquire) > c.consumed; };
+    auto slot_in = [&](Channel& c) { return c.slots + (c.consumed % slots) * cf; };
+    auto release = [&](Channel& c) { c.freed.store(++c.consumed, std::memory_order_release); };
+    for (int call = 0; call < calls; ++call) {
+      barrier.Wait();
+      const auto t0 = std::chrono::steady_clock::now();
+      const size_t mine = static_cast<size_t>(r) * half / sizeof(float);
+      const size_t theirs = static_cast<size_t>(p) * half / sizeof(float);
+      if (mode == "memcpy") {
+        CopyStream(in[r], out[r], bytes / sizeof(float));
+      } else if (mode == "ring") {
+        size_t sent = 0, reduced = 0, got = 0;
+        while (got < nchunks || reduced < nchunks) {
+          if (sent < nchunks && sent < reduced + slots && space(give[r])) {
+            std::memcpy(slot_out(give[r]), in[r] + theirs + sent * cf, chunk);
+            post(give[r]);
+            ++sent;
+          } else if (reduced < nchunks && ready(give[p]) && space(fwd[r])) {
+            const size_t off = mine + reduced * cf;
+            AddStream(in[r] + off, slot_in(give[p]), out[r] + off, slot_out(fwd[r]), cf);
+            post(fwd[r]);
+            release(give[p]);
+            ++reduced;
+          } else if (ready(fwd[p])) {
+            CopyStream(slot_in(fwd[p]), out[r] + theirs + got * cf, cf);
+            release(fwd[p]);
+            ++got;
+          }
+        }
+      } else {
+        const uint64_t base = static_cast<uint64_t>(call) * nchunks;
+        for (size_t c = 0; c < nchunks; ++c) {
+          AddStream(in[r] + mine + c * cf, in[p] + mine + c * cf, out[r] + mine + c * cf, nullptr, cf);
+          _mm_sfence();
+          done_chunks[r].store(base + c + 1, std::memory_order_release);
+        }
+        for (size_t c = 0; c < nchunks; ++c) {
+          while (done_chunks[p].load(std::memory_order_acquire) < base + c + 1) {
+          }
+          CopyStream(out[p] + theirs + c * cf, out[r] + theirs + c * cf, cf);
+        }
+      }
+      _mm_sfence();
+      us[r].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+      barrier.Wait();  // nobody starts the next call (rewriting `in`/slots) while the other still reads
+    }
+    const float want = mode == "memcpy" ? static_cast<float>(r + 1) : 3.0f;
+    for (size_t i = 0; i < bytes / sizeof(float); i += 1021) ok[r] = ok[r] && out[r][i] == want;
+  };
+  std::thread t0(run, 0), t1(run, 1);
+  t0.join();
+  t1.join();
+  if (!ok[0] || !ok[1]) {
+    std::fprintf(stderr, "wrong result\n");
+    return 1;
+  }
+  std::vector<double> worst;
+  for (int i = 3; i < calls; ++i)
+    worst.push_back(std::max(us[0][static_cast<size_t>(i)], us[1][static_cast<size_t>(i)]));
+  std::sort(worst.begin(), worst.end());
+  std::printf("%s %zu bytes chunk %zu slots %llu %s stores: median %.1f us over %zu calls\n", mode.c_str(), bytes,
+              chunk, static_cast<unsigned long long>(slots), g_plain ? "plain" : "nt", worst[worst.size() / 2],
+              worst.size());
+  return 0;
+}
