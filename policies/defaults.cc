@@ -18,8 +18,11 @@ constexpr absl::string_view kDefaults = R"(
 # ranks since round 16 (a repeated call runs the algorithm's mailbox form): allreduce up to 2 KiB 10-45% faster
 # than recursive_doubling, allgather 10-45% up to 4 KiB and even above, reducescatter 20-45% up to 16 KiB; at 3
 # ranks allgather and reducescatter below 2 KiB 15-17% (docs/PERFORMANCE.md, round 16). Round 17: alltoall `direct`
-# (one exchange up to 16 KiB, else every message at once) 15-55% faster than bruck / pairwise up to 16 KiB at 2-8
-# ranks and, at 4-8 ranks, up to 256 KiB (even from there; at 3 ranks pairwise is ahead from 32 KiB).
+# (one exchange while the whole input fits 16 KiB, else every message at once) against the better of bruck and
+# pairwise up to 16 KiB: 2 ranks 20-38% less time up to 2 KiB and even above, 3 ranks 15-27%, 4 ranks 17-52%,
+# 8 ranks 50-75%; above 16 KiB at 4 ranks 3-23% up to 128 KiB and even from 256 KiB, at 8 ranks 13-43% up to
+# 512 KiB, at 3 ranks pairwise ahead from 32 KiB. 5-7 ranks follow 4 and 8 unmeasured; on several nodes the same
+# rows apply (as allgather's), also unmeasured.
 allreduce      2        0-2049   one_shot
 allreduce      3-8      0-16385  one_shot
 allreduce      4        8K-512K  halving_doubling

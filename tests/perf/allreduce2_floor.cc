@@ -15,7 +15,7 @@
 //
 // STORES `plain` writes the outputs with ordinary stores (memcpy for the copies) instead.
 //
-//   hccltune-allreduce2-floor MODE [BYTES=16M] [CHUNK=256K] [SLOTS=4] [CALLS=20] [STORES=nt|plain]
+//   hccltune-allreduce2-floor MODE [BYTES=16777216] [CHUNK=262144] [SLOTS=4] [CALLS=20] [STORES=nt|plain]
 #include <immintrin.h>
 
 #include <algorithm>
@@ -57,8 +57,9 @@ __attribute__((target("avx2"))) void CopyStream(const float* a, float* out, size
 struct Channel {
   float* slots = nullptr;
   alignas(64) std::atomic<uint64_t> posted{0};
+  uint64_t produced = 0;  // the producer's own count (its line)
   alignas(64) std::atomic<uint64_t> freed{0};
-  uint64_t produced = 0, consumed = 0;  // each touched by one thread only
+  uint64_t consumed = 0;  // the consumer's own count (its line)
 };
 
 class Barrier {
@@ -70,8 +71,7 @@ class Barrier {
       gen_.store(gen + 1, std::memory_order_release);
       return;
     }
-    while (gen_.load(std::memory_order_acquire) == gen) {
-    }
+    while (gen_.load(std::memory_order_acquire) == gen) _mm_pause();
   }
 
  private:
@@ -79,9 +79,25 @@ class Barrier {
   alignas(64) std::atomic<uint64_t> gen_{0};
 };
 
-float* Alloc(size_t bytes) {
-  return static_cast<float*>(std::aligned_alloc(2u << 20, (bytes + (2u << 20) - 1) & ~((2u << 20) - 1)));
-}
+// 2 MiB-aligned buffers, freed at exit.
+class Buffers {
+ public:
+  ~Buffers() {
+    for (void* p : all_) std::free(p);
+  }
+  float* Alloc(size_t bytes) {
+    void* p = std::aligned_alloc(2u << 20, (bytes + (2u << 20) - 1) & ~size_t{(2u << 20) - 1});
+    if (p == nullptr) {
+      std::fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
+      std::exit(1);
+    }
+    all_.push_back(p);
+    return static_cast<float*>(p);
+  }
+
+ private:
+  std::vector<void*> all_;
+};
 
 }  // namespace
 
@@ -103,13 +119,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   const size_t half = bytes / 2, nchunks = half / chunk, cf = chunk / sizeof(float);
+  Buffers mem;
   Channel give[2], fwd[2];  // [r]: written by thread r
   for (int r = 0; r < 2; ++r) {
-    give[r].slots = Alloc(chunk * slots);
-    fwd[r].slots = Alloc(chunk * slots);
+    give[r].slots = mem.Alloc(chunk * slots);
+    fwd[r].slots = mem.Alloc(chunk * slots);
   }
-  float* in[2] = {Alloc(bytes), Alloc(bytes)};
-  float* out[2] = {Alloc(bytes), Alloc(bytes)};
+  float* in[2] = {mem.Alloc(bytes), mem.Alloc(bytes)};
+  float* out[2] = {mem.Alloc(bytes), mem.Alloc(bytes)};
   std::atomic<uint64_t> done_chunks[2];  // direct: chunks of its own half reduced, over all calls
   done_chunks[0] = done_chunks[1] = 0;
   Barrier barrier;
@@ -126,7 +143,12 @@ int main(int argc, char** argv) {
     auto ready = [&](Channel& c) { return c.posted.load(std::memory_order_acquire) > c.consumed; };
     auto slot_in = [&](Channel& c) { return c.slots + (c.consumed % slots) * cf; };
     auto release = [&](Channel& c) { c.freed.store(++c.consumed, std::memory_order_release); };
+    const float want = mode == "memcpy" ? static_cast<float>(r + 1) : 3.0f;
+    const size_t total = bytes / sizeof(float);
     for (int call = 0; call < calls; ++call) {
+      // A sentinel at both ends of every chunk of the output, checked after the call: a chunk the call skipped
+      // keeps it (a few cache lines, so the timed call finds the output as the previous call left it).
+      for (size_t i = 0; i < total; i += cf) out[r][i] = out[r][i + cf - 1] = -1.0f;
       barrier.Wait();
       const auto t0 = std::chrono::steady_clock::now();
       const size_t mine = static_cast<size_t>(r) * half / sizeof(float);
@@ -160,17 +182,16 @@ int main(int argc, char** argv) {
           done_chunks[r].store(base + c + 1, std::memory_order_release);
         }
         for (size_t c = 0; c < nchunks; ++c) {
-          while (done_chunks[p].load(std::memory_order_acquire) < base + c + 1) {
-          }
+          while (done_chunks[p].load(std::memory_order_acquire) < base + c + 1) _mm_pause();
           CopyStream(out[p] + theirs + c * cf, out[r] + theirs + c * cf, cf);
         }
       }
       _mm_sfence();
       us[r].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-      barrier.Wait();  // nobody starts the next call (rewriting `in`/slots) while the other still reads
+      barrier.Wait();  // nobody starts the next call (rewriting slots or sentinels) while the other still reads
+      for (size_t i = 0; i < total; i += cf) ok[r] = ok[r] && out[r][i] == want && out[r][i + cf - 1] == want;
     }
-    const float want = mode == "memcpy" ? static_cast<float>(r + 1) : 3.0f;
-    for (size_t i = 0; i < bytes / sizeof(float); i += 1021) ok[r] = ok[r] && out[r][i] == want;
+    for (size_t i = 0; i < total; i += 1021) ok[r] = ok[r] && out[r][i] == want;
   };
   std::thread t0(run, 0), t1(run, 1);
   t0.join();

@@ -102,6 +102,10 @@ TEST(PatternTest, BroadcastAndReduce) {
 TEST(PatternTest, AlltoallBarrierGatherScatter) {
   for (const auto& r : RunPattern(Collective::kAlltoall, "pairwise", 5, 3)) EXPECT_EQ(r.stats.sends, 4u);
   for (const auto& r : RunPattern(Collective::kAlltoall, "bruck", 5, 3)) EXPECT_EQ(r.stats.sends, 3u);
+  for (const auto& r : RunPattern(Collective::kAlltoall, "direct", 5, 3)) {  // every block once, all at once
+    EXPECT_EQ(r.stats.sends, 4u);
+    EXPECT_EQ(r.stats.recvs, 4u);
+  }
   for (const auto& r : RunPattern(Collective::kBarrier, "dissemination", 5, 0)) {
     EXPECT_EQ(r.stats.sends, 3u);
     EXPECT_EQ(r.stats.bytes_sent, 0u);
