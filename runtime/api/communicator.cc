@@ -379,11 +379,9 @@ absl::Status CommImpl::Setup() {
   // Shared memory among the ranks of this node.
   prealloc_bytes_ = env_.buffsize_bytes;
   if (local_ranks_.size() > 1) {
-    // HCCL_BUFFSIZE is shared by the inbound rings; each ring is capped at kMaxRingBytes because a longer ring
-    // only spreads the stream over more cache lines and page faults (messages larger than the ring are
-    // staged through it in pieces).
-    constexpr size_t kMaxRingBytes = 4u << 20;
-    const size_t ring = std::min<size_t>(kMaxRingBytes, env_.buffsize_bytes / (local_ranks_.size() - 1));
+    // HCCL_BUFFSIZE is shared by the inbound rings (common/host.h: at most 4 MiB each, 1 MiB when ranks take
+    // turns on the CPUs).
+    const size_t ring = ShmRingBytes(env_.buffsize_bytes, static_cast<int>(local_ranks_.size()), HostCpus());
     ShmOptions shm_options;
     shm_options.single_copy = env_.single_copy;
     if (env_.single_copy_min_bytes > 0) {

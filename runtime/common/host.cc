@@ -81,6 +81,12 @@ uint64_t LastLevelCacheBytes() {
   return bytes;
 }
 
+size_t ShmRingBytes(uint64_t buffsize_bytes, int host_ranks, int host_cpus) {
+  constexpr uint64_t kMax = 4ull << 20, kMaxOversubscribed = 1ull << 20;
+  const uint64_t cap = host_ranks > host_cpus ? kMaxOversubscribed : kMax;
+  return static_cast<size_t>(std::min<uint64_t>(cap, buffsize_bytes / static_cast<uint64_t>(host_ranks - 1)));
+}
+
 uint64_t AutoNtStoresBytes(uint64_t llc_bytes, int host_ranks) {
   constexpr uint64_t kMin = 4ull << 20, kMax = 32ull << 20;
   if (llc_bytes == 0 || host_ranks < 2) return kMax;  // unknown, or no shm peers (unmeasured): the fixed default

@@ -75,5 +75,18 @@ TEST(Host, AutoNtStoresThresholdFollowsTheCacheShareOfEachRank) {
   EXPECT_EQ(AutoNtStoresBytes(32 * MiB, 0), 32 * MiB);
 }
 
+TEST(Host, ShmRingsAreShorterWhenRanksOutnumberCpus) {
+  constexpr uint64_t MiB = 1ull << 20;
+  constexpr uint64_t kDefault = 200 * MiB;  // HCCL_BUFFSIZE's default, 200 MB
+  EXPECT_EQ(ShmRingBytes(kDefault, 2, 2), 4 * MiB);
+  EXPECT_EQ(ShmRingBytes(kDefault, 4, 4), 4 * MiB);
+  EXPECT_EQ(ShmRingBytes(kDefault, 4, 2), 1 * MiB);  // 4 ranks on 2 CPUs (round 17)
+  EXPECT_EQ(ShmRingBytes(kDefault, 3, 2), 1 * MiB);
+  // HCCL_BUFFSIZE shared by the other ranks' rings, below either cap.
+  EXPECT_EQ(ShmRingBytes(3 * MiB, 4, 8), 1 * MiB);
+  EXPECT_EQ(ShmRingBytes(2 * MiB, 4, 2), 2 * MiB / 3);
+  EXPECT_EQ(ShmRingBytes(1 * MiB, 2, 2), 1 * MiB);
+}
+
 }  // namespace
 }  // namespace hccltune
