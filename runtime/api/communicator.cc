@@ -43,7 +43,7 @@ nlohmann::json InfoToJson(const RankInfo& i, int size, uint64_t tag) {
           {"node", i.node},         {"host", i.host},
           {"pid", i.pid},           {"device", i.device},
           {"decisive", i.decisive}, {"tcp", TcpInfoToJson(i.tcp.port, i.tcp.interfaces, i.tcp.ifname_set)},
-          {"shm", i.shm_segment}};
+          {"shm", i.shm_segment},   {"cpus", i.cpus}};
 }
 
 absl::StatusOr<RankInfo> InfoFromJson(const std::string& text, int expected_rank, uint64_t tag,
@@ -69,6 +69,7 @@ absl::StatusOr<RankInfo> InfoFromJson(const std::string& text, int expected_rank
   i.decisive = JsonOr(j, "decisive", "");
   if (j.contains("tcp")) i.tcp = TcpInfoFromJson(j["tcp"]);
   i.shm_segment = JsonOr(j, "shm", "");
+  i.cpus = JsonOr(j, "cpus", 0);
   return i;
 }
 
@@ -240,6 +241,7 @@ absl::Status CommImpl::Setup() {
     me.tcp.port = tcp_->port();
     me.tcp.interfaces = tcp_->interfaces();
     me.tcp.ifname_set = tcp_->ifname_set();
+    me.cpus = HostCpus();
     if (absl::Status s = store_->Set(absl::StrCat("info/", rank_), InfoToJson(me, size_, tag_).dump()); !s.ok())
       return s;
 
@@ -379,9 +381,15 @@ absl::Status CommImpl::Setup() {
   // Shared memory among the ranks of this node.
   prealloc_bytes_ = env_.buffsize_bytes;
   if (local_ranks_.size() > 1) {
-    // HCCL_BUFFSIZE is shared by the inbound rings (common/host.h: at most 4 MiB each, 1 MiB when ranks take
-    // turns on the CPUs).
-    const size_t ring = ShmRingBytes(env_.buffsize_bytes, static_cast<int>(local_ranks_.size()), HostCpus());
+    // HCCL_BUFFSIZE is shared by the inbound rings (common/host.h: at most 4 MiB each, 1 MiB when this
+    // communicator's ranks on the node take turns on its CPUs). Every local rank must map the same layout, so the
+    // CPU count is the fewest any of them sees (containers of one pod may be shown different counts).
+    int cpus = HostCpus();
+    for (int r : local_ranks_) {
+      const int theirs = infos_[static_cast<size_t>(r)].cpus;
+      if (theirs > 0) cpus = std::min(cpus, theirs);
+    }
+    const size_t ring = ShmRingBytes(env_.buffsize_bytes, static_cast<int>(local_ranks_.size()), cpus);
     ShmOptions shm_options;
     shm_options.single_copy = env_.single_copy;
     if (env_.single_copy_min_bytes > 0) {

@@ -155,7 +155,10 @@ class Communicator {
   // call. Returns InvalidArgument with `why` (or the communicator's failure when it is broken, numbering nothing).
   // `c` must not be kSendRecv (point-to-point takes no operation number).
   virtual absl::Status RefuseCall(Collective c, absl::string_view why) = 0;
-  // Point-to-point over the default link; matched in order per pair.
+  // Point-to-point over the default link; matched in order per pair. A Send completes once its bytes are in the
+  // transport: without the receiver only while they fit it (over shm one ring, min(4 MiB, HCCL_BUFFSIZE / (local
+  // ranks - 1)), 1 MiB when the ranks outnumber the CPUs); larger messages complete as the receiver reads them,
+  // so two ranks that both Send before they Recv must stay below that (MPI's eager limit, likewise).
   virtual absl::Status Send(const void* data, size_t count, DataType dtype, int peer) = 0;
   virtual absl::Status Recv(void* data, size_t count, DataType dtype, int peer) = 0;
 

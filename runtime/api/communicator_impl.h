@@ -45,6 +45,7 @@ struct RankInfo {
   std::string decisive;  // the settings that decide configurations, as "VAR=value;..."
   TcpPeerInfo tcp;
   std::string shm_segment;
+  int cpus = 0;  // HostCpus() as this rank sees it (0: not published); its node's shm rings follow the fewest
 };
 
 class CommImpl final : public Communicator {

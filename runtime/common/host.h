@@ -42,12 +42,13 @@ uint64_t LastLevelCacheBytesIn(const std::string& cpu_dir);
 // give 32 MiB. Measured in docs/PERFORMANCE.md, round 14.
 uint64_t AutoNtStoresBytes(uint64_t llc_bytes, int host_ranks);
 
-// Bytes of each shm ring (one per other rank of the host) for HCCL_BUFFSIZE = `buffsize_bytes` shared among them:
-// at most 4 MiB (a longer ring only spreads the stream over more cache lines and page faults; longer messages are
-// staged through it in pieces), and at most 1 MiB when the host's ranks outnumber its CPUs — a writer may run a
-// whole ring ahead of a reader waiting for its CPU, and what it wrote then comes back from memory rather than the
-// cache (4 ranks on 2 CPUs: most collectives 10-50% faster at 256 KiB - 16 MiB, even at 32-64 MiB;
-// docs/PERFORMANCE.md, round 17). The same on every rank of a host (HostCpus is host-wide).
+// Bytes of each shm ring (one per other rank of a communicator on the node) for HCCL_BUFFSIZE = `buffsize_bytes`
+// shared among them: at most 4 MiB (a longer ring only spreads the stream over more cache lines and page faults;
+// longer messages are staged through it in pieces), and at most 1 MiB when the communicator's `host_ranks` on the
+// node outnumber its `host_cpus` — a writer may run a whole ring ahead of a reader waiting for its CPU, and what
+// it wrote then comes back from memory rather than the cache (4 ranks on 2 CPUs: most collectives 10-50% faster
+// at 256 KiB - 16 MiB, even or mixed within noise at 32-64 MiB; docs/PERFORMANCE.md, round 17). The communicator
+// passes the fewest CPUs any of its local ranks sees, so all of them map the same layout.
 // REQUIRES: host_ranks >= 2, host_cpus >= 1.
 size_t ShmRingBytes(uint64_t buffsize_bytes, int host_ranks, int host_cpus);
 

@@ -437,8 +437,8 @@ absl::Status ShmSpaceError(int err, const std::string& name, size_t bytes, size_
   }
   return absl::ResourceExhaustedError(
       absl::StrCat("shm: /dev/shm", room, " has no room for this rank's ", bytes >> 20, " MiB segment ", name, ": ",
-                   local, " ranks on this node each map ", local - 1, " rings of ", ring_bytes >> 20,
-                   " MiB (HCCL_BUFFSIZE); lower HCCL_BUFFSIZE or give /dev/shm more room (a container: --shm-size)"));
+                   local, " ranks on this node each map ", local - 1, " rings of ", ring_bytes >> 10,
+                   " KiB (HCCL_BUFFSIZE); lower HCCL_BUFFSIZE or give /dev/shm more room (a container: --shm-size)"));
 }
 
 }  // namespace
@@ -583,7 +583,7 @@ absl::Status ShmDomain::MapPeers(const std::map<int, std::string>& names) {
     const size_t me = pos(rank_), them = pos(peer);
     // Write-fault the ring this rank writes into now: MAP_POPULATE maps a shared mapping's pages for reading
     // only, so each first write to one of its pages took a minor fault — a 2-rank 64 KiB allreduce ran at 19 us
-    // for its first ~64 calls (one pass through the 4 MiB ring) and 8 us after. The ring is empty, and only
+    // for its first ~64 calls (one pass through a 4 MiB ring) and 8 us after. The ring is empty, and only
     // this rank writes it.
     PrefaultForWriting(seg->ring(me), ring_bytes_);
     pairs_[peer] = std::make_unique<ShmPair>(

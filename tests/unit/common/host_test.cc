@@ -86,6 +86,10 @@ TEST(Host, ShmRingsAreShorterWhenRanksOutnumberCpus) {
   EXPECT_EQ(ShmRingBytes(3 * MiB, 4, 8), 1 * MiB);
   EXPECT_EQ(ShmRingBytes(2 * MiB, 4, 2), 2 * MiB / 3);
   EXPECT_EQ(ShmRingBytes(1 * MiB, 2, 2), 1 * MiB);
+  // Two ranks on one CPU take turns too; below the 4 MiB cap the two caps differ.
+  EXPECT_EQ(ShmRingBytes(kDefault, 2, 1), 1 * MiB);
+  EXPECT_EQ(ShmRingBytes(3 * MiB, 2, 1), 1 * MiB);
+  EXPECT_EQ(ShmRingBytes(3 * MiB, 2, 2), 3 * MiB);
 }
 
 }  // namespace
