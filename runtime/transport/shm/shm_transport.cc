@@ -576,8 +576,7 @@ absl::Status ShmDomain::MapPeers(const std::map<int, std::string>& names) {
       ::munmap(p, map_bytes_);
       return absl::FailedPreconditionError(absl::StrCat(
           "shm: segment ", name, " of rank ", peer,
-          " does not match this rank's layout (different HCCL_BUFFSIZE, ranks per node, or online CPUs — the rings "
-          "are shorter when ranks outnumber CPUs — seen by the two ranks?)"));
+          " does not match this rank's layout (different HCCL_BUFFSIZE or ranks per node on the two ranks?)"));
     }
     peers_[peer] = seg;
     const size_t me = pos(rank_), them = pos(peer);
