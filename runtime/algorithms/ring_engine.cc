@@ -165,6 +165,24 @@ absl::Status RingAllreducePipelined(const Group& g, const CollectiveArgs& args, 
   return g.ep->WaitAll();
 }
 
+absl::Status RingAllreduceReturned(const Group& g, const CollectiveArgs& args, const RingLane& lane,
+                                   size_t chunk_elems) {
+  const int pos = Position(g, lane);
+  const int peer = Next(g, lane);
+  const size_t chunks = RingChunks(lane, chunk_elems);
+  const char* input = lane.src != nullptr ? lane.src : lane.base;
+  const Combiner combiner = MakeCombiner(args);
+  const int mine = BufferBlock(g, lane, pos), theirs = BufferBlock(g, lane, pos - 1);
+  for (size_t c = 0; c < chunks; ++c) {
+    const Piece s = ChunkOf(lane, mine, c, chunk_elems);
+    g.ep->IsendReturn(peer, At(input, s.first, g.dsize), s.count * g.dsize, At(lane.base, s.first, g.dsize));
+    const Piece r = ChunkOf(lane, theirs, c, chunk_elems);
+    g.ep->IrecvReduceReturn(peer, At(lane.base, r.first, g.dsize), At(input, r.first, g.dsize), r.count * g.dsize,
+                            &combiner);
+  }
+  return g.ep->WaitAll();
+}
+
 void RingAllgatherStart(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems,
                         RingAllgatherState* st) {
   const int n = g.size;

@@ -65,6 +65,14 @@ absl::Status RingAllgather(const Group& g, const std::vector<RingLane>& lanes, s
 // REQUIRES: g.size >= 2; g.ep->SupportsRecvReduce() and SupportsForward(); !DividesAtEnd(args).
 absl::Status RingAllreducePipelined(const Group& g, const CollectiveArgs& args, const RingLane& lane,
                                     size_t chunk_elems);
+// Two ranks over an endpoint that SupportsReturn(peer) (shm): each chunk of this rank's block goes to the peer
+// once (Endpoint::IsendReturn), the peer reduces it with its own input and hands the result back in place, so
+// both halves of the allreduce take one message per chunk and one ring. The block this rank reduces arrives the
+// same way from the peer. Bytes through the ring per rank: the buffer's half sent and its half returned, as in
+// the two-phase ring; ring space touched: half. Results as RingAllreducePipelined (each block reduced once, by
+// one rank, and copied to the other). Same requirements as RingAllreducePipelined, and g.size == 2.
+absl::Status RingAllreduceReturned(const Group& g, const CollectiveArgs& args, const RingLane& lane,
+                                   size_t chunk_elems);
 // The same in two halves, so the caller can work between posting and finishing: RingAllgatherStart posts every
 // receive and the first sends, RingAllgatherFinish forwards and waits. `ops` is the state between the two.
 // REQUIRES: g.size >= 2; Finish is called once after Start with the same lanes; until Finish returns, every

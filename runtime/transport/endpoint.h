@@ -44,6 +44,7 @@ struct EndpointStats {
   uint64_t single_copy_recvs = 0;     // received messages read straight from the sender's memory (Pair single copy)
   uint64_t forwarded_from_cache = 0;  // IrecvForward bytes written on as they arrived (not re-read from `out`)
   uint64_t exchanges = 0;             // mailbox exchanges (Exchange)
+  uint64_t returned_in_place = 0;     // IrecvReduceReturn bytes reduced and handed back through the ring
 };
 
 class Endpoint {
@@ -85,6 +86,28 @@ class Endpoint {
   virtual OpHandle IrecvForward(int from, void* out, const void* local, size_t bytes, const Combiner* combiner, int to,
                                 OpHandle* send) {
     (void)from, (void)out, (void)local, (void)bytes, (void)combiner, (void)to, (void)send;
+    return 0;
+  }
+
+  // Optional in-place return, for two ranks that each reduce what the other sent (a 2-rank allreduce): the
+  // receiver reduces the sender's message and hands the result back through the memory the message arrived in
+  // (shm), so the results need no messages of their own. IsendReturn sends `bytes` from `data` like Isend and
+  // completes once the peer's result for them is in `result`; IrecvReduceReturn receives like IrecvReduce
+  // (out = local op message) and returns `out`'s bytes to the sender. Each is one message of its direction,
+  // matched in order as any other; a return operation matched with a plain one is reported as a mismatch.
+  // REQUIRES: SupportsReturn(peer); from the first return operation with `peer` until they have all completed,
+  // every operation with `peer` is one (IsendReturn to it, IrecvReduceReturn from it), and none other is pending
+  // with it when the first is posted; `result` may alias `data` exactly; the IrecvReduce requirements.
+  virtual bool SupportsReturn(int peer) const {
+    (void)peer;
+    return false;
+  }
+  virtual OpHandle IsendReturn(int peer, const void* data, size_t bytes, void* result) {
+    (void)peer, (void)data, (void)bytes, (void)result;
+    return 0;
+  }
+  virtual OpHandle IrecvReduceReturn(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) {
+    (void)peer, (void)out, (void)local, (void)bytes, (void)combiner;
     return 0;
   }
 

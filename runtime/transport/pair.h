@@ -82,6 +82,23 @@ class Pair {
     (void)ticket, (void)src;
     return false;
   }
+  // In-place return (optional; shm): two ranks that each reduce what the other sent hand the results back
+  // through the same ring space, so a 2-rank allreduce needs no second ring for them. Between BeginReturns and
+  // EndReturns (both directions of the pair at once; one collective call) the reader's Consume no longer frees
+  // what it consumed but returns it: before consuming, the reader may rewrite the bytes Peek exposed, in place
+  // (its result); the writer then reads them with PeekReturned and frees them with TakeReturned. Positions are
+  // the writer's stream: returned bytes come back in the order they were written, headers and padding included.
+  // REQUIRES for BeginReturns: every earlier message from the peer consumed. For EndReturns: every message of
+  // the period consumed and every returned byte taken.
+  virtual bool SupportsReturn() const { return false; }
+  virtual void BeginReturns() {}
+  virtual void EndReturns() {}
+  // Writer: the contiguous returned bytes at its read-back position (false: the transport cannot return).
+  virtual bool PeekReturned(const void** data, size_t* bytes) {
+    (void)data, (void)bytes;
+    return false;
+  }
+  virtual void TakeReturned(size_t bytes) { (void)bytes; }
   // Called after bytes moved, so a sleeping peer can be woken (shm doorbells). Default: nothing.
   virtual void Notify() {}
   // File descriptors to poll while blocked (TCP). Default: none (the endpoint's doorbell is used).

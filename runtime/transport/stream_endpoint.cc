@@ -62,6 +62,7 @@ StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doo
   }
   queues_.resize(pairs_.size() * 2 * static_cast<size_t>(max_lanes_));
   send_seq_.assign(pairs_.size(), 0);
+  returning_.assign(pairs_.size(), 0);
   recv_seq_.assign(pairs_.size(), 0);
   std::vector<pollfd> probe;
   for (const auto& p : pairs_) {
@@ -125,7 +126,8 @@ StreamEndpoint::Header StreamEndpoint::CallHeader(uint64_t bytes) const {
                 0};
 }
 
-OpHandle StreamEndpoint::PostSend(int peer, const void* data, size_t bytes, uint64_t gate) {
+OpHandle StreamEndpoint::PostSend(int peer, const void* data, size_t bytes, uint64_t gate, bool returns,
+                                  uint8_t* result) {
   Op op;
   op.gate = gate;
   op.peer = peer;
@@ -144,14 +146,20 @@ OpHandle StreamEndpoint::PostSend(int peer, const void* data, size_t bytes, uint
   }
   Pair& pair = *pairs_[static_cast<size_t>(peer)];
   op.lane = static_cast<int>(send_seq_[static_cast<size_t>(peer)]++ % static_cast<uint64_t>(pair.lanes()));
+  if (returns) {
+    op.returns = true;
+    op.result = result;
+    op.header.flags = kFlagReturn;
+  }
   // Single copy for large messages of non-reducing collectives, when the peer can read our memory.
-  if (gate == 0 && bytes >= pair.SingleCopyMinBytes() && bytes <= pair.SingleCopyMaxBytes() &&
+  if (gate == 0 && !returns && bytes >= pair.SingleCopyMinBytes() && bytes <= pair.SingleCopyMaxBytes() &&
       SingleCopyCollective(call_.collective) && pair.PeerCanReadMemory()) {
     op.header.flags = kFlagSingleCopy;
     op.desc = SingleCopyDescriptor{reinterpret_cast<uintptr_t>(data), bytes};
     op.ticket = pair.TakeSingleCopyTicket();
   }
   ops_.push_back(op);
+  if (returns) returns_.push_back(id);
   Queue& queue = QueueFor(peer, true, op.lane);
   queue.ops.push_back(id);
   ++pending_;
@@ -170,6 +178,8 @@ OpHandle StreamEndpoint::PostSend(int peer, const void* data, size_t bytes, uint
     if (posted.done) {
       queue.ops.pop_back();
       --pending_;
+    } else if (posted.written) {
+      queue.ops.pop_back();  // in the ring: it completes when its result is back (CheckReturns)
     } else if (posted.ticket != 0 && posted.desc_done == sizeof(posted.desc)) {
       queue.ops.pop_back();
       AwaitAck(id);
@@ -211,6 +221,9 @@ bool StreamEndpoint::PeerPending(size_t peer) const {
   for (uint64_t id : awaiting_ack_) {
     if (static_cast<size_t>(ops_[id - base_id_].peer) == peer) return true;
   }
+  for (uint64_t id : returns_) {
+    if (static_cast<size_t>(ops_[id - base_id_].peer) == peer) return true;
+  }
   return false;
 }
 
@@ -222,6 +235,9 @@ bool StreamEndpoint::SendingTo(int peer) const {
     }
   }
   for (uint64_t id : awaiting_ack_) {
+    if (ops_[id - base_id_].peer == peer) return true;
+  }
+  for (uint64_t id : returns_) {
     if (ops_[id - base_id_].peer == peer) return true;
   }
   return false;
@@ -253,6 +269,44 @@ OpHandle StreamEndpoint::IrecvReduce(int peer, void* out, const void* local, siz
     op->local = static_cast<const uint8_t*>(local);
     op->combiner = combiner;
   }
+  return id;
+}
+
+bool StreamEndpoint::SupportsReturn(int peer) const {
+  return HasPair(peer) && pairs_[static_cast<size_t>(peer)]->SupportsReturn();
+}
+
+void StreamEndpoint::EnterReturns(int peer) {
+  if (!HasPair(peer) || returning_[static_cast<size_t>(peer)]) return;
+  if (PeerPending(static_cast<size_t>(peer)) && broken_.ok()) {
+    broken_ = absl::InternalError(absl::StrCat("rank ", rank_, ": an in-place return operation with rank ", peer,
+                                               " was posted while other operations with it are pending"));
+  }
+  pairs_[static_cast<size_t>(peer)]->BeginReturns();
+  returning_[static_cast<size_t>(peer)] = 1;
+  ++returning_peers_;
+}
+
+void StreamEndpoint::LeaveReturns() {
+  for (size_t peer = 0; peer < returning_.size(); ++peer) {
+    if (!returning_[peer] || PeerPending(peer)) continue;
+    pairs_[peer]->EndReturns();
+    returning_[peer] = 0;
+    --returning_peers_;
+  }
+}
+
+OpHandle StreamEndpoint::IsendReturn(int peer, const void* data, size_t bytes, void* result) {
+  EnterReturns(peer);
+  return PostSend(peer, data, bytes, 0, true, static_cast<uint8_t*>(result));
+}
+
+OpHandle StreamEndpoint::IrecvReduceReturn(int peer, void* out, const void* local, size_t bytes,
+                                           const Combiner* combiner) {
+  EnterReturns(peer);
+  const OpHandle id = IrecvReduce(peer, out, local, bytes, combiner);
+  Op* op = Find(id);
+  if (op != nullptr && !op->done) op->returns = true;
   return id;
 }
 
@@ -300,7 +354,7 @@ absl::Status StreamEndpoint::ProgressSend(Op& op, bool* moved) {
     op.payload_done = std::min(*n - op.header_done, op.bytes);
     op.pad_done = *n - op.header_done - op.payload_done;
     if (*n == total) {
-      op.done = true;
+      (op.returns ? op.written : op.done) = true;
       return absl::OkStatus();
     }
   }
@@ -348,7 +402,7 @@ absl::Status StreamEndpoint::ProgressSend(Op& op, bool* moved) {
     op.pad_done += *n;
     *moved = true;
   }
-  op.done = true;
+  (op.returns ? op.written : op.done) = true;  // a return send completes when its result is back
   return absl::OkStatus();
 }
 
@@ -374,6 +428,10 @@ absl::Status StreamEndpoint::Progress(bool* moved) {
           }
           if (!s.ok()) return s;
           if (!op->done) {
+            if (op->written) {
+              queue.ops.pop_front();  // all in the ring: it completes when its result is back (CheckReturns)
+              continue;
+            }
             if (op->send && op->ticket != 0 && op->desc_done == sizeof(op->desc)) {
               queue.ops.pop_front();  // descriptor sent: the next message may follow while the peer reads
               AwaitAck(id);
@@ -386,6 +444,7 @@ absl::Status StreamEndpoint::Progress(bool* moved) {
         }
       }
   if (!awaiting_ack_.empty()) CheckAcks(moved);
+  if (!returns_.empty()) CheckReturns(moved);
   return absl::OkStatus();
 }
 
@@ -427,6 +486,7 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
   Op* op = Find(handle);
   if (op == nullptr || op->done) {
     Retire();
+    if (returning_peers_ > 0) LeaveReturns();
     return absl::OkStatus();
   }
   auto step = [&](bool* moved, bool* done) {
@@ -459,6 +519,7 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
   absl::Status s = WaitLoop(step, check, expired);
   if (!s.ok()) return Fail(s);
   Retire();
+  if (returning_peers_ > 0) LeaveReturns();
   return absl::OkStatus();
 }
 
@@ -565,6 +626,7 @@ absl::Status StreamEndpoint::WaitAll() {
     if (absl::Status s = Wait(id); !s.ok()) return s;
   }
   Retire();
+  if (returning_peers_ > 0 && broken_.ok()) LeaveReturns();
   return broken_;
 }
 

@@ -80,6 +80,11 @@ class StreamEndpoint final : public Endpoint {
   bool SupportsForward() const override { return true; }
   OpHandle IrecvForward(int from, void* out, const void* local, size_t bytes, const Combiner* combiner, int to,
                         OpHandle* send) override;
+  // In-place return over shm pairs (Pair::BeginReturns): the receiver reduces in L1-sized tiles, writes each tile
+  // to its output and back over the message in the ring, and the sender copies it from there into `result`.
+  bool SupportsReturn(int peer) const override;
+  OpHandle IsendReturn(int peer, const void* data, size_t bytes, void* result) override;
+  OpHandle IrecvReduceReturn(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) override;
   // Mailbox exchange (Endpoint::Exchange) once SetMailbox gave this endpoint one.
   size_t ExchangeCapacity() const override;
   absl::Status Exchange(const void* data, size_t bytes, const void** blocks) override;
@@ -118,8 +123,20 @@ class StreamEndpoint final : public Endpoint {
     std::deque<uint64_t> ops;  // op ids, head first
   };
   Queue& QueueFor(int peer, bool send, int lane);
-  // Posts a send; `gate` (id + 1 of a receive, 0 = none) limits its payload to what that receive has stored.
-  OpHandle PostSend(int peer, const void* data, size_t bytes, uint64_t gate);
+  // Posts a send; `gate` (id + 1 of a receive, 0 = none) limits its payload to what that receive has stored;
+  // `returns`: an IsendReturn, complete once the returned bytes are in `result`.
+  OpHandle PostSend(int peer, const void* data, size_t bytes, uint64_t gate, bool returns = false,
+                    uint8_t* result = nullptr);
+  // In-place return periods: the pair with `peer` enters one at its first return operation and leaves it once
+  // nothing is pending with that peer (checked after every wait).
+  void EnterReturns(int peer);
+  void LeaveReturns();
+  // Copies returned bytes into the results of the sends awaiting them (in order per peer).
+  void CheckReturns(bool* moved);
+  // Combines `bytes` from ring memory `in` into op.data and writes the result back over `in`.
+  void CombineReturn(Op& op, uint8_t* in, size_t bytes);
+  // A received header's return flag against what the receive expects.
+  absl::Status CheckReturnFlag(const Op& op) const;
   // The forward send of receive `op` when this rank can write the receive's next bytes into it right now.
   Op* FusableForward(const Op& op);
   // Writes `bytes` just stored at `op`'s payload_done into its forward send `fwd` (as much as the ring takes).
@@ -185,8 +202,11 @@ class StreamEndpoint final : public Endpoint {
   BlockQueue<Op> ops_;  // ops_[i] has id base_id_ + i (no allocation per operation)
   uint64_t base_id_ = 0;
   uint64_t pending_ = 0;
-  std::vector<Queue> queues_;                  // [peer][dir][lane]
-  std::vector<uint64_t> awaiting_ack_;         // single-copy sends out of their queue, not yet read by the peer
+  std::vector<Queue> queues_;           // [peer][dir][lane]
+  std::vector<uint64_t> awaiting_ack_;  // single-copy sends out of their queue, not yet read by the peer
+  std::vector<uint64_t> returns_;       // IsendReturn sends whose results are not all back, in post order
+  std::vector<uint8_t> returning_;      // per peer: the pair is in an in-place return period
+  int returning_peers_ = 0;
   std::vector<uint64_t> send_seq_, recv_seq_;  // messages posted per peer, per direction
   std::vector<uint8_t> stage_;                 // receive-and-reduce staging when the pair cannot Peek (allocated once)
   std::vector<uint8_t> tile_;                  // fused receive-reduce-forward: one L1-sized result tile

@@ -25,6 +25,8 @@ constexpr uint32_t kHeaderMagic = 0x4854554e;  // "HTUN"
 // Header flag: the payload is not in the stream; a SingleCopyDescriptor follows the header instead and the
 // receiver reads the payload from the sender's memory (Pair::ReadPeerMemory), then acknowledges.
 constexpr uint8_t kFlagSingleCopy = 1;
+// Header flag: the message is to be reduced and returned in place (Endpoint::IsendReturn).
+constexpr uint8_t kFlagReturn = 2;
 // Bytes one single-copy read moves at most for a receive-and-reduce, so it combines L2-sized pieces it just
 // read. A plain receive reads the whole message with one process_vm_readv (the kernel pins and copies page by
 // page either way; pieces only add system calls).
@@ -76,6 +78,12 @@ struct StreamEndpoint::Op {
   // Receive-and-forward: a send's feeding receive and a receive's forward send (id + 1; 0 = none).
   uint64_t gate = 0;
   uint64_t forward = 0;
+  // In-place return (`returns`). Send: where the returned bytes go, whether the frame is all written, and how
+  // many of its bytes (header and padding included) came back. Receive: reduce and return.
+  bool returns = false;
+  uint8_t* result = nullptr;
+  bool written = false;
+  size_t back_done = 0;
   // Shared single copy (receiver): the front part the sender was asked to write, and that message's ticket.
   bool shared_asked = false;
   size_t front = 0;

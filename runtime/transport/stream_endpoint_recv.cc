@@ -127,11 +127,17 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
       op.header_done = sizeof(Header);
       *moved = true;
       if (absl::Status s = CheckHeader(op.header, op.peer, op.bytes); !s.ok()) return s;
+      if (absl::Status s = CheckReturnFlag(op); !s.ok()) return s;
       if (!(op.header.flags & kFlagSingleCopy)) {
         const uint8_t* payload = static_cast<const uint8_t*>(in) + sizeof(Header);
         if (op.combiner != nullptr) {
           const Combiner& c = *op.combiner;
           if (op.bytes > 0) c.combine(c, op.data, op.local, payload, op.bytes / c.elem_bytes);
+          if (op.returns) {
+            // In a return period the frame is ours to rewrite until it is consumed (Pair::BeginReturns).
+            std::memcpy(const_cast<uint8_t*>(payload), op.data, op.bytes);
+            stats_.returned_in_place += op.bytes;
+          }
         } else if (op.bytes > 0) {
           std::memcpy(op.data, payload, op.bytes);
         }
@@ -153,6 +159,7 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
     *moved = true;
     if (op.header_done == sizeof(Header)) {
       if (absl::Status s = CheckHeader(op.header, op.peer, op.bytes); !s.ok()) return s;
+      if (absl::Status s = CheckReturnFlag(op); !s.ok()) return s;
     }
   }
   if (op.header.flags & kFlagSingleCopy) return ProgressSingleCopy(op, pair, moved);
@@ -284,6 +291,74 @@ absl::Status StreamEndpoint::CombineForward(Op& op, const void* in, size_t bytes
   return absl::OkStatus();
 }
 
+absl::Status StreamEndpoint::CheckReturnFlag(const Op& op) const {
+  if (((op.header.flags & kFlagReturn) != 0) == op.returns) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "rank ", op.peer, " sent a ", op.returns ? "plain message" : "message to reduce and return in place",
+      " where rank ", rank_, " expected ", op.returns ? "one to reduce and return in place" : "a plain one", " (",
+      CollectiveName(call_.collective), ", operation ", call_.sequence, "): the ranks run different configurations"));
+}
+
+void StreamEndpoint::CombineReturn(Op& op, uint8_t* in, size_t bytes) {
+  const Combiner& c = *op.combiner;
+  constexpr size_t kTile = 16u << 10;  // a multiple of every element size
+  const bool streamed = c.stream.Contains(op.data, op.bytes);
+  if (streamed && tile_.size() < kTile) tile_.resize(kTile);
+  for (size_t done = 0; done < bytes;) {
+    const size_t n = std::min(kTile, bytes - done);
+    const size_t at = op.payload_done;
+    // As CombineForward: streamed outputs leave the cache, so the tile is computed in L1 first.
+    uint8_t* result = streamed ? tile_.data() : op.data + at;
+    c.combine(c, result, op.local + at, in + done, n / c.elem_bytes);
+    if (streamed) CopyStreamingNoFence(op.data + at, result, n);
+    std::memcpy(in + done, result, n);
+    op.payload_done += n;
+    done += n;
+  }
+  if (streamed) StreamFence();
+  stats_.returned_in_place += bytes;
+}
+
+// Sends awaiting their results, oldest first: the returned bytes of each frame (header, payload, padding) come
+// back in the order it was written; only the payload is copied out (non-temporal stores in the stream region).
+void StreamEndpoint::CheckReturns(bool* moved) {
+  size_t kept = 0;
+  for (size_t i = 0; i < returns_.size(); ++i) {
+    const uint64_t id = returns_[i];
+    Op& op = ops_[id - base_id_];
+    bool earlier = false;  // an older send to the same peer is still waiting: its bytes come first
+    for (size_t k = 0; k < kept && !earlier; ++k) earlier = ops_[returns_[k] - base_id_].peer == op.peer;
+    Pair& pair = *pairs_[static_cast<size_t>(op.peer)];
+    const size_t frame = sizeof(Header) + op.bytes + PadFor(op.bytes);
+    const void* data = nullptr;
+    size_t avail = 0;
+    while (!earlier && op.back_done < frame && pair.PeekReturned(&data, &avail) && avail > 0) {
+      const size_t take = std::min(avail, frame - op.back_done);
+      const size_t lo = std::max(op.back_done, sizeof(Header));
+      const size_t hi = std::min(op.back_done + take, sizeof(Header) + op.bytes);
+      if (hi > lo) {
+        const uint8_t* src = static_cast<const uint8_t*>(data) + (lo - op.back_done);
+        uint8_t* dst = op.result + (lo - sizeof(Header));
+        if (stream_.Contains(op.result, op.bytes)) {
+          CopyStreaming(dst, src, hi - lo);
+        } else {
+          std::memcpy(dst, src, hi - lo);
+        }
+      }
+      pair.TakeReturned(take);
+      op.back_done += take;
+      *moved = true;
+    }
+    if (op.back_done == frame && op.written) {
+      op.done = true;
+      --pending_;
+    } else {
+      returns_[kept++] = id;
+    }
+  }
+  returns_.resize(kept);
+}
+
 // Combines the payload into op.data in pieces as it arrives, so the sender keeps streaming into the space each
 // piece frees. In place from the ring when the pair can Peek; otherwise (TCP, or an element split by the ring's
 // wrap) through stage_, carrying a partial element over to the next read.
@@ -298,13 +373,23 @@ absl::Status StreamEndpoint::ProgressReduce(Op& op, Pair& pair, bool* moved) {
       size_t avail = 0;
       if (pair.Peek(op.lane, &in, &avail)) {
         const size_t take = std::min(avail, want) / es * es;
+        if (take > 0 && op.returns) {
+          // In a return period the bytes are ours to rewrite until consumed (Pair::BeginReturns).
+          CombineReturn(op, const_cast<uint8_t*>(static_cast<const uint8_t*>(in)), take);
+          pair.Consume(op.lane, take);
+          *moved = true;
+          continue;
+        }
         if (take > 0) {
           if (absl::Status s = CombineForward(op, in, take); !s.ok()) return s;
           pair.Consume(op.lane, take);
           *moved = true;
           continue;
         }
-        if (avail == 0) return absl::OkStatus();
+        // A returned message cannot be staged (its bytes must go back in place); payloads start 16-byte aligned
+        // and the ring's size is a multiple of 16, so an element never straddles the wrap: the rest of one
+        // partly written is still to come.
+        if (avail == 0 || op.returns) return absl::OkStatus();
         // Fewer than one element before the wrap: stage it below.
       }
     }

@@ -19,7 +19,10 @@
 // (RingAllreducePipelined): every received chunk is forwarded as it arrives, and the last reduce-scatter step's
 // result goes on as the first allgather message straight from the cache instead of being written out and read
 // back; messages leave in wavefront order (chunk + step). Same messages, same results; an fp32/fp64 avg keeps the
-// two phases (its owned block is divided in between).
+// two phases (its owned block is divided in between). Two ranks over shm (Endpoint::SupportsReturn) take one
+// message per chunk instead (RingAllreduceReturned): the peer reduces the chunk and hands the result back in
+// place in the ring it arrived in, so the results need no second ring (5-9% faster at 16-32 MiB in a two-thread
+// model of both flows, docs/PERFORMANCE.md round 18).
 // config.channels is accepted (striping is the transport's business).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/ring_engine.h"
@@ -48,6 +51,7 @@ absl::Status AllreduceRing(const CollectiveArgs& args, const Configuration& conf
   }
   const size_t ce = ChunkElems(config.chunk, g.dsize);
   if (g.ep->SupportsRecvReduce() && g.ep->SupportsForward() && !DividesAtEnd(args)) {
+    if (g.size == 2 && g.ep->SupportsReturn(1 - g.rank)) return RingAllreduceReturned(g, args, lane, ce);
     return RingAllreducePipelined(g, args, lane, ce);
   }
   const std::vector<RingLane> lanes = {lane};

@@ -52,6 +52,8 @@ enum : uint32_t { kCmaUnknown = 0, kCmaOk = 1, kCmaRefused = 2 };
 struct alignas(kLine) RingControl {
   alignas(kLine) std::atomic<uint64_t> head{0};  // bytes written (producer)
   alignas(kLine) std::atomic<uint64_t> tail{0};  // bytes read (consumer)
+  // In-place return (Pair::BeginReturns): the consumer's position while it returns bytes instead of freeing them.
+  alignas(kLine) std::atomic<uint64_t> returned{0};
   // Single copy: messages the consumer has read straight from the producer's memory, and whether it can.
   alignas(kLine) std::atomic<uint64_t> reads_done{0};
   std::atomic<uint32_t> reader_cma{kCmaUnknown};
@@ -248,10 +250,11 @@ class ShmPair final : public Pair {
   absl::StatusOr<size_t> TryWrite(int, const void* data, size_t bytes) override {
     const uint64_t head = out_head_;
     const size_t want = std::min(bytes, kPiece);
-    if (cap_ - static_cast<size_t>(head - out_tail_seen_) < want) {
-      out_tail_seen_ = out_ctl_->tail.load(std::memory_order_acquire);
+    if (Room(head) < want) {
+      // Never backwards: after a return period this rank may know more is free than the reader published yet.
+      out_tail_seen_ = std::max(out_tail_seen_, out_ctl_->tail.load(std::memory_order_acquire));
     }
-    const size_t n = std::min(want, cap_ - static_cast<size_t>(head - out_tail_seen_));
+    const size_t n = std::min(want, Room(head));
     if (n == 0) return size_t{0};
     const size_t at = static_cast<size_t>(head % cap_);
     const size_t first = std::min(n, cap_ - at);
@@ -263,7 +266,7 @@ class ShmPair final : public Pair {
   }
 
   absl::StatusOr<size_t> TryRead(int, void* data, size_t bytes) override {
-    const uint64_t tail = in_ctl_->tail.load(std::memory_order_relaxed);
+    const uint64_t tail = ReadPos();
     const uint64_t head = in_ctl_->head.load(std::memory_order_acquire);
     const size_t n = std::min<size_t>(bytes, static_cast<size_t>(head - tail));
     if (n == 0) return size_t{0};
@@ -271,12 +274,12 @@ class ShmPair final : public Pair {
     const size_t first = std::min(n, cap_ - at);
     std::memcpy(data, in_ring_ + at, first);
     if (n > first) std::memcpy(static_cast<uint8_t*>(data) + first, in_ring_, n - first);
-    in_ctl_->tail.store(tail + n, std::memory_order_release);
+    Advance(tail + n);
     return n;
   }
 
   bool Peek(int, const void** data, size_t* bytes) override {
-    const uint64_t tail = in_ctl_->tail.load(std::memory_order_relaxed);
+    const uint64_t tail = ReadPos();
     const uint64_t head = in_ctl_->head.load(std::memory_order_acquire);
     const size_t n = static_cast<size_t>(head - tail);
     const size_t at = static_cast<size_t>(tail % cap_);
@@ -285,10 +288,37 @@ class ShmPair final : public Pair {
     return true;
   }
 
-  void Consume(int, size_t bytes) override {
-    const uint64_t tail = in_ctl_->tail.load(std::memory_order_relaxed);
-    in_ctl_->tail.store(tail + bytes, std::memory_order_release);
+  void Consume(int, size_t bytes) override { Advance(ReadPos() + bytes); }
+
+  // In-place return. Reader: its position moves privately and is published in `returned`; `tail` stays where
+  // the period began (so the writer knows everything before it is consumed) until EndReturns frees it all.
+  // Writer: what it has taken back is free; before the reader's tail reached the period's start (the reader
+  // was still consuming earlier messages) the tail bounds the room as always.
+  bool SupportsReturn() const override { return true; }
+  void BeginReturns() override {
+    in_returning_ = true;
+    in_pos_ = in_ctl_->tail.load(std::memory_order_relaxed);
+    out_returning_ = true;
+    out_start_ = out_back_ = out_head_;
   }
+  void EndReturns() override {
+    in_returning_ = false;
+    in_ctl_->tail.store(in_pos_, std::memory_order_release);
+    // Everything written in the period came back, so the reader has consumed it all, though its tail may not
+    // say so until it ends its own period; the room (which may span more than the ring) counts from here.
+    out_returning_ = false;
+    out_tail_seen_ = std::max(out_tail_seen_, out_back_);
+  }
+  bool PeekReturned(const void** data, size_t* bytes) override {
+    const uint64_t returned = out_ctl_->returned.load(std::memory_order_acquire);
+    // Before the reader began this period `returned` still holds an older period's end (never ahead of ours).
+    const size_t n = returned > out_back_ ? static_cast<size_t>(returned - out_back_) : 0;
+    const size_t at = static_cast<size_t>(out_back_ % cap_);
+    *data = out_ring_ + at;
+    *bytes = std::min(n, cap_ - at);
+    return true;
+  }
+  void TakeReturned(size_t bytes) override { out_back_ += bytes; }
 
   bool PeerCanReadMemory() const override { return out_ctl_->reader_cma.load(std::memory_order_acquire) == kCmaOk; }
   size_t SingleCopyMinBytes() const override { return single_copy_min_; }
@@ -390,6 +420,25 @@ class ShmPair final : public Pair {
   // consumer's tail as last read (only ever behind the real one).
   uint64_t out_head_ = 0;
   uint64_t out_tail_seen_ = 0;
+  // In-place return (BeginReturns): the writer's period start and read-back position; the reader's position.
+  bool out_returning_ = false, in_returning_ = false;
+  uint64_t out_start_ = 0, out_back_ = 0, in_pos_ = 0;
+
+  // Bytes the writer may write at `head`: up to the oldest byte not yet free — the reader's tail, or, returning
+  // and with every earlier message consumed, the oldest byte not yet taken back.
+  size_t Room(uint64_t head) const {
+    const uint64_t freed = out_returning_ && out_tail_seen_ >= out_start_ ? out_back_ : out_tail_seen_;
+    return cap_ - static_cast<size_t>(head - freed);
+  }
+  uint64_t ReadPos() const { return in_returning_ ? in_pos_ : in_ctl_->tail.load(std::memory_order_relaxed); }
+  void Advance(uint64_t pos) {
+    if (in_returning_) {
+      in_pos_ = pos;
+      in_ctl_->returned.store(pos, std::memory_order_release);
+    } else {
+      in_ctl_->tail.store(pos, std::memory_order_release);
+    }
+  }
 };
 
 // The domain's mailbox: every local rank's two slots, at the end of its segment (own or mapped).

@@ -151,6 +151,30 @@ TEST(Communicator, LargeAllreduceEveryAlgorithm) {
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
 }
 
+// Two ranks over shm: the ring hands each chunk's result back in place (RingAllreduceReturned). Every dtype and
+// op of the mix, messages of one frame, around the frame limit and larger than the 4 MiB rings, many chunks and
+// one, out of place and in place; every rank's output checked.
+TEST(Communicator, TwoRankRingReturnsResultsInPlace) {
+  auto st = RunRanks(2, [&](int rank, Communicator& comm) -> absl::Status {
+    size_t turn = 0;
+    for (const char* config : {"ring(chunk=4096)", "ring"}) {
+      for (size_t count :
+           {size_t{0}, size_t{1}, size_t{7}, size_t{247}, size_t{249}, size_t{100003}, size_t{(5u << 20) / 4 + 3}}) {
+        const DtypeOp m = Mix()[turn++ % Mix().size()];
+        for (bool in_place : {false, true}) {
+          CheckCase c{Collective::kAllreduce, m.t, m.op, rank, 2, 0, count};
+          if (absl::Status s = CheckedCall(comm, c, config, in_place); !s.ok()) {
+            return absl::Status(s.code(), absl::StrCat(config, " count ", count, " ", DataTypeName(m.t), " ",
+                                                       ReduceOpName(m.op), ": ", s.message()));
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
+}
+
 TEST(Communicator, TopologyFingerprintOneNode) {
   auto st = RunRanks(3, [&](int, Communicator& comm) -> absl::Status {
     EXPECT_EQ(comm.num_nodes(), 1);
