@@ -94,7 +94,11 @@ class Endpoint {
   // (shm), so the results need no messages of their own. IsendReturn sends `bytes` from `data` like Isend and
   // completes once the peer's result for them is in `result`; IrecvReduceReturn receives like IrecvReduce
   // (out = local op message) and returns `out`'s bytes to the sender. Each is one message of its direction,
-  // matched in order as any other; a return operation matched with a plain one is reported as a mismatch.
+  // matched in order as any other; a return operation matched with a plain one is reported as a mismatch by the
+  // receiver (the sender, waiting for its result, ends with the peer's abort or the exec timeout). A return send
+  // is never eager: it completes only once the peer has posted and progressed the matching IrecvReduceReturn, so
+  // both sides must post before they wait. Over a link that cannot return (TCP), or mixed with other operations
+  // with the peer, the operation is refused and the endpoint broken.
   // REQUIRES: SupportsReturn(peer); from the first return operation with `peer` until they have all completed,
   // every operation with `peer` is one (IsendReturn to it, IrecvReduceReturn from it), and none other is pending
   // with it when the first is posted; `result` may alias `data` exactly; the IrecvReduce requirements.

@@ -145,6 +145,7 @@ OpHandle StreamEndpoint::PostSend(int peer, const void* data, size_t bytes, uint
     return id;
   }
   Pair& pair = *pairs_[static_cast<size_t>(peer)];
+  if (!returns && returning_[static_cast<size_t>(peer)]) MixedWithReturns(peer, "send to");
   op.lane = static_cast<int>(send_seq_[static_cast<size_t>(peer)]++ % static_cast<uint64_t>(pair.lanes()));
   if (returns) {
     op.returns = true;
@@ -203,6 +204,7 @@ OpHandle StreamEndpoint::Irecv(int peer, void* data, size_t bytes) {
     ops_.push_back(op);
     return id;
   }
+  if (!posting_return_ && returning_[static_cast<size_t>(peer)]) MixedWithReturns(peer, "receive from");
   op.lane = static_cast<int>(recv_seq_[static_cast<size_t>(peer)]++ %
                              static_cast<uint64_t>(pairs_[static_cast<size_t>(peer)]->lanes()));
   ops_.push_back(op);
@@ -276,15 +278,33 @@ bool StreamEndpoint::SupportsReturn(int peer) const {
   return HasPair(peer) && pairs_[static_cast<size_t>(peer)]->SupportsReturn();
 }
 
-void StreamEndpoint::EnterReturns(int peer) {
-  if (!HasPair(peer) || returning_[static_cast<size_t>(peer)]) return;
-  if (PeerPending(static_cast<size_t>(peer)) && broken_.ok()) {
-    broken_ = absl::InternalError(absl::StrCat("rank ", rank_, ": an in-place return operation with rank ", peer,
+void StreamEndpoint::MixedWithReturns(int peer, const char* what) {
+  if (broken_.ok()) {
+    broken_ = absl::InternalError(absl::StrCat("rank ", rank_, ": a plain ", what, " rank ", peer,
+                                               " was posted while in-place return operations with it are pending"));
+  }
+}
+
+bool StreamEndpoint::EnterReturns(int peer) {
+  if (!HasPair(peer)) return true;  // posting reports the invalid peer
+  if (returning_[static_cast<size_t>(peer)]) return true;
+  absl::Status refused;
+  if (!pairs_[static_cast<size_t>(peer)]->SupportsReturn()) {
+    refused = absl::InternalError(absl::StrCat("rank ", rank_, ": the link to rank ", peer, " (",
+                                               pairs_[static_cast<size_t>(peer)]->Describe(),
+                                               ") cannot return messages in place"));
+  } else if (PeerPending(static_cast<size_t>(peer))) {
+    refused = absl::InternalError(absl::StrCat("rank ", rank_, ": an in-place return operation with rank ", peer,
                                                " was posted while other operations with it are pending"));
+  }
+  if (!refused.ok()) {
+    if (broken_.ok()) broken_ = refused;
+    return false;  // the pair stays as it is; every wait returns the error
   }
   pairs_[static_cast<size_t>(peer)]->BeginReturns();
   returning_[static_cast<size_t>(peer)] = 1;
   ++returning_peers_;
+  return true;
 }
 
 void StreamEndpoint::LeaveReturns() {
@@ -297,14 +317,24 @@ void StreamEndpoint::LeaveReturns() {
 }
 
 OpHandle StreamEndpoint::IsendReturn(int peer, const void* data, size_t bytes, void* result) {
-  EnterReturns(peer);
+  if (!EnterReturns(peer)) return Refused();
   return PostSend(peer, data, bytes, 0, true, static_cast<uint8_t*>(result));
+}
+
+OpHandle StreamEndpoint::Refused() {
+  Op op;
+  op.done = true;
+  const uint64_t id = base_id_ + ops_.size();
+  ops_.push_back(op);
+  return id;
 }
 
 OpHandle StreamEndpoint::IrecvReduceReturn(int peer, void* out, const void* local, size_t bytes,
                                            const Combiner* combiner) {
-  EnterReturns(peer);
+  if (!EnterReturns(peer)) return Refused();
+  posting_return_ = true;
   const OpHandle id = IrecvReduce(peer, out, local, bytes, combiner);
+  posting_return_ = false;
   Op* op = Find(id);
   if (op != nullptr && !op->done) op->returns = true;
   return id;

@@ -128,9 +128,14 @@ class StreamEndpoint final : public Endpoint {
   OpHandle PostSend(int peer, const void* data, size_t bytes, uint64_t gate, bool returns = false,
                     uint8_t* result = nullptr);
   // In-place return periods: the pair with `peer` enters one at its first return operation and leaves it once
-  // nothing is pending with that peer (checked after every wait).
-  void EnterReturns(int peer);
+  // nothing is pending with that peer (checked after every wait). EnterReturns returns false, with the endpoint
+  // broken, when the pair cannot (not shm) or other operations with the peer are pending; the operation is then
+  // not posted (Refused: a completed handle; waits return the error). A plain operation with a peer in a period
+  // breaks the endpoint too (MixedWithReturns): its frame would be returned and taken for a result.
+  bool EnterReturns(int peer);
   void LeaveReturns();
+  OpHandle Refused();
+  void MixedWithReturns(int peer, const char* what);
   // Copies returned bytes into the results of the sends awaiting them (in order per peer).
   void CheckReturns(bool* moved);
   // Combines `bytes` from ring memory `in` into op.data and writes the result back over `in`.
@@ -207,6 +212,7 @@ class StreamEndpoint final : public Endpoint {
   std::vector<uint64_t> returns_;       // IsendReturn sends whose results are not all back, in post order
   std::vector<uint8_t> returning_;      // per peer: the pair is in an in-place return period
   int returning_peers_ = 0;
+  bool posting_return_ = false;                // IrecvReduceReturn is posting through Irecv
   std::vector<uint64_t> send_seq_, recv_seq_;  // messages posted per peer, per direction
   std::vector<uint8_t> stage_;                 // receive-and-reduce staging when the pair cannot Peek (allocated once)
   std::vector<uint8_t> tile_;                  // fused receive-reduce-forward: one L1-sized result tile

@@ -135,7 +135,7 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
           if (op.bytes > 0) c.combine(c, op.data, op.local, payload, op.bytes / c.elem_bytes);
           if (op.returns) {
             // In a return period the frame is ours to rewrite until it is consumed (Pair::BeginReturns).
-            std::memcpy(const_cast<uint8_t*>(payload), op.data, op.bytes);
+            if (op.bytes > 0) std::memcpy(const_cast<uint8_t*>(payload), op.data, op.bytes);
             stats_.returned_in_place += op.bytes;
           }
         } else if (op.bytes > 0) {

@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/algorithms/registry.h"
+#include "runtime/common/configuration.h"
 #include "tests/unit/shm_fixture.h"
 
 namespace hccltune {
@@ -107,15 +109,20 @@ TEST(ShmReturn, EndpointsReduceEachOthersHalves) {
         for (int r = 0; r < 2; ++r) {
           for (size_t i = 0; i < 2 * count; ++i) in[r][i] = static_cast<int64_t>(i * 7919 + 3) * (r == 0 ? 1 : -3) + r;
           out[r].assign(2 * count, -1);
-          if (stream) eps[r]->SetStreamRegion({reinterpret_cast<const char*>(out[r].data()), 2 * bytes});
         }
+        Combiner cb[2] = {add, add};
         auto run = [&](int r) {
           const int peer = 1 - r;
           std::vector<int64_t>& dst = in_place ? in[r] : out[r];
           const int64_t* src = in[r].data();
+          if (stream) {
+            // Streamed outputs: the reduced tiles go out with non-temporal stores, the results taken back too.
+            eps[r]->SetStreamRegion({reinterpret_cast<const char*>(dst.data()), 2 * bytes});
+            cb[r].stream = {reinterpret_cast<const char*>(dst.data()), 2 * bytes};
+          }
           const OpHandle s = eps[r]->IsendReturn(peer, src + r * count, bytes, dst.data() + r * count);
           const OpHandle v =
-              eps[r]->IrecvReduceReturn(peer, dst.data() + peer * count, src + peer * count, bytes, &add);
+              eps[r]->IrecvReduceReturn(peer, dst.data() + peer * count, src + peer * count, bytes, &cb[r]);
           const absl::Status all = eps[r]->WaitAll();
           EXPECT_TRUE(all.ok()) << all;
           EXPECT_TRUE(eps[r]->Wait(s).ok() && eps[r]->Wait(v).ok());
@@ -145,6 +152,66 @@ TEST(ShmReturn, EndpointsReduceEachOthersHalves) {
     for (size_t count : counts) want += 2 * count * 8;  // out of place and in place
     EXPECT_EQ(eps[0]->stats().returned_in_place, want);
     EXPECT_EQ(eps[1]->stats().returned_in_place, want);
+  }
+}
+
+// Rank r's context for running an algorithm straight on a shm endpoint (one node).
+class EndpointContext : public AlgorithmContext {
+ public:
+  EndpointContext(Endpoint* ep, int n) : ep_(ep) { topo_.node_of.assign(static_cast<size_t>(n), 0); }
+  absl::StatusOr<Endpoint*> GetEndpoint(const LinkSpec&) override { return ep_; }
+  const GroupTopology& topology() const override { return topo_; }
+  int rank() const override { return ep_->rank(); }
+  void* Scratch(size_t bytes) override {
+    scratch_.resize(bytes);
+    return scratch_.data();
+  }
+  absl::Status RunSubCollective(const CollectiveArgs&, const Configuration&, absl::Span<const int>) override {
+    return absl::UnimplementedError("no sub-collectives here");
+  }
+
+ private:
+  Endpoint* ep_;
+  GroupTopology topo_;
+  std::vector<uint8_t> scratch_;
+};
+
+// The 2-rank `ring` allreduce over shm takes the return path (every chunk reduced and returned in place, none
+// forwarded), with rings smaller than the buffer; fp32 sum and an fp32 avg (divided at the end: the two-phase
+// ring, nothing returned), every element of both ranks checked.
+TEST(ShmReturn, TwoRankRingAllreduceReturnsEveryChunk) {
+  auto doms = MakeShm(2, 64u << 10);
+  auto eps = Endpoints(doms);
+  auto config = Configuration::Parse("ring(chunk=16K)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  const size_t count = 100003;  // 400 KiB: 13 chunks per half, the last one short
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+    std::vector<std::vector<float>> in(2, std::vector<float>(count)), out(2, std::vector<float>(count, -1));
+    for (int r = 0; r < 2; ++r) {
+      for (size_t i = 0; i < count; ++i) in[r][i] = static_cast<float>((i * 13 + static_cast<size_t>(r) * 7) % 1000);
+    }
+    const uint64_t before = eps[0]->stats().returned_in_place + eps[1]->stats().returned_in_place;
+    auto run = [&](int r) {
+      EndpointContext ctx(eps[r].get(), 2);
+      CollectiveArgs args;
+      args.send = in[r].data();
+      args.recv = out[r].data();
+      args.count = count;
+      args.op = op;
+      const absl::Status s = registry::Run(args, *config, ctx);
+      EXPECT_TRUE(s.ok()) << "rank " << r << ": " << s;
+    };
+    std::thread t(run, 1);
+    run(0);
+    t.join();
+    for (int r = 0; r < 2; ++r) {
+      for (size_t i = 0; i < count; ++i) {
+        const float sum = in[0][i] + in[1][i];
+        ASSERT_EQ(out[r][i], op == ReduceOp::kAvg ? sum / 2 : sum) << "rank " << r << ", element " << i;
+      }
+    }
+    const uint64_t returned = eps[0]->stats().returned_in_place + eps[1]->stats().returned_in_place - before;
+    EXPECT_EQ(returned, op == ReduceOp::kSum ? count * 4 : 0u) << ReduceOpName(op);
   }
 }
 
@@ -179,6 +246,31 @@ TEST(ShmReturn, ReturnMatchedWithPlainIsNamed) {
     } else {
       EXPECT_TRUE(sent.ok()) << sent;  // a plain send completes once in the ring
     }
+  }
+}
+
+// A plain operation with a peer while return operations with it are pending would have its frame returned and
+// taken for a result: refused, the endpoint broken with an error that says so (nothing waits).
+TEST(ShmReturn, PlainOperationDuringAPeriodIsRefused) {
+  for (bool send : {true, false}) {
+    auto doms = MakeShm(2, 4096);
+    auto eps = Endpoints(doms);
+    std::vector<int64_t> data(10, 1), result(10);
+    int64_t plain = 0;
+    eps[0]->IsendReturn(1, data.data(), 80, result.data());
+    if (send) {
+      eps[0]->Isend(1, &plain, 8);
+    } else {
+      eps[0]->Irecv(1, &plain, 8);
+    }
+    const absl::Status s = eps[0]->WaitAll();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+    EXPECT_NE(s.message().find(send ? "a plain send to rank 1 was posted while in-place return operations with it "
+                                      "are pending"
+                                    : "a plain receive from rank 1 was posted while in-place return operations with "
+                                      "it are pending"),
+              std::string::npos)
+        << s;
   }
 }
 

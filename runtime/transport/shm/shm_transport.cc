@@ -31,7 +31,7 @@
 namespace hccltune {
 namespace {
 
-constexpr uint64_t kSegmentMagic = 0x48434c5453484d33ull;  // "HCLTSHM3": no ring for the owner itself
+constexpr uint64_t kSegmentMagic = 0x48434c5453484d34ull;  // "HCLTSHM4": RingControl::returned
 constexpr size_t kLine = 64;
 // Bytes one TryWrite/TryRead moves at most. The reader sees the head advance piece by piece instead of after
 // a multi-megabyte memcpy, so it copies or reduces while the writer is still writing (pipelining inside one
@@ -304,10 +304,11 @@ class ShmPair final : public Pair {
   void EndReturns() override {
     in_returning_ = false;
     in_ctl_->tail.store(in_pos_, std::memory_order_release);
-    // Everything written in the period came back, so the reader has consumed it all, though its tail may not
-    // say so until it ends its own period; the room (which may span more than the ring) counts from here.
+    // Everything written in the period came back, so the reader has consumed it all (and what came before it),
+    // though its tail may not say so until it ends its own period; the room (the period may span more than the
+    // ring) counts from here. A period that wrote nothing proves nothing about earlier messages.
     out_returning_ = false;
-    out_tail_seen_ = std::max(out_tail_seen_, out_back_);
+    if (out_back_ > out_start_) out_tail_seen_ = std::max(out_tail_seen_, out_back_);
   }
   bool PeekReturned(const void** data, size_t* bytes) override {
     const uint64_t returned = out_ctl_->returned.load(std::memory_order_acquire);
