@@ -5,6 +5,10 @@
 //           copies the half of its input the other one reduces into a slot, reduces its own half with the slot
 //           the other filled (writing its output and a second slot), and copies the other's reduced half out of
 //           that slot; slots of CHUNK bytes, SLOTS of them per direction.
+//   return  the runtime's 2-rank flow since round 18 (RingAllreduceReturned): each thread copies the half the
+//           other reduces into a slot; the other reduces it with its own half into its output and writes the
+//           result back over the slot, from which the first copies it into its output; one set of slots per
+//           direction instead of two.
 //   direct  what a cross-process mapping of the peer's buffers (XPMEM-like, not available to processes here)
 //           would allow: each thread reduces its half straight from both inputs into its output, then copies the
 //           other half from the other thread's output as that thread finishes each chunk.
@@ -15,7 +19,8 @@
 //
 // STORES `plain` writes the outputs with ordinary stores (memcpy for the copies) instead.
 //
-//   hccltune-allreduce2-floor MODE [BYTES=16777216] [CHUNK=262144] [SLOTS=4] [CALLS=20] [STORES=nt|plain]
+//   hccltune-allreduce2-floor MODE (ring|return|direct|memcpy) [BYTES=16777216] [CHUNK=262144] [SLOTS=4] [CALLS=20]
+//   [STORES=nt|plain]
 #include <immintrin.h>
 
 #include <algorithm>
@@ -103,7 +108,8 @@ class Buffers {
 
 int main(int argc, char** argv) {
   if (argc < 2 || !__builtin_cpu_supports("avx2")) {
-    std::fprintf(stderr, "usage: %s ring|direct|memcpy [BYTES] [CHUNK] [SLOTS] [CALLS] [nt|plain] (needs AVX2)\n",
+    std::fprintf(stderr,
+                 "usage: %s ring|return|direct|memcpy [BYTES] [CHUNK] [SLOTS] [CALLS] [nt|plain] (needs AVX2)\n",
                  argv[0]);
     return 2;
   }
@@ -113,7 +119,8 @@ int main(int argc, char** argv) {
   const uint64_t slots = argc > 4 ? std::strtoull(argv[4], nullptr, 0) : 4;
   const int calls = argc > 5 ? std::atoi(argv[5]) : 20;
   g_plain = argc > 6 && std::string(argv[6]) == "plain";
-  if ((mode != "ring" && mode != "direct" && mode != "memcpy") || chunk == 0 || chunk % 32 != 0 ||
+  const bool returned = mode == "return";
+  if ((mode != "ring" && !returned && mode != "direct" && mode != "memcpy") || chunk == 0 || chunk % 32 != 0 ||
       bytes % (2 * chunk) != 0 || slots == 0 || calls < 4) {
     std::fprintf(stderr, "bad arguments: BYTES must be a multiple of 2 x CHUNK, CHUNK of 32, CALLS >= 4\n");
     return 2;
@@ -124,6 +131,10 @@ int main(int argc, char** argv) {
   for (int r = 0; r < 2; ++r) {
     give[r].slots = mem.Alloc(chunk * slots);
     fwd[r].slots = mem.Alloc(chunk * slots);
+  }
+  if (returned) {  // the results go back through the slot they came in: fwd[r] is give[p]'s memory
+    fwd[0].slots = give[1].slots;
+    fwd[1].slots = give[0].slots;
   }
   float* in[2] = {mem.Alloc(bytes), mem.Alloc(bytes)};
   float* out[2] = {mem.Alloc(bytes), mem.Alloc(bytes)};
@@ -155,6 +166,27 @@ int main(int argc, char** argv) {
       const size_t theirs = static_cast<size_t>(p) * half / sizeof(float);
       if (mode == "memcpy") {
         CopyStream(in[r], out[r], bytes / sizeof(float));
+      } else if (returned) {
+        size_t sent = 0, reduced = 0, got = 0;
+        while (got < nchunks || reduced < nchunks) {
+          if (sent < nchunks && sent < reduced + slots && space(give[r])) {
+            std::memcpy(slot_out(give[r]), in[r] + theirs + sent * cf, chunk);
+            post(give[r]);
+            ++sent;
+          } else if (reduced < nchunks && ready(give[p])) {
+            const size_t off = mine + reduced * cf;
+            float* slot = slot_in(give[p]);
+            AddStream(in[r] + off, slot, out[r] + off, slot, cf);
+            ++give[p].consumed;  // not freed: the other thread frees it once it took the result back
+            post(fwd[r]);
+            ++reduced;
+          } else if (ready(fwd[p])) {
+            CopyStream(slot_in(fwd[p]), out[r] + theirs + got * cf, cf);
+            ++fwd[p].consumed;
+            give[r].freed.store(fwd[p].consumed, std::memory_order_release);
+            ++got;
+          }
+        }
       } else if (mode == "ring") {
         size_t sent = 0, reduced = 0, got = 0;
         while (got < nchunks || reduced < nchunks) {
