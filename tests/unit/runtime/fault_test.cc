@@ -106,6 +106,17 @@ TEST(Faults, RankKilledMidAllreduceOverShm) {
   EXPECT_EQ(ShmSegmentsOf(o.pids), 0u) << "shared-memory segments leaked";
 }
 
+// Two ranks: the survivor's ring allreduce waits in an in-place return period (its chunks in the ring, their
+// results never coming back) and must still name the dead rank.
+TEST(Faults, RankKilledDuringTwoRankReturnPeriodOverShm) {
+  Outcome o = RunJob(2, 1, "shm", false);
+  EXPECT_EQ(o.exit_codes[1], -SIGKILL);
+  EXPECT_EQ(o.exit_codes[0], 20) << o.messages;
+  EXPECT_NE(o.messages.find("rank 1"), std::string::npos) << o.messages;
+  EXPECT_LT(o.seconds, 30) << o.messages;
+  EXPECT_EQ(ShmSegmentsOf(o.pids), 0u) << "shared-memory segments leaked";
+}
+
 TEST(Faults, RankKilledMidAllreduceOverTcp) {
   Outcome o = RunJob(3, 2, "tcp", false);
   EXPECT_EQ(o.exit_codes[2], -SIGKILL);
