@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -61,6 +63,18 @@ inline std::vector<std::unique_ptr<StreamEndpoint>> Endpoints(std::vector<std::u
                                                    doms[static_cast<size_t>(r)]->doorbell(), absl::Seconds(20)));
   }
   return eps;
+}
+
+// A receive-and-reduce combiner for tests: out = local + in over int64 elements; `in` may be unaligned (it points
+// into the ring).
+inline void AddInt64(const Combiner&, void* out, const void* local, const void* in, size_t elems) {
+  for (size_t i = 0; i < elems; ++i) {
+    int64_t a, b;
+    std::memcpy(&a, static_cast<const char*>(local) + 8 * i, 8);
+    std::memcpy(&b, static_cast<const char*>(in) + 8 * i, 8);
+    a += b;
+    std::memcpy(static_cast<char*>(out) + 8 * i, &a, 8);
+  }
 }
 
 }  // namespace hccltune::shmtest

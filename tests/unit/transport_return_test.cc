@@ -15,19 +15,9 @@
 namespace hccltune {
 namespace {
 
+using shmtest::AddInt64;
 using shmtest::Endpoints;
 using shmtest::MakeShm;
-
-// out = local + in over int64 elements; `in` may be unaligned (it points into the ring).
-void AddInt64(const Combiner&, void* out, const void* local, const void* in, size_t elems) {
-  for (size_t i = 0; i < elems; ++i) {
-    int64_t a, b;
-    std::memcpy(&a, static_cast<const char*>(local) + 8 * i, 8);
-    std::memcpy(&b, static_cast<const char*>(in) + 8 * i, 8);
-    a += b;
-    std::memcpy(static_cast<char*>(out) + 8 * i, &a, 8);
-  }
-}
 
 // One thread drives both sides: the writer streams 3 x 4096 + 40 bytes through a 4 KiB ring, the reader rewrites
 // every byte it peeks (its "result") and consumes, the writer takes the rewritten bytes back; no byte may be

@@ -157,17 +157,6 @@ class NoPeekPair final : public Pair {
   Pair* p_;
 };
 
-// out = local + in over int64 elements; `in` may be unaligned (it points into the ring).
-void AddInt64(const Combiner&, void* out, const void* local, const void* in, size_t elems) {
-  for (size_t i = 0; i < elems; ++i) {
-    int64_t a, b;
-    std::memcpy(&a, static_cast<const char*>(local) + 8 * i, 8);
-    std::memcpy(&b, static_cast<const char*>(in) + 8 * i, 8);
-    a += b;
-    std::memcpy(static_cast<char*>(out) + 8 * i, &a, 8);
-  }
-}
-
 // Receive-and-reduce through a ring smaller than the message, after an odd-sized message so 8-byte elements
 // straddle the ring's wrap; out of place and in place; in place from the ring (Peek) and staged.
 TEST(ShmTransport, RecvReduceAcrossWrap) {
