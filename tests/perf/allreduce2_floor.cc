@@ -166,43 +166,28 @@ int main(int argc, char** argv) {
       const size_t theirs = static_cast<size_t>(p) * half / sizeof(float);
       if (mode == "memcpy") {
         CopyStream(in[r], out[r], bytes / sizeof(float));
-      } else if (returned) {
+      } else if (mode == "ring" || returned) {
         size_t sent = 0, reduced = 0, got = 0;
         while (got < nchunks || reduced < nchunks) {
           if (sent < nchunks && sent < reduced + slots && space(give[r])) {
             std::memcpy(slot_out(give[r]), in[r] + theirs + sent * cf, chunk);
             post(give[r]);
             ++sent;
-          } else if (reduced < nchunks && ready(give[p])) {
+          } else if (reduced < nchunks && ready(give[p]) && (returned || space(fwd[r]))) {
             const size_t off = mine + reduced * cf;
             float* slot = slot_in(give[p]);
-            AddStream(in[r] + off, slot, out[r] + off, slot, cf);
-            ++give[p].consumed;  // not freed: the other thread frees it once it took the result back
+            AddStream(in[r] + off, slot, out[r] + off, returned ? slot : slot_out(fwd[r]), cf);
             post(fwd[r]);
-            ++reduced;
-          } else if (ready(fwd[p])) {
-            CopyStream(slot_in(fwd[p]), out[r] + theirs + got * cf, cf);
-            ++fwd[p].consumed;
-            give[r].freed.store(fwd[p].consumed, std::memory_order_release);
-            ++got;
-          }
-        }
-      } else if (mode == "ring") {
-        size_t sent = 0, reduced = 0, got = 0;
-        while (got < nchunks || reduced < nchunks) {
-          if (sent < nchunks && sent < reduced + slots && space(give[r])) {
-            std::memcpy(slot_out(give[r]), in[r] + theirs + sent * cf, chunk);
-            post(give[r]);
-            ++sent;
-          } else if (reduced < nchunks && ready(give[p]) && space(fwd[r])) {
-            const size_t off = mine + reduced * cf;
-            AddStream(in[r] + off, slot_in(give[p]), out[r] + off, slot_out(fwd[r]), cf);
-            post(fwd[r]);
-            release(give[p]);
+            if (returned) {
+              ++give[p].consumed;  // not freed: the other thread frees it once it took the result back
+            } else {
+              release(give[p]);
+            }
             ++reduced;
           } else if (ready(fwd[p])) {
             CopyStream(slot_in(fwd[p]), out[r] + theirs + got * cf, cf);
             release(fwd[p]);
+            if (returned) give[r].freed.store(fwd[p].consumed, std::memory_order_release);
             ++got;
           }
         }
