@@ -63,6 +63,7 @@ StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doo
   queues_.resize(pairs_.size() * 2 * static_cast<size_t>(max_lanes_));
   send_seq_.assign(pairs_.size(), 0);
   returning_.assign(pairs_.size(), 0);
+  returns_.resize(pairs_.size());
   recv_seq_.assign(pairs_.size(), 0);
   std::vector<pollfd> probe;
   for (const auto& p : pairs_) {
@@ -160,7 +161,10 @@ OpHandle StreamEndpoint::PostSend(int peer, const void* data, size_t bytes, uint
     op.ticket = pair.TakeSingleCopyTicket();
   }
   ops_.push_back(op);
-  if (returns) returns_.push_back(id);
+  if (returns) {
+    returns_[static_cast<size_t>(peer)].push_back(id);
+    ++returns_pending_;
+  }
   Queue& queue = QueueFor(peer, true, op.lane);
   queue.ops.push_back(id);
   ++pending_;
@@ -223,10 +227,7 @@ bool StreamEndpoint::PeerPending(size_t peer) const {
   for (uint64_t id : awaiting_ack_) {
     if (static_cast<size_t>(ops_[id - base_id_].peer) == peer) return true;
   }
-  for (uint64_t id : returns_) {
-    if (static_cast<size_t>(ops_[id - base_id_].peer) == peer) return true;
-  }
-  return false;
+  return !returns_[peer].empty();
 }
 
 bool StreamEndpoint::SendingTo(int peer) const {
@@ -239,10 +240,7 @@ bool StreamEndpoint::SendingTo(int peer) const {
   for (uint64_t id : awaiting_ack_) {
     if (ops_[id - base_id_].peer == peer) return true;
   }
-  for (uint64_t id : returns_) {
-    if (ops_[id - base_id_].peer == peer) return true;
-  }
-  return false;
+  return !returns_[static_cast<size_t>(peer)].empty();
 }
 
 void StreamEndpoint::AwaitAck(uint64_t id) { awaiting_ack_.push_back(id); }
@@ -474,7 +472,7 @@ absl::Status StreamEndpoint::Progress(bool* moved) {
         }
       }
   if (!awaiting_ack_.empty()) CheckAcks(moved);
-  if (!returns_.empty()) CheckReturns(moved);
+  if (returns_pending_ > 0) CheckReturns(moved);
   return absl::OkStatus();
 }
 

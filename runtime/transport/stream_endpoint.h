@@ -209,8 +209,10 @@ class StreamEndpoint final : public Endpoint {
   uint64_t pending_ = 0;
   std::vector<Queue> queues_;           // [peer][dir][lane]
   std::vector<uint64_t> awaiting_ack_;  // single-copy sends out of their queue, not yet read by the peer
-  std::vector<uint64_t> returns_;       // IsendReturn sends whose results are not all back, in post order
-  std::vector<uint8_t> returning_;      // per peer: the pair is in an in-place return period
+  // Per peer: IsendReturn sends whose results are not all back, in post order (only the oldest can move).
+  std::vector<std::deque<uint64_t>> returns_;
+  size_t returns_pending_ = 0;
+  std::vector<uint8_t> returning_;  // per peer: the pair is in an in-place return period
   int returning_peers_ = 0;
   bool posting_return_ = false;                // IrecvReduceReturn is posting through Irecv
   std::vector<uint64_t> send_seq_, recv_seq_;  // messages posted per peer, per direction

@@ -322,41 +322,38 @@ void StreamEndpoint::CombineReturn(Op& op, uint8_t* in, size_t bytes) {
 // Sends awaiting their results, oldest first: the returned bytes of each frame (header, payload, padding) come
 // back in the order it was written; only the payload is copied out (non-temporal stores in the stream region).
 void StreamEndpoint::CheckReturns(bool* moved) {
-  size_t kept = 0;
-  for (size_t i = 0; i < returns_.size(); ++i) {
-    const uint64_t id = returns_[i];
-    Op& op = ops_[id - base_id_];
-    bool earlier = false;  // an older send to the same peer is still waiting: its bytes come first
-    for (size_t k = 0; k < kept && !earlier; ++k) earlier = ops_[returns_[k] - base_id_].peer == op.peer;
-    Pair& pair = *pairs_[static_cast<size_t>(op.peer)];
-    const size_t frame = sizeof(Header) + op.bytes + PadFor(op.bytes);
-    const void* data = nullptr;
-    size_t avail = 0;
-    while (!earlier && op.back_done < frame && pair.PeekReturned(&data, &avail) && avail > 0) {
-      const size_t take = std::min(avail, frame - op.back_done);
-      const size_t lo = std::max(op.back_done, sizeof(Header));
-      const size_t hi = std::min(op.back_done + take, sizeof(Header) + op.bytes);
-      if (hi > lo) {
-        const uint8_t* src = static_cast<const uint8_t*>(data) + (lo - op.back_done);
-        uint8_t* dst = op.result + (lo - sizeof(Header));
-        if (stream_.Contains(op.result, op.bytes)) {
-          CopyStreaming(dst, src, hi - lo);
-        } else {
-          std::memcpy(dst, src, hi - lo);
+  for (size_t peer = 0; peer < returns_.size(); ++peer) {
+    std::deque<uint64_t>& waiting = returns_[peer];
+    while (!waiting.empty()) {
+      Op& op = ops_[waiting.front() - base_id_];
+      Pair& pair = *pairs_[peer];
+      const size_t frame = sizeof(Header) + op.bytes + PadFor(op.bytes);
+      const void* data = nullptr;
+      size_t avail = 0;
+      while (op.back_done < frame && pair.PeekReturned(&data, &avail) && avail > 0) {
+        const size_t take = std::min(avail, frame - op.back_done);
+        const size_t lo = std::max(op.back_done, sizeof(Header));
+        const size_t hi = std::min(op.back_done + take, sizeof(Header) + op.bytes);
+        if (hi > lo) {
+          const uint8_t* src = static_cast<const uint8_t*>(data) + (lo - op.back_done);
+          uint8_t* dst = op.result + (lo - sizeof(Header));
+          if (stream_.Contains(op.result, op.bytes)) {
+            CopyStreaming(dst, src, hi - lo);
+          } else {
+            std::memcpy(dst, src, hi - lo);
+          }
         }
+        pair.TakeReturned(take);
+        op.back_done += take;
+        *moved = true;
       }
-      pair.TakeReturned(take);
-      op.back_done += take;
-      *moved = true;
-    }
-    if (op.back_done == frame && op.written) {
+      if (op.back_done < frame || !op.written) break;  // the rest of this peer's results come after it
       op.done = true;
       --pending_;
-    } else {
-      returns_[kept++] = id;
+      --returns_pending_;
+      waiting.pop_front();
     }
   }
-  returns_.resize(kept);
 }
 
 // Combines the payload into op.data in pieces as it arrives, so the sender keeps streaming into the space each
