@@ -212,7 +212,10 @@ class StreamEndpoint final : public Endpoint {
   // Per peer: IsendReturn sends whose results are not all back, in post order (only the oldest can move).
   std::vector<std::deque<uint64_t>> returns_;
   size_t returns_pending_ = 0;
-  std::vector<uint8_t> returning_;  // per peer: the pair is in an in-place return period
+  // Per peer: the pair is in an in-place return period. After an error the endpoint is broken and the pair stays
+  // in its period (its ring positions are not known to agree any more); the communicator is broken with it and
+  // never uses the pair again.
+  std::vector<uint8_t> returning_;
   int returning_peers_ = 0;
   bool posting_return_ = false;                // IrecvReduceReturn is posting through Irecv
   std::vector<uint64_t> send_seq_, recv_seq_;  // messages posted per peer, per direction
