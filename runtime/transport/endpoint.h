@@ -101,7 +101,8 @@ class Endpoint {
   // with the peer, the operation is refused and the endpoint broken.
   // REQUIRES: SupportsReturn(peer); from the first return operation with `peer` until they have all completed,
   // every operation with `peer` is one (IsendReturn to it, IrecvReduceReturn from it), and none other is pending
-  // with it when the first is posted; `result` may alias `data` exactly; the IrecvReduce requirements.
+  // with it when the first is posted; `result` may alias `data` exactly; the IrecvReduce requirements, and a
+  // non-null `combiner` (a return hands back what was reduced).
   virtual bool SupportsReturn(int peer) const {
     (void)peer;
     return false;

@@ -88,6 +88,7 @@ class Pair {
   // what it consumed but returns it: before consuming, the reader may rewrite the bytes Peek exposed, in place
   // (its result); the writer then reads them with PeekReturned and frees them with TakeReturned. Positions are
   // the writer's stream: returned bytes come back in the order they were written, headers and padding included.
+  // One lane only (PeekReturned has none; StreamEndpoint refuses returns over pairs with more).
   // REQUIRES for BeginReturns: every earlier message from the peer consumed. For EndReturns: every message of
   // the period consumed and every returned byte taken.
   virtual bool SupportsReturn() const { return false; }

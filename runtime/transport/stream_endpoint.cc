@@ -273,7 +273,8 @@ OpHandle StreamEndpoint::IrecvReduce(int peer, void* out, const void* local, siz
 }
 
 bool StreamEndpoint::SupportsReturn(int peer) const {
-  return HasPair(peer) && pairs_[static_cast<size_t>(peer)]->SupportsReturn();
+  return HasPair(peer) && pairs_[static_cast<size_t>(peer)]->SupportsReturn() &&
+         pairs_[static_cast<size_t>(peer)]->lanes() == 1;
 }
 
 void StreamEndpoint::MixedWithReturns(int peer, const char* what) {
@@ -287,7 +288,7 @@ bool StreamEndpoint::EnterReturns(int peer) {
   if (!HasPair(peer)) return true;  // posting reports the invalid peer
   if (returning_[static_cast<size_t>(peer)]) return true;
   absl::Status refused;
-  if (!pairs_[static_cast<size_t>(peer)]->SupportsReturn()) {
+  if (!pairs_[static_cast<size_t>(peer)]->SupportsReturn() || pairs_[static_cast<size_t>(peer)]->lanes() != 1) {
     refused = absl::InternalError(absl::StrCat("rank ", rank_, ": the link to rank ", peer, " (",
                                                pairs_[static_cast<size_t>(peer)]->Describe(),
                                                ") cannot return messages in place"));
@@ -538,11 +539,14 @@ absl::Status StreamEndpoint::Wait(OpHandle handle) {
   };
   auto expired = [&](absl::Duration blocked) {
     const Op* o = Find(handle);
-    return absl::DeadlineExceededError(absl::StrCat(
-        "rank ", rank_, ": ", CollectiveName(call_.collective), " (operation ", call_.sequence, ") waited ",
-        absl::FormatDuration(blocked), " for rank ", o->peer, " to ", o->send ? "take" : "send", " a ", o->bytes,
-        "-byte message over ", pairs_[static_cast<size_t>(o->peer)]->Describe(), " (HCCL_EXEC_TIMEOUT); is rank ",
-        o->peer, " stuck, or did it call something else?"));
+    return absl::DeadlineExceededError(
+        absl::StrCat("rank ", rank_, ": ", CollectiveName(call_.collective), " (operation ", call_.sequence,
+                     ") waited ", absl::FormatDuration(blocked), " for rank ", o->peer, " to ",
+                     o->written ? "return its result for"
+                     : o->send  ? "take"
+                                : "send",
+                     " a ", o->bytes, "-byte message over ", pairs_[static_cast<size_t>(o->peer)]->Describe(),
+                     " (HCCL_EXEC_TIMEOUT); is rank ", o->peer, " stuck, or did it call something else?"));
   };
   absl::Status s = WaitLoop(step, check, expired);
   if (!s.ok()) return Fail(s);

@@ -214,7 +214,8 @@ class StreamEndpoint final : public Endpoint {
   size_t returns_pending_ = 0;
   // Per peer: the pair is in an in-place return period. After an error the endpoint is broken and the pair stays
   // in its period (its ring positions are not known to agree any more); the communicator is broken with it and
-  // never uses the pair again.
+  // never uses the pair again (an invalid-peer error, which leaves a communicator usable, cannot arise here:
+  // RingAllreduceReturned's peer is always the ring's next rank).
   std::vector<uint8_t> returning_;
   int returning_peers_ = 0;
   bool posting_return_ = false;                // IrecvReduceReturn is posting through Irecv

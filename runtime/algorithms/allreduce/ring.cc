@@ -21,8 +21,8 @@
 // back; messages leave in wavefront order (chunk + step). Same messages, same results; an fp32/fp64 avg keeps the
 // two phases (its owned block is divided in between). Two ranks over shm (Endpoint::SupportsReturn) take one
 // message per chunk instead (RingAllreduceReturned): the peer reduces the chunk and hands the result back in
-// place in the ring it arrived in, so the results need no second ring (5-9% faster at 16-32 MiB in a two-thread
-// model of both flows, docs/PERFORMANCE.md round 18).
+// place in the ring it arrived in, so the results need no second ring (13-30% faster at 1-64 MiB than the
+// pipelined ring in alternating runs, docs/PERFORMANCE.md round 18).
 // config.channels is accepted (striping is the transport's business).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/ring_engine.h"

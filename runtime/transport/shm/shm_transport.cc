@@ -68,6 +68,8 @@ struct alignas(kLine) RingControl {
 };
 
 // The state of a shared single copy's front part (RingControl::help, low bits).
+static_assert(sizeof(RingControl) == 4 * kLine, "four lines: a fifth moves the mailbox slots (round 18)");
+
 enum HelpState : uint64_t { kHelpAsked = 1, kHelpWriting = 2, kHelpWritten = 3, kHelpReaderTook = 4, kHelpFailed = 5 };
 constexpr uint64_t Help(uint64_t ticket, HelpState s) { return ticket << 3 | s; }
 
@@ -421,7 +423,8 @@ class ShmPair final : public Pair {
   bool same_cpu_;               // both bound to the same single CPU
   uint64_t single_posted_ = 0;  // single-copy messages posted to the peer (tickets)
   // Writer side (TryWrite): this rank is the only writer of out_ctl_->head, so its own copy is the value; the
-  // consumer's tail as last read (only ever behind the real one).
+  // consumer's tail as last read — never ahead of what the reader has consumed (after a return period it may be
+  // ahead of the tail the reader published, see EndReturns).
   uint64_t out_head_ = 0;
   uint64_t out_tail_seen_ = 0;
   // In-place return (BeginReturns): the writer's period start and read-back position; the reader's position.
