@@ -113,10 +113,16 @@ inline void CombineThunk(const Combiner& c, void* out, const void* local, const 
     Reduce(dtype, op, out, local, in, elems);
   }
 }
-inline Combiner MakeCombiner(const CollectiveArgs& a) {
+// The same with the operands the other way round: out = incoming op local, for algorithms that put the lower
+// rank's operand first (IEEE sum, product, min and max give the same values either way; NaN payloads follow the
+// first operand).
+inline void CombineThunkIncomingFirst(const Combiner& c, void* out, const void* local, const void* in, size_t elems) {
+  CombineThunk(c, out, in, local, elems);
+}
+inline Combiner MakeCombiner(const CollectiveArgs& a, bool incoming_first = false) {
   Combiner c;
   c.elem_bytes = DataTypeSize(a.dtype);
-  c.combine = CombineThunk;
+  c.combine = incoming_first ? CombineThunkIncomingFirst : CombineThunk;
   c.dtype = static_cast<int>(a.dtype);
   c.op = static_cast<int>(a.op);
   c.stream = a.stream;

@@ -9,8 +9,14 @@
 // an fp32/fp64 avg is finalised there, once (fp16/bf16: inputs scaled as they are copied in, internal.h). Allgather:
 // rounds d = 1, 2, ..., p/2 exchange the ranges held so far. Non-powers of two (fold.h): the first 2(n-p) ranks pair
 // up; the even one sends its whole buffer to the odd one, which reduces it in before the rounds and sends the final
-// result back after them (2 extra messages). Messages per participating rank: 2 log2(p) (+1 when folding). Scratch:
-// half the buffer.
+// result back after them (2 extra messages). Messages per participating rank: 2 log2(p) (+1 when folding).
+//
+// Over an endpoint that reduces out of its transport (SupportsRecvReduce: shm, TCP) every reduction is a
+// receive-and-reduce straight into recv, and the input is never copied first: the first reduction (the fold's, or
+// the first round's) reads this rank's operand from send and writes recv, later rounds reduce recv in place, and
+// what a round sends is either the input (first round) or a range reduced into recv in an earlier one. An fp16/bf16
+// avg still scales its input into recv first (internal.h). No scratch. Otherwise each round receives into half a
+// buffer of scratch and reduces from there (same messages, same results).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/fold.h"
 
@@ -21,20 +27,37 @@ absl::Status AllreduceHalvingDoubling(const CollectiveArgs& args, const Configur
   if (!group.ok()) return group.status();
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
-  EnterInput(args, args.recv, args.send, args.count, g.size);
+  const bool in_transport = g.ep->SupportsRecvReduce();
+  // Where this rank's operand is read until its first reduction has written recv.
+  const char* src = static_cast<const char*>(args.send);
+  if (!in_transport || ScalesInputs(args) || g.size == 1 || args.count == 0) {
+    EnterInput(args, args.recv, args.send, args.count, g.size);
+    src = static_cast<const char*>(args.recv);
+  }
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
 
   const Fold fold = MakeFold(g.size);
   const int me = fold.Participant(g.rank);
-  void* tmp = ctx.Scratch(bytes);
+  void* tmp = in_transport ? nullptr : ctx.Scratch(bytes);
   char* buf = static_cast<char*>(args.recv);
+  const Combiner lower_first[2] = {MakeCombiner(args), MakeCombiner(args, /*incoming_first=*/true)};
+  // out = (lower rank's operand) op (upper rank's) over `elems` elements from `peer`: `local` is this rank's.
+  auto reduce_from = [&](int peer, char* out, const char* local, size_t elems) -> absl::Status {
+    const bool peer_lower = peer < g.rank;
+    if (in_transport) {
+      return g.ep->Wait(g.ep->IrecvReduce(peer, out, local, elems * g.dsize, &lower_first[peer_lower ? 1 : 0]));
+    }
+    HT_RETURN_IF_ERROR(g.ep->Recv(peer, tmp, elems * g.dsize));
+    Combine(args, out, peer_lower ? tmp : local, peer_lower ? local : tmp, elems);
+    return absl::OkStatus();
+  };
   if (g.rank < 2 * fold.extra) {
     if (me < 0) {
-      HT_RETURN_IF_ERROR(g.ep->Send(g.rank + 1, buf, bytes));
+      HT_RETURN_IF_ERROR(g.ep->Send(g.rank + 1, src, bytes));
       return g.ep->Recv(g.rank + 1, buf, bytes);
     }
-    HT_RETURN_IF_ERROR(g.ep->Recv(g.rank - 1, tmp, bytes));
-    Combine(args, buf, tmp, buf, args.count);
+    HT_RETURN_IF_ERROR(reduce_from(g.rank - 1, buf, src, args.count));
+    src = buf;
   }
   const int p = fold.p;
   auto start = [&](int block) { return BlockStart(args.count, p, block); };
@@ -42,21 +65,18 @@ absl::Status AllreduceHalvingDoubling(const CollectiveArgs& args, const Configur
   int lo = 0;
   int width = p;
   for (int d = p / 2; d >= 1; d /= 2) {
-    const int partner = me ^ d;
+    const int partner = fold.RankOf(me ^ d);
     const int half = width / 2;
     const bool upper = (me & d) != 0;
     const int keep_lo = upper ? lo + half : lo;
     const int send_lo = upper ? lo : lo + half;
     const size_t keep_first = start(keep_lo), keep_n = start(keep_lo + half) - keep_first;
     const size_t send_first = start(send_lo), send_n = start(send_lo + half) - send_first;
-    HT_RETURN_IF_ERROR(g.ep->SendRecv(fold.RankOf(partner), At(buf, send_first, g.dsize), send_n * g.dsize,
-                                      fold.RankOf(partner), tmp, keep_n * g.dsize));
-    char* kept = At(buf, keep_first, g.dsize);
-    if (partner < me) {
-      Combine(args, kept, tmp, kept, keep_n);
-    } else {
-      Combine(args, kept, kept, tmp, keep_n);
-    }
+    // The send goes first so that both partners' messages are on their way before either waits.
+    const OpHandle sent = g.ep->Isend(partner, At(src, send_first, g.dsize), send_n * g.dsize);
+    HT_RETURN_IF_ERROR(reduce_from(partner, At(buf, keep_first, g.dsize), At(src, keep_first, g.dsize), keep_n));
+    HT_RETURN_IF_ERROR(g.ep->Wait(sent));
+    src = buf;
     lo = keep_lo;
     width = half;
   }

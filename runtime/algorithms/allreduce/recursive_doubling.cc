@@ -9,6 +9,14 @@
 // rank), an fp16/bf16 avg scales each input as it is copied into recv (internal.h).
 // Messages per participating rank: log2(p) (+1 when folding); bytes: log2(p) x buffer; latency log2(p) x
 // alpha — the latency-optimal choice for small buffers. Scratch: one buffer.
+//
+// Over an endpoint that reduces out of its transport (SupportsRecvReduce: shm, TCP) each round is a send of the
+// current value and a receive-and-reduce of the partner's straight into the other of two buffers (recv and the
+// scratch), alternating so that the last round writes recv: no staging copy of the partner's buffer and, out of
+// place, no copy of the input either (the first round sends send and reads it as this rank's operand). A round
+// cannot reduce into the buffer it is sending, hence the two; when the value starts in recv (in place, an
+// fp16/bf16 avg's scaled input, a folded pair's sum) and the rounds are odd in number, one copy at the end.
+// Otherwise the partner's buffer is received into the scratch and reduced from there.
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/fold.h"
 
@@ -20,35 +28,67 @@ absl::Status AllreduceRecursiveDoubling(const CollectiveArgs& args, const Config
   if (!group.ok()) return group.status();
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
-  EnterInput(args, args.recv, args.send, args.count, g.size);
+  const bool in_transport = g.ep->SupportsRecvReduce();
+  char* const recv = static_cast<char*>(args.recv);
+  // This rank's current value: send until the first reduction has written one of the two buffers.
+  const char* cur = static_cast<const char*>(args.send);
+  if (!in_transport || ScalesInputs(args) || g.size == 1 || args.count == 0) {
+    EnterInput(args, recv, args.send, args.count, g.size);
+    cur = recv;
+  }
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
 
-  void* tmp = ctx.Scratch(bytes);
+  char* tmp = static_cast<char*>(ctx.Scratch(bytes));
   const Fold fold = MakeFold(g.size);
   const int me = fold.Participant(g.rank);
+  const Combiner lower_first[2] = {MakeCombiner(args), MakeCombiner(args, /*incoming_first=*/true)};
+  // out = (lower rank's operand) op (upper rank's) from `peer`'s next message, `local` being this rank's; over an
+  // endpoint that cannot reduce in its transport, staged in tmp (and `out` is recv).
+  auto reduce_from = [&](int peer, char* out, const char* local) -> absl::Status {
+    const bool peer_lower = peer < g.rank;
+    if (in_transport) return g.ep->Wait(g.ep->IrecvReduce(peer, out, local, bytes, &lower_first[peer_lower ? 1 : 0]));
+    HT_RETURN_IF_ERROR(g.ep->Recv(peer, tmp, bytes));
+    Combine(args, out, peer_lower ? tmp : local, peer_lower ? local : tmp, args.count);
+    return absl::OkStatus();
+  };
   if (g.rank < 2 * fold.extra) {
     if (me < 0) {
-      HT_RETURN_IF_ERROR(g.ep->Send(g.rank + 1, args.recv, bytes));
-    } else {
-      HT_RETURN_IF_ERROR(g.ep->Recv(g.rank - 1, tmp, bytes));
-      Combine(args, args.recv, tmp, args.recv, args.count);
+      HT_RETURN_IF_ERROR(g.ep->Send(g.rank + 1, cur, bytes));
+      return g.ep->Recv(g.rank + 1, recv, bytes);
     }
+    HT_RETURN_IF_ERROR(reduce_from(g.rank - 1, recv, cur));
+    cur = recv;
   }
   if (me >= 0) {
-    for (int mask = 1; mask < fold.p; mask <<= 1) {
-      const int partner = me ^ mask;
-      HT_RETURN_IF_ERROR(g.ep->SendRecv(fold.RankOf(partner), args.recv, bytes, fold.RankOf(partner), tmp, bytes));
-      if (partner < me) {
-        Combine(args, args.recv, tmp, args.recv, args.count);
-      } else {
-        Combine(args, args.recv, args.recv, tmp, args.count);
+    const int rounds = CeilLog2(fold.p);
+    // Round i writes recv when as many rounds follow it as keep the alternation ending in recv.
+    const bool starts_in_recv = cur == recv;
+    for (int i = 0; i < rounds; ++i) {
+      const int partner = fold.RankOf(me ^ (1 << i));
+      char* out = recv;
+      if (in_transport) {
+        const bool to_recv = starts_in_recv ? (i % 2 == 1) : ((rounds - 1 - i) % 2 == 0);
+        out = to_recv ? recv : tmp;
       }
+      const OpHandle sent = g.ep->Isend(partner, cur, bytes);
+      if (in_transport) {
+        HT_RETURN_IF_ERROR(reduce_from(partner, out, cur));
+        HT_RETURN_IF_ERROR(g.ep->Wait(sent));
+      } else {
+        // Staged: the value is overwritten in place, so the send must be done first.
+        HT_RETURN_IF_ERROR(g.ep->Recv(partner, tmp, bytes));
+        HT_RETURN_IF_ERROR(g.ep->Wait(sent));
+        const bool peer_lower = partner < g.rank;
+        Combine(args, recv, peer_lower ? tmp : recv, peer_lower ? recv : tmp, args.count);
+      }
+      cur = out;
     }
-    MaybeFinalizeAvg(args, args.recv, args.count, g.size);
+    CopyBytes(recv, cur, bytes);
+    MaybeFinalizeAvg(args, recv, args.count, g.size);
   }
   if (g.rank < 2 * fold.extra) {
-    if (me < 0) return g.ep->Recv(g.rank + 1, args.recv, bytes);
-    return g.ep->Send(g.rank - 1, args.recv, bytes);
+    if (me < 0) return g.ep->Recv(g.rank + 1, recv, bytes);
+    return g.ep->Send(g.rank - 1, recv, bytes);
   }
   return absl::OkStatus();
 }

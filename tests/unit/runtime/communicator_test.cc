@@ -176,6 +176,37 @@ TEST(Communicator, TwoRankRingReturnsResultsInPlace) {
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
 }
 
+// Recursive doubling and halving-doubling over shm reduce each message straight out of the ring (no staging
+// copy; out of place, no copy of the input): one round (2 ranks), two (4), three (8, in place ending with a copy),
+// a folded pair first (3, 5); counts with empty blocks, around the one-frame limit and larger than the rings;
+// every dtype and op of the mix, out of place and in place, calls back to back; every rank's output checked.
+class DoublingWorlds : public ::testing::TestWithParam<int> {};
+
+TEST_P(DoublingWorlds, ReduceOutOfTheRingOnEveryRank) {
+  const int n = GetParam();
+  auto st = RunRanks(n, [&](int rank, Communicator& comm) -> absl::Status {
+    size_t turn = 0;
+    for (const char* config : {"recursive_doubling", "halving_doubling"}) {
+      for (size_t count : {size_t{1}, size_t{3}, size_t{55}, size_t{57}, size_t{100003}, size_t{(5u << 20) / 4 + 3}}) {
+        const DtypeOp m = Mix()[turn++ % Mix().size()];
+        for (bool in_place : {false, true}) {
+          CheckCase c{Collective::kAllreduce, m.t, m.op, rank, n, 0, count};
+          if (absl::Status s = CheckedCall(comm, c, config, in_place); !s.ok()) {
+            return absl::Status(s.code(),
+                                absl::StrCat(config, " count ", count, " ", DataTypeName(m.t), " ", ReduceOpName(m.op),
+                                             in_place ? " in place: " : ": ", s.message()));
+          }
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+  for (int r = 0; r < n; ++r)
+    EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << st[static_cast<size_t>(r)];
+}
+
+INSTANTIATE_TEST_SUITE_P(Communicator, DoublingWorlds, ::testing::Values(2, 3, 4, 5, 8));
+
 TEST(Communicator, TopologyFingerprintOneNode) {
   auto st = RunRanks(3, [&](int, Communicator& comm) -> absl::Status {
     EXPECT_EQ(comm.num_nodes(), 1);
@@ -225,7 +256,8 @@ TEST(Communicator, OrdinaryBuffersGoIntoHugePagesAtTheirSecondUse) {
         e.thp_bytes = rank == 0 ? Environment::kDefaultThpBytes : kUnbounded;
         return e;
       });
-  for (int r = 0; r < 2; ++r) EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << st[r];
+  for (int r = 0; r < 2; ++r)
+    EXPECT_TRUE(st[static_cast<size_t>(r)].ok()) << "rank " << r << ": " << st[static_cast<size_t>(r)];
 }
 
 }  // namespace
