@@ -25,8 +25,14 @@ constexpr absl::string_view kDefaults = R"(
 # rows apply (as allgather's), also unmeasured.
 allreduce      2        0-2049   one_shot
 allreduce      3-8      0-16385  one_shot
-allreduce      4        8K-512K  halving_doubling
-allreduce      8        32K-128K halving_doubling
+# halving_doubling since round 19 (it reduces out of the shm ring, input never copied first), against ring(chunk=1M)
+# in two interleaved runs each: 3 ranks 1.28-1.92x faster at 16K-4M and 1.03-1.33x to 64M (recursive_doubling
+# even with it to 128K); 4 ranks 1.05-1.23x at 256K-1M, even from 2M; 5 ranks 1.07-1.31x at 512K-1M, mixed at 2M;
+# 8 ranks 1.17-1.70x at 32K-256K, even at 512K, slower from 1M (docs/PERFORMANCE.md, round 19).
+allreduce      3        32K-     halving_doubling
+allreduce      4        8K-2M    halving_doubling
+allreduce      5        512K-2M  halving_doubling
+allreduce      8        32K-512K halving_doubling
 allreduce      1-8      0-32K    recursive_doubling
 allreduce      1-8      32K-     ring(chunk=1M)
 allreduce      9-64     0-64K    recursive_doubling
@@ -48,8 +54,13 @@ broadcast      5-8      0-4M     linear
 broadcast      5-8      4M-      binomial_tree
 broadcast      9-       0-1M     binomial_tree
 broadcast      9-       1M-      scatter_allgather
-reduce         1-        0-256K   binomial_tree
-reduce         1-        256K-    reducescatter_gather
+# reduce on one node since round 19 (binomial_tree reduces out of the shm ring, input never copied first): faster
+# than reducescatter_gather at every size measured, 64K-64M, 2 ranks 1.4-3.0x, 4 ranks 1.1-1.8x, 3 and 8 ranks
+# (256K-16M) 1.1-2.4x (docs/PERFORMANCE.md, round 19). Larger worlds keep the bandwidth-optimal one for large
+# buffers (the root of a tree receives log2(n) whole buffers), unmeasured.
+reduce         1-8      0-       binomial_tree
+reduce         9-       0-256K   binomial_tree
+reduce         9-       256K-    reducescatter_gather
 gather         1-        0-       binomial_tree
 scatter        1-        0-       binomial_tree
 alltoall       2-8      0-16385  direct

@@ -6,9 +6,15 @@
 // Non-powers of two (fold.h): with p the largest power of two <= n, each even rank among the first 2(n-p)
 // sends its whole input to the odd rank above it, which reduces it in; participants are responsible for
 // contiguous runs of ranks' blocks (two for a folded pair, one otherwise), so every split is a contiguous
-// range. At the end each odd rank of a folded pair sends its partner's block back. The input is copied into
-// scratch as the working buffer — scaled by 1/n for an fp16/bf16 avg, as is the input a folded-out rank hands
-// over (internal.h); an fp32/fp64 avg is divided once at the end. Messages per participant: log2(p) (+1).
+// range. At the end each odd rank of a folded pair sends its partner's block back. An fp16/bf16 avg scales the
+// input by 1/n into scratch as the working buffer first, as it does the input a folded-out rank hands over
+// (internal.h); an fp32/fp64 avg is divided once at the end. Messages per participant: log2(p) (+1).
+//
+// Over an endpoint that reduces out of its transport (SupportsRecvReduce: shm, TCP) every reduction is a
+// receive-and-reduce straight into the working buffer and the input is not copied first: the first reduction
+// reads this rank's operand from send, the first round sends from send, and the last round of a participant that
+// owns one block reduces it straight into recv. Otherwise the input is copied into the working buffer, messages
+// are received into scratch and reduced from there (same messages, same results).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/fold.h"
 
@@ -40,38 +46,54 @@ absl::Status ReducescatterHalvingDoubling(const CollectiveArgs& args, const Conf
     MaybeFinalizeAvg(args, args.recv, args.count, g.size);
     return absl::OkStatus();
   }
-  char* work = static_cast<char*>(ctx.Scratch(2 * n * bytes));
+  const bool in_transport = g.ep->SupportsRecvReduce();
+  char* work = static_cast<char*>(ctx.Scratch((in_transport ? 1 : 2) * n * bytes));
   char* tmp = work + n * bytes;
-  EnterInput(args, work, args.send, n * args.count, g.size);
-  if (g.rank < 2 * fold.extra) {
-    HT_RETURN_IF_ERROR(g.ep->Recv(g.rank - 1, tmp, n * bytes));
-    Combine(args, work, tmp, work, n * args.count);
+  // This rank's current values (all n blocks' worth): send until the first reduction has written `work`.
+  const char* src = static_cast<const char*>(args.send);
+  if (!in_transport || ScalesInputs(args)) {
+    EnterInput(args, work, args.send, n * args.count, g.size);
+    src = work;
+  }
+  const Combiner lower_first[2] = {MakeCombiner(args), MakeCombiner(args, /*incoming_first=*/true)};
+  // out = (lower rank's operand) op (upper rank's) over `elems` elements from `peer`: `local` is this rank's.
+  auto reduce_from = [&](int peer, char* out, const char* local, size_t elems) -> absl::Status {
+    const bool peer_lower = peer < g.rank;
+    if (in_transport) {
+      return g.ep->Wait(g.ep->IrecvReduce(peer, out, local, elems * g.dsize, &lower_first[peer_lower ? 1 : 0]));
+    }
+    HT_RETURN_IF_ERROR(g.ep->Recv(peer, tmp, elems * g.dsize));
+    Combine(args, out, peer_lower ? tmp : local, peer_lower ? local : tmp, elems);
+    return absl::OkStatus();
+  };
+  const bool folded = g.rank < 2 * fold.extra;
+  if (folded) {
+    HT_RETURN_IF_ERROR(reduce_from(g.rank - 1, work, src, n * args.count));
+    src = work;
   }
   auto first_rank = [&](int i) { return static_cast<size_t>(i < fold.extra ? 2 * i : i + fold.extra); };
   int lo = 0, width = fold.p;
   for (int d = fold.p / 2; d >= 1; d /= 2) {
-    const int partner = me ^ d;
+    const int partner = fold.RankOf(me ^ d);
     const int half = width / 2;
     const bool upper = (me & d) != 0;
     const int keep_lo = upper ? lo + half : lo;
     const int send_lo = upper ? lo : lo + half;
     const size_t k0 = first_rank(keep_lo), k1 = first_rank(keep_lo + half);
     const size_t s0 = first_rank(send_lo), s1 = first_rank(send_lo + half);
-    HT_RETURN_IF_ERROR(g.ep->SendRecv(fold.RankOf(partner), work + s0 * bytes, (s1 - s0) * bytes, fold.RankOf(partner),
-                                      tmp, (k1 - k0) * bytes));
-    char* kept = work + k0 * bytes;
-    if (partner < me) {
-      Combine(args, kept, tmp, kept, (k1 - k0) * args.count);
-    } else {
-      Combine(args, kept, kept, tmp, (k1 - k0) * args.count);
-    }
+    // The last round of a participant owning one block (k1 - k0 == 1, that block r) writes the result itself.
+    char* out = d == 1 && !folded ? static_cast<char*>(args.recv) : work + k0 * bytes;
+    const OpHandle sent = g.ep->Isend(partner, src + s0 * bytes, (s1 - s0) * bytes);
+    HT_RETURN_IF_ERROR(reduce_from(partner, out, src + k0 * bytes, (k1 - k0) * args.count));
+    HT_RETURN_IF_ERROR(g.ep->Wait(sent));
+    src = work;
     lo = keep_lo;
     width = half;
   }
-  if (g.rank < 2 * fold.extra) {
+  if (folded) {
     HT_RETURN_IF_ERROR(g.ep->Send(g.rank - 1, work + (r - 1) * bytes, bytes));
+    CopyOut(args, args.recv, work + r * bytes, bytes);
   }
-  CopyOut(args, args.recv, work + r * bytes, bytes);
   MaybeFinalizeAvg(args, args.recv, args.count, g.size);
   return absl::OkStatus();
 }

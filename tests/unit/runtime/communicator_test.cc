@@ -176,25 +176,33 @@ TEST(Communicator, TwoRankRingReturnsResultsInPlace) {
   for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
 }
 
-// Recursive doubling and halving-doubling over shm reduce each message straight out of the ring (no staging
-// copy; out of place, no copy of the input): one round (2 ranks), two (4), three (8, in place ending with a copy),
-// a folded pair first (3, 5); counts with empty blocks, around the one-frame limit and larger than the rings;
-// every dtype and op of the mix, out of place and in place, calls back to back; every rank's output checked.
+// Recursive doubling, halving-doubling (allreduce and reducescatter) and the binomial-tree reduce over shm reduce
+// each message straight out of the ring (no staging copy; out of place, no copy of the input): one round (2
+// ranks), two (4), three (8, an in-place allreduce ending with a copy), a folded pair first (3, 5); counts with
+// empty blocks, around the one-frame limit and larger than the rings; every dtype and op of the mix, every root
+// in turn, out of place and in place, calls back to back; every rank's output checked.
 class DoublingWorlds : public ::testing::TestWithParam<int> {};
 
 TEST_P(DoublingWorlds, ReduceOutOfTheRingOnEveryRank) {
   const int n = GetParam();
+  const std::pair<Collective, const char*> cases[] = {{Collective::kAllreduce, "recursive_doubling"},
+                                                      {Collective::kAllreduce, "halving_doubling"},
+                                                      {Collective::kReducescatter, "halving_doubling"},
+                                                      {Collective::kReduce, "binomial_tree"}};
   auto st = RunRanks(n, [&](int rank, Communicator& comm) -> absl::Status {
     size_t turn = 0;
-    for (const char* config : {"recursive_doubling", "halving_doubling"}) {
+    for (const auto& [coll, config] : cases) {
       for (size_t count : {size_t{1}, size_t{3}, size_t{55}, size_t{57}, size_t{100003}, size_t{(5u << 20) / 4 + 3}}) {
+        // A reducescatter's count is per block: keep its whole input within the allreduce's sizes.
+        if (coll == Collective::kReducescatter && count > 3) count /= static_cast<size_t>(n);
         const DtypeOp m = Mix()[turn++ % Mix().size()];
+        const int root = static_cast<int>(turn % static_cast<size_t>(n));
         for (bool in_place : {false, true}) {
-          CheckCase c{Collective::kAllreduce, m.t, m.op, rank, n, 0, count};
+          CheckCase c{coll, m.t, m.op, rank, n, root, count};
           if (absl::Status s = CheckedCall(comm, c, config, in_place); !s.ok()) {
-            return absl::Status(s.code(),
-                                absl::StrCat(config, " count ", count, " ", DataTypeName(m.t), " ", ReduceOpName(m.op),
-                                             in_place ? " in place: " : ": ", s.message()));
+            return absl::Status(s.code(), absl::StrCat(CollectiveName(coll), " ", config, " count ", count, " ",
+                                                       DataTypeName(m.t), " ", ReduceOpName(m.op), " root ", root,
+                                                       in_place ? " in place: " : ": ", s.message()));
           }
         }
       }
