@@ -28,7 +28,9 @@ allreduce      3-8      0-16385  one_shot
 # halving_doubling since round 19 (it reduces out of the shm ring, input never copied first), against ring(chunk=1M)
 # in two interleaved runs each: 3 ranks 1.28-1.92x faster at 16K-4M and 1.03-1.33x to 64M (recursive_doubling
 # even with it to 128K); 4 ranks 1.05-1.23x at 256K-1M, even from 2M; 5 ranks 1.07-1.31x at 512K-1M, mixed at 2M;
-# 8 ranks 1.17-1.70x at 32K-256K, even at 512K, slower from 1M (docs/PERFORMANCE.md, round 19).
+# 8 ranks 1.17-1.70x at 32K-256K, even at 512K, slower from 1M (docs/PERFORMANCE.md, round 19). Measured on one
+# node (the rows apply to any world of that size); 6-7 ranks unmeasured, they keep the ring. The 4-rank row's
+# lower bound is the one_shot row's (16K) in effect.
 allreduce      3        32K-     halving_doubling
 allreduce      4        8K-2M    halving_doubling
 allreduce      5        512K-2M  halving_doubling
@@ -54,10 +56,10 @@ broadcast      5-8      0-4M     linear
 broadcast      5-8      4M-      binomial_tree
 broadcast      9-       0-1M     binomial_tree
 broadcast      9-       1M-      scatter_allgather
-# reduce on one node since round 19 (binomial_tree reduces out of the shm ring, input never copied first): faster
-# than reducescatter_gather at every size measured, 64K-64M, 2 ranks 1.4-3.0x, 4 ranks 1.1-1.8x, 3 and 8 ranks
-# (256K-16M) 1.1-2.4x (docs/PERFORMANCE.md, round 19). Larger worlds keep the bandwidth-optimal one for large
-# buffers (the root of a tree receives log2(n) whole buffers), unmeasured.
+# reduce since round 19 (binomial_tree reduces out of the shm ring, input never copied first): faster than
+# reducescatter_gather at every size measured on one node, 2 and 4 ranks 64K-64M 1.4-3.0x and 1.1-1.8x, 3 and 8
+# ranks 256K-16M 1.1-2.4x (docs/PERFORMANCE.md, round 19); 5-7 ranks and several nodes unmeasured. Larger worlds
+# keep the bandwidth-optimal one for large buffers (a tree's root receives log2(n) whole buffers), unmeasured.
 reduce         1-8      0-       binomial_tree
 reduce         9-       0-256K   binomial_tree
 reduce         9-       256K-    reducescatter_gather

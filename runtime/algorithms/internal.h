@@ -114,8 +114,8 @@ inline void CombineThunk(const Combiner& c, void* out, const void* local, const 
   }
 }
 // The same with the operands the other way round: out = incoming op local, for algorithms that put the lower
-// rank's operand first (IEEE sum, product, min and max give the same values either way; NaN payloads follow the
-// first operand).
+// rank's operand first (every op here is commutative: the same values either way, up to which NaN payload survives
+// where two NaNs meet, kernels.h).
 inline void CombineThunkIncomingFirst(const Combiner& c, void* out, const void* local, const void* in, size_t elems) {
   CombineThunk(c, out, in, local, elems);
 }

@@ -29,7 +29,8 @@ using OpHandle = uint64_t;
 // by element. Built by the algorithm layer (which owns the reduction kernels); transports only call it.
 struct Combiner {
   size_t elem_bytes = 1;  // bytes per element; messages are whole elements
-  // out[i] = local[i] op in[i] for i < elems. `out` may alias `local` exactly; `in` may be unaligned.
+  // out[i] = local[i] op in[i] for i < elems (or in[i] op local[i]: the operand order is the algorithm's). `out` may
+  // alias `local` exactly; `in` may be unaligned.
   void (*combine)(const Combiner& self, void* out, const void* local, const void* in, size_t elems) = nullptr;
   int dtype = 0;  // for `combine`'s own use (the algorithm layer stores DataType / ReduceOp here)
   int op = 0;

@@ -15,8 +15,9 @@
 // receive-and-reduce straight into recv, and the input is never copied first: the first reduction (the fold's, or
 // the first round's) reads this rank's operand from send and writes recv, later rounds reduce recv in place, and
 // what a round sends is either the input (first round) or a range reduced into recv in an earlier one. An fp16/bf16
-// avg still scales its input into recv first (internal.h). No scratch. Otherwise each round receives into half a
-// buffer of scratch and reduces from there (same messages, same results).
+// avg still scales its input into recv first (internal.h). No scratch. Otherwise the input is copied into recv
+// first and every message is received into a buffer of scratch and reduced from there (same messages, same
+// results).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/fold.h"
 

@@ -38,7 +38,11 @@ absl::Status AllreduceRecursiveDoubling(const CollectiveArgs& args, const Config
   }
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
 
-  char* tmp = static_cast<char*>(ctx.Scratch(bytes));
+  char* tmp = nullptr;  // the scratch buffer, requested where a round writes it or a message is staged in it
+  auto scratch = [&] {
+    if (tmp == nullptr) tmp = static_cast<char*>(ctx.Scratch(bytes));
+    return tmp;
+  };
   const Fold fold = MakeFold(g.size);
   const int me = fold.Participant(g.rank);
   const Combiner lower_first[2] = {MakeCombiner(args), MakeCombiner(args, /*incoming_first=*/true)};
@@ -47,7 +51,7 @@ absl::Status AllreduceRecursiveDoubling(const CollectiveArgs& args, const Config
   auto reduce_from = [&](int peer, char* out, const char* local) -> absl::Status {
     const bool peer_lower = peer < g.rank;
     if (in_transport) return g.ep->Wait(g.ep->IrecvReduce(peer, out, local, bytes, &lower_first[peer_lower ? 1 : 0]));
-    HT_RETURN_IF_ERROR(g.ep->Recv(peer, tmp, bytes));
+    HT_RETURN_IF_ERROR(g.ep->Recv(peer, scratch(), bytes));
     Combine(args, out, peer_lower ? tmp : local, peer_lower ? local : tmp, args.count);
     return absl::OkStatus();
   };
@@ -68,7 +72,7 @@ absl::Status AllreduceRecursiveDoubling(const CollectiveArgs& args, const Config
       char* out = recv;
       if (in_transport) {
         const bool to_recv = starts_in_recv ? (i % 2 == 1) : ((rounds - 1 - i) % 2 == 0);
-        out = to_recv ? recv : tmp;
+        out = to_recv ? recv : scratch();
       }
       const OpHandle sent = g.ep->Isend(partner, cur, bytes);
       if (in_transport) {
@@ -76,14 +80,14 @@ absl::Status AllreduceRecursiveDoubling(const CollectiveArgs& args, const Config
         HT_RETURN_IF_ERROR(g.ep->Wait(sent));
       } else {
         // Staged: the value is overwritten in place, so the send must be done first.
-        HT_RETURN_IF_ERROR(g.ep->Recv(partner, tmp, bytes));
+        HT_RETURN_IF_ERROR(g.ep->Recv(partner, scratch(), bytes));
         HT_RETURN_IF_ERROR(g.ep->Wait(sent));
         const bool peer_lower = partner < g.rank;
         Combine(args, recv, peer_lower ? tmp : recv, peer_lower ? recv : tmp, args.count);
       }
       cur = out;
     }
-    CopyBytes(recv, cur, bytes);
+    CopyOut(args, recv, cur, bytes);
     MaybeFinalizeAvg(args, recv, args.count, g.size);
   }
   if (g.rank < 2 * fold.extra) {

@@ -10,11 +10,12 @@
 // input by 1/n into scratch as the working buffer first, as it does the input a folded-out rank hands over
 // (internal.h); an fp32/fp64 avg is divided once at the end. Messages per participant: log2(p) (+1).
 //
-// Over an endpoint that reduces out of its transport (SupportsRecvReduce: shm, TCP) every reduction is a
-// receive-and-reduce straight into the working buffer and the input is not copied first: the first reduction
-// reads this rank's operand from send, the first round sends from send, and the last round of a participant that
-// owns one block reduces it straight into recv. Otherwise the input is copied into the working buffer, messages
-// are received into scratch and reduced from there (same messages, same results).
+// The last round of a participant that owns one block (every one but the odd rank of a folded pair) reduces it
+// straight into recv. Over an endpoint that reduces out of its transport (SupportsRecvReduce: shm, TCP) every
+// reduction is a receive-and-reduce straight into its destination and the input is not copied first: until the
+// first reduction has written the working buffer (the fold's, or the first round's) this rank's operands and what
+// it sends are read from send (an fp16/bf16 avg's scaled copy). Otherwise the input is copied into the working
+// buffer, messages are received into scratch and reduced from there (same messages, same results).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/fold.h"
 
@@ -47,8 +48,12 @@ absl::Status ReducescatterHalvingDoubling(const CollectiveArgs& args, const Conf
     return absl::OkStatus();
   }
   const bool in_transport = g.ep->SupportsRecvReduce();
-  char* work = static_cast<char*>(ctx.Scratch((in_transport ? 1 : 2) * n * bytes));
-  char* tmp = work + n * bytes;
+  const bool folded = g.rank < 2 * fold.extra;
+  // Scratch: the working buffer (unless every reduction goes straight into recv: one round, no fold, nothing
+  // copied in), then the staging buffer where the transport cannot reduce.
+  const bool needs_work = !in_transport || ScalesInputs(args) || folded || fold.p > 2;
+  char* work = static_cast<char*>(ctx.Scratch(((needs_work ? 1 : 0) + (in_transport ? 0 : 1)) * n * bytes));
+  char* tmp = work + (needs_work ? n * bytes : 0);
   // This rank's current values (all n blocks' worth): send until the first reduction has written `work`.
   const char* src = static_cast<const char*>(args.send);
   if (!in_transport || ScalesInputs(args)) {
@@ -66,7 +71,6 @@ absl::Status ReducescatterHalvingDoubling(const CollectiveArgs& args, const Conf
     Combine(args, out, peer_lower ? tmp : local, peer_lower ? local : tmp, elems);
     return absl::OkStatus();
   };
-  const bool folded = g.rank < 2 * fold.extra;
   if (folded) {
     HT_RETURN_IF_ERROR(reduce_from(g.rank - 1, work, src, n * args.count));
     src = work;

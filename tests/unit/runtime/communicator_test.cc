@@ -52,9 +52,18 @@ absl::Status CheckedCall(Communicator& comm, const CheckCase& c, const std::stri
         // recv points at block r inside send; the result is checked from there.
         rp = send.data() + static_cast<size_t>(c.rank) * c.count * es;
         break;
+      case Collective::kReduce:
+        // The root's input in recv; the other ranks keep their own send (their recv is not written).
+        if (c.rank == c.root) {
+          std::memcpy(recv.data(), send.data(), c.count * es);
+          sp = rp;
+        }
+        break;
       default: break;
     }
   }
+  // Out of place the input is read only (several algorithms read send as an operand instead of copying it).
+  const std::vector<uint8_t> input = in_place ? std::vector<uint8_t>{} : send;
   switch (c.collective) {
     case Collective::kAllreduce: s = comm.Allreduce(sp, rp, c.count, c.dtype, c.op, o); break;
     case Collective::kAllgather: s = comm.Allgather(sp, rp, c.count, c.dtype, o); break;
@@ -70,6 +79,10 @@ absl::Status CheckedCall(Communicator& comm, const CheckCase& c, const std::stri
     default: break;
   }
   if (!s.ok()) return s;
+  if (!in_place && send != input) {
+    return absl::InternalError(absl::StrCat("rank ", c.rank, ": ", CollectiveName(c.collective), " [", config,
+                                            "] wrote into its send buffer"));
+  }
   if (c.collective == Collective::kBarrier) return absl::OkStatus();
   std::string err = bench::Verify(c, rp);
   if (!err.empty()) return absl::InternalError(absl::StrCat(err, " [", config, in_place ? ", in place" : "", "]"));
@@ -177,10 +190,11 @@ TEST(Communicator, TwoRankRingReturnsResultsInPlace) {
 }
 
 // Recursive doubling, halving-doubling (allreduce and reducescatter) and the binomial-tree reduce over shm reduce
-// each message straight out of the ring (no staging copy; out of place, no copy of the input): one round (2
-// ranks), two (4), three (8, an in-place allreduce ending with a copy), a folded pair first (3, 5); counts with
-// empty blocks, around the one-frame limit and larger than the rings; every dtype and op of the mix, every root
-// in turn, out of place and in place, calls back to back; every rank's output checked.
+// each message straight out of the ring (no staging copy; out of place, no copy of the input, which must stay
+// unchanged): one round (2 ranks), two (4), three (8, an in-place allreduce ending with a copy), a folded pair first
+// (3, 5). Every dtype and op of the mix at counts with empty blocks and messages below and above the one-frame
+// limit, then 400 KiB and 5 MiB calls (larger than the test's 2 MiB rings) of the next pair in turn; every root in
+// turn, out of place and in place, calls back to back; every rank's output checked.
 class DoublingWorlds : public ::testing::TestWithParam<int> {};
 
 TEST_P(DoublingWorlds, ReduceOutOfTheRingOnEveryRank) {
@@ -192,11 +206,18 @@ TEST_P(DoublingWorlds, ReduceOutOfTheRingOnEveryRank) {
   auto st = RunRanks(n, [&](int rank, Communicator& comm) -> absl::Status {
     size_t turn = 0;
     for (const auto& [coll, config] : cases) {
-      for (size_t count : {size_t{1}, size_t{3}, size_t{55}, size_t{57}, size_t{100003}, size_t{(5u << 20) / 4 + 3}}) {
-        // A reducescatter's count is per block: keep its whole input within the allreduce's sizes.
-        if (coll == Collective::kReducescatter && count > 3) count /= static_cast<size_t>(n);
+      std::vector<std::pair<size_t, DtypeOp>> runs;
+      for (size_t count : {1, 3, 57, 249, 600}) {
+        for (const DtypeOp& m : Mix()) runs.emplace_back(count, m);
+      }
+      for (size_t bytes : {size_t{400} << 10, size_t{5} << 20}) {
         const DtypeOp m = Mix()[turn++ % Mix().size()];
-        const int root = static_cast<int>(turn % static_cast<size_t>(n));
+        runs.emplace_back(bytes / DataTypeSize(m.t) + 3, m);
+      }
+      for (auto [count, m] : runs) {
+        // A reducescatter's count is per block: its whole input stays within the allreduce's sizes.
+        if (coll == Collective::kReducescatter && count > 3) count = count / static_cast<size_t>(n) + 1;
+        const int root = static_cast<int>(turn++ % static_cast<size_t>(n));
         for (bool in_place : {false, true}) {
           CheckCase c{coll, m.t, m.op, rank, n, root, count};
           if (absl::Status s = CheckedCall(comm, c, config, in_place); !s.ok()) {
