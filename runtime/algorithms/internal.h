@@ -129,6 +129,31 @@ inline Combiner MakeCombiner(const CollectiveArgs& a, bool incoming_first = fals
   return c;
 }
 
+// Receive-and-reduce with the lower rank's operand first (the doubling and tree algorithms): out = (lower rank's
+// operand) op (upper rank's) over `elems` elements of `peer`'s next message, `local` being this rank's operand.
+// Straight out of the transport where the endpoint can (IrecvReduce), else received into `stage` (at least
+// elems elements) and reduced from there. Waits for the receive. `out` and `local` alias exactly or not at all.
+class LowerFirst {
+ public:
+  LowerFirst(const CollectiveArgs& a, const Group& g)
+      : args_(a), g_(g), combiners_{MakeCombiner(a), MakeCombiner(a, /*incoming_first=*/true)} {}
+  absl::Status ReduceFrom(int peer, char* out, const char* local, size_t elems, char* stage) const {
+    const bool peer_lower = peer < g_.rank;
+    if (g_.ep->SupportsRecvReduce()) {
+      return g_.ep->Wait(g_.ep->IrecvReduce(peer, out, local, elems * g_.dsize, &combiners_[peer_lower ? 1 : 0]));
+    }
+    const absl::Status s = g_.ep->Recv(peer, stage, elems * g_.dsize);
+    if (!s.ok()) return s;
+    Combine(args_, out, peer_lower ? stage : local, peer_lower ? local : stage, elems);
+    return absl::OkStatus();
+  }
+
+ private:
+  const CollectiveArgs& args_;
+  const Group& g_;
+  Combiner combiners_[2];  // local first, incoming first
+};
+
 // How avg is finished (kernels.h, "avg"), one rule for every algorithm:
 //   fp32 / fp64: a sum, divided by n once, on the final value before it is copied to other ranks
 //     (MaybeFinalizeAvg at the point where each element's value is complete, on the one rank that computed it).

@@ -39,18 +39,11 @@ absl::Status AllreduceHalvingDoubling(const CollectiveArgs& args, const Configur
 
   const Fold fold = MakeFold(g.size);
   const int me = fold.Participant(g.rank);
-  void* tmp = in_transport ? nullptr : ctx.Scratch(bytes);
+  char* tmp = in_transport ? nullptr : static_cast<char*>(ctx.Scratch(bytes));
   char* buf = static_cast<char*>(args.recv);
-  const Combiner lower_first[2] = {MakeCombiner(args), MakeCombiner(args, /*incoming_first=*/true)};
-  // out = (lower rank's operand) op (upper rank's) over `elems` elements from `peer`: `local` is this rank's.
-  auto reduce_from = [&](int peer, char* out, const char* local, size_t elems) -> absl::Status {
-    const bool peer_lower = peer < g.rank;
-    if (in_transport) {
-      return g.ep->Wait(g.ep->IrecvReduce(peer, out, local, elems * g.dsize, &lower_first[peer_lower ? 1 : 0]));
-    }
-    HT_RETURN_IF_ERROR(g.ep->Recv(peer, tmp, elems * g.dsize));
-    Combine(args, out, peer_lower ? tmp : local, peer_lower ? local : tmp, elems);
-    return absl::OkStatus();
+  const LowerFirst lower_first(args, g);
+  auto reduce_from = [&](int peer, char* out, const char* local, size_t elems) {
+    return lower_first.ReduceFrom(peer, out, local, elems, tmp);
   };
   if (g.rank < 2 * fold.extra) {
     if (me < 0) {

@@ -45,15 +45,10 @@ absl::Status AllreduceRecursiveDoubling(const CollectiveArgs& args, const Config
   };
   const Fold fold = MakeFold(g.size);
   const int me = fold.Participant(g.rank);
-  const Combiner lower_first[2] = {MakeCombiner(args), MakeCombiner(args, /*incoming_first=*/true)};
-  // out = (lower rank's operand) op (upper rank's) from `peer`'s next message, `local` being this rank's; over an
-  // endpoint that cannot reduce in its transport, staged in tmp (and `out` is recv).
-  auto reduce_from = [&](int peer, char* out, const char* local) -> absl::Status {
-    const bool peer_lower = peer < g.rank;
-    if (in_transport) return g.ep->Wait(g.ep->IrecvReduce(peer, out, local, bytes, &lower_first[peer_lower ? 1 : 0]));
-    HT_RETURN_IF_ERROR(g.ep->Recv(peer, scratch(), bytes));
-    Combine(args, out, peer_lower ? tmp : local, peer_lower ? local : tmp, args.count);
-    return absl::OkStatus();
+  const LowerFirst lower_first(args, g);
+  // Over an endpoint that cannot reduce in its transport the message is staged in the scratch (and `out` is recv).
+  auto reduce_from = [&](int peer, char* out, const char* local) {
+    return lower_first.ReduceFrom(peer, out, local, args.count, in_transport ? nullptr : scratch());
   };
   if (g.rank < 2 * fold.extra) {
     if (me < 0) {
