@@ -129,28 +129,38 @@ inline Combiner MakeCombiner(const CollectiveArgs& a, bool incoming_first = fals
   return c;
 }
 
-// Receive-and-reduce with the lower rank's operand first (the doubling and tree algorithms): out = (lower rank's
-// operand) op (upper rank's) over `elems` elements of `peer`'s next message, `local` being this rank's operand.
-// Straight out of the transport where the endpoint can (IrecvReduce), else received into `stage` (at least
-// elems elements) and reduced from there. Waits for the receive. `out` and `local` alias exactly or not at all.
-class LowerFirst {
+// Receive-and-reduce for the doubling and tree algorithms: out = local op incoming (incoming_first: incoming op
+// local) over `elems` elements of `peer`'s next message, `local` being this rank's operand. Straight out of the
+// transport where the endpoint can (IrecvReduce), else received into `stage` (elems elements, see Stages()) and
+// reduced from there — the same messages and results either way. Waits for the receive. `out` and `local` alias
+// exactly or not at all; neither is `stage`.
+class PeerReduce {
  public:
-  LowerFirst(const CollectiveArgs& a, const Group& g)
-      : args_(a), g_(g), combiners_{MakeCombiner(a), MakeCombiner(a, /*incoming_first=*/true)} {}
-  absl::Status ReduceFrom(int peer, char* out, const char* local, size_t elems, char* stage) const {
-    const bool peer_lower = peer < g_.rank;
-    if (g_.ep->SupportsRecvReduce()) {
-      return g_.ep->Wait(g_.ep->IrecvReduce(peer, out, local, elems * g_.dsize, &combiners_[peer_lower ? 1 : 0]));
+  PeerReduce(const CollectiveArgs& a, const Group& g)
+      : args_(a),
+        g_(g),
+        stages_(!g.ep->SupportsRecvReduce()),
+        combiners_{MakeCombiner(a), MakeCombiner(a, /*incoming_first=*/true)} {}
+  // Whether From needs a staging buffer (the endpoint cannot reduce in its transport).
+  bool Stages() const { return stages_; }
+  absl::Status From(int peer, char* out, const char* local, size_t elems, char* stage, bool incoming_first) const {
+    if (!stages_) {
+      return g_.ep->Wait(g_.ep->IrecvReduce(peer, out, local, elems * g_.dsize, &combiners_[incoming_first ? 1 : 0]));
     }
     const absl::Status s = g_.ep->Recv(peer, stage, elems * g_.dsize);
     if (!s.ok()) return s;
-    Combine(args_, out, peer_lower ? stage : local, peer_lower ? local : stage, elems);
+    Combine(args_, out, incoming_first ? stage : local, incoming_first ? local : stage, elems);
     return absl::OkStatus();
+  }
+  // The lower rank's operand first.
+  absl::Status LowerFirst(int peer, char* out, const char* local, size_t elems, char* stage) const {
+    return From(peer, out, local, elems, stage, /*incoming_first=*/peer < g_.rank);
   }
 
  private:
   const CollectiveArgs& args_;
   const Group& g_;
+  const bool stages_;
   Combiner combiners_[2];  // local first, incoming first
 };
 

@@ -11,13 +11,11 @@
 // up; the even one sends its whole buffer to the odd one, which reduces it in before the rounds and sends the final
 // result back after them (2 extra messages). Messages per participating rank: 2 log2(p) (+1 when folding).
 //
-// Over an endpoint that reduces out of its transport (SupportsRecvReduce: shm, TCP) every reduction is a
-// receive-and-reduce straight into recv, and the input is never copied first: the first reduction (the fold's, or
-// the first round's) reads this rank's operand from send and writes recv, later rounds reduce recv in place, and
-// what a round sends is either the input (first round) or a range reduced into recv in an earlier one. An fp16/bf16
-// avg still scales its input into recv first (internal.h). No scratch. Otherwise the input is copied into recv
-// first and every message is received into a buffer of scratch and reduced from there (same messages, same
-// results).
+// Every reduction is a receive-and-reduce into recv (PeerReduce, internal.h: straight out of the transport over
+// shm and TCP, no scratch; staged in a buffer of scratch over an endpoint that cannot), and the input is never
+// copied first: the first reduction (the fold's, or the first round's) reads this rank's operand from send and
+// writes recv, later rounds reduce recv in place, and what a round sends is either the input (first round) or a
+// range reduced into recv in an earlier one. An fp16/bf16 avg still scales its input into recv first (internal.h).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/fold.h"
 
@@ -28,10 +26,9 @@ absl::Status AllreduceHalvingDoubling(const CollectiveArgs& args, const Configur
   if (!group.ok()) return group.status();
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
-  const bool in_transport = g.ep->SupportsRecvReduce();
   // Where this rank's operand is read until its first reduction has written recv.
   const char* src = static_cast<const char*>(args.send);
-  if (!in_transport || ScalesInputs(args) || g.size == 1 || args.count == 0) {
+  if (ScalesInputs(args) || g.size == 1 || args.count == 0) {
     EnterInput(args, args.recv, args.send, args.count, g.size);
     src = static_cast<const char*>(args.recv);
   }
@@ -39,18 +36,15 @@ absl::Status AllreduceHalvingDoubling(const CollectiveArgs& args, const Configur
 
   const Fold fold = MakeFold(g.size);
   const int me = fold.Participant(g.rank);
-  char* tmp = in_transport ? nullptr : static_cast<char*>(ctx.Scratch(bytes));
   char* buf = static_cast<char*>(args.recv);
-  const LowerFirst lower_first(args, g);
-  auto reduce_from = [&](int peer, char* out, const char* local, size_t elems) {
-    return lower_first.ReduceFrom(peer, out, local, elems, tmp);
-  };
+  const PeerReduce reduce(args, g);
+  char* stage = reduce.Stages() ? static_cast<char*>(ctx.Scratch(bytes)) : nullptr;
   if (g.rank < 2 * fold.extra) {
     if (me < 0) {
       HT_RETURN_IF_ERROR(g.ep->Send(g.rank + 1, src, bytes));
       return g.ep->Recv(g.rank + 1, buf, bytes);
     }
-    HT_RETURN_IF_ERROR(reduce_from(g.rank - 1, buf, src, args.count));
+    HT_RETURN_IF_ERROR(reduce.LowerFirst(g.rank - 1, buf, src, args.count, stage));
     src = buf;
   }
   const int p = fold.p;
@@ -68,7 +62,8 @@ absl::Status AllreduceHalvingDoubling(const CollectiveArgs& args, const Configur
     const size_t send_first = start(send_lo), send_n = start(send_lo + half) - send_first;
     // The send goes first so that both partners' messages are on their way before either waits.
     const OpHandle sent = g.ep->Isend(partner, At(src, send_first, g.dsize), send_n * g.dsize);
-    HT_RETURN_IF_ERROR(reduce_from(partner, At(buf, keep_first, g.dsize), At(src, keep_first, g.dsize), keep_n));
+    HT_RETURN_IF_ERROR(
+        reduce.LowerFirst(partner, At(buf, keep_first, g.dsize), At(src, keep_first, g.dsize), keep_n, stage));
     HT_RETURN_IF_ERROR(g.ep->Wait(sent));
     src = buf;
     lo = keep_lo;

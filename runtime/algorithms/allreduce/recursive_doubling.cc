@@ -10,13 +10,13 @@
 // Messages per participating rank: log2(p) (+1 when folding); bytes: log2(p) x buffer; latency log2(p) x
 // alpha — the latency-optimal choice for small buffers. Scratch: one buffer.
 //
-// Over an endpoint that reduces out of its transport (SupportsRecvReduce: shm, TCP) each round is a send of the
-// current value and a receive-and-reduce of the partner's straight into the other of two buffers (recv and the
-// scratch), alternating so that the last round writes recv: no staging copy of the partner's buffer and, out of
-// place, no copy of the input either (the first round sends send and reads it as this rank's operand). A round
-// cannot reduce into the buffer it is sending, hence the two; when the value starts in recv (in place, an
-// fp16/bf16 avg's scaled input, a folded pair's sum) and the rounds are odd in number, one copy at the end.
-// Otherwise the partner's buffer is received into the scratch and reduced from there.
+// Each round is a send of the current value and a receive-and-reduce of the partner's into the other of two
+// buffers (recv and the scratch), alternating so that the last round writes recv (PeerReduce, internal.h:
+// straight out of the transport over shm and TCP, staged in a second scratch buffer over an endpoint that
+// cannot). Out of place the input is not copied either (the first round sends send and reads it as this rank's
+// operand). A round cannot reduce into the buffer it is sending, hence the two; when the value starts in recv (in
+// place, an fp16/bf16 avg's scaled input, a folded pair's sum) and the rounds are odd in number, one copy at the
+// end.
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/fold.h"
 
@@ -28,34 +28,32 @@ absl::Status AllreduceRecursiveDoubling(const CollectiveArgs& args, const Config
   if (!group.ok()) return group.status();
   const Group& g = *group;
   const size_t bytes = args.count * g.dsize;
-  const bool in_transport = g.ep->SupportsRecvReduce();
   char* const recv = static_cast<char*>(args.recv);
   // This rank's current value: send until the first reduction has written one of the two buffers.
   const char* cur = static_cast<const char*>(args.send);
-  if (!in_transport || ScalesInputs(args) || g.size == 1 || args.count == 0) {
+  if (ScalesInputs(args) || g.size == 1 || args.count == 0) {
     EnterInput(args, recv, args.send, args.count, g.size);
     cur = recv;
   }
   if (g.size == 1 || args.count == 0) return absl::OkStatus();
 
-  char* tmp = nullptr;  // the scratch buffer, requested where a round writes it or a message is staged in it
+  const PeerReduce reduce(args, g);
+  // Scratch: the second buffer, requested where a round writes it, and after it the staging buffer where the
+  // transport cannot reduce (then requested at once).
+  char* stage = reduce.Stages() ? static_cast<char*>(ctx.Scratch(2 * bytes)) + bytes : nullptr;
+  char* tmp = stage == nullptr ? nullptr : stage - bytes;
   auto scratch = [&] {
     if (tmp == nullptr) tmp = static_cast<char*>(ctx.Scratch(bytes));
     return tmp;
   };
   const Fold fold = MakeFold(g.size);
   const int me = fold.Participant(g.rank);
-  const LowerFirst lower_first(args, g);
-  // Over an endpoint that cannot reduce in its transport the message is staged in the scratch (and `out` is recv).
-  auto reduce_from = [&](int peer, char* out, const char* local) {
-    return lower_first.ReduceFrom(peer, out, local, args.count, in_transport ? nullptr : scratch());
-  };
   if (g.rank < 2 * fold.extra) {
     if (me < 0) {
       HT_RETURN_IF_ERROR(g.ep->Send(g.rank + 1, cur, bytes));
       return g.ep->Recv(g.rank + 1, recv, bytes);
     }
-    HT_RETURN_IF_ERROR(reduce_from(g.rank - 1, recv, cur));
+    HT_RETURN_IF_ERROR(reduce.LowerFirst(g.rank - 1, recv, cur, args.count, stage));
     cur = recv;
   }
   if (me >= 0) {
@@ -64,22 +62,11 @@ absl::Status AllreduceRecursiveDoubling(const CollectiveArgs& args, const Config
     const bool starts_in_recv = cur == recv;
     for (int i = 0; i < rounds; ++i) {
       const int partner = fold.RankOf(me ^ (1 << i));
-      char* out = recv;
-      if (in_transport) {
-        const bool to_recv = starts_in_recv ? (i % 2 == 1) : ((rounds - 1 - i) % 2 == 0);
-        out = to_recv ? recv : scratch();
-      }
+      const bool to_recv = starts_in_recv ? (i % 2 == 1) : ((rounds - 1 - i) % 2 == 0);
+      char* out = to_recv ? recv : scratch();
       const OpHandle sent = g.ep->Isend(partner, cur, bytes);
-      if (in_transport) {
-        HT_RETURN_IF_ERROR(reduce_from(partner, out, cur));
-        HT_RETURN_IF_ERROR(g.ep->Wait(sent));
-      } else {
-        // Staged: the value is overwritten in place, so the send must be done first.
-        HT_RETURN_IF_ERROR(g.ep->Recv(partner, scratch(), bytes));
-        HT_RETURN_IF_ERROR(g.ep->Wait(sent));
-        const bool peer_lower = partner < g.rank;
-        Combine(args, recv, peer_lower ? tmp : recv, peer_lower ? recv : tmp, args.count);
-      }
+      HT_RETURN_IF_ERROR(reduce.LowerFirst(partner, out, cur, args.count, stage));
+      HT_RETURN_IF_ERROR(g.ep->Wait(sent));
       cur = out;
     }
     CopyOut(args, recv, cur, bytes);

@@ -11,11 +11,10 @@
 // (internal.h); an fp32/fp64 avg is divided once at the end. Messages per participant: log2(p) (+1).
 //
 // The last round of a participant that owns one block (every one but the odd rank of a folded pair) reduces it
-// straight into recv. Over an endpoint that reduces out of its transport (SupportsRecvReduce: shm, TCP) every
-// reduction is a receive-and-reduce straight into its destination and the input is not copied first: until the
-// first reduction has written the working buffer (the fold's, or the first round's) this rank's operands and what
-// it sends are read from send (an fp16/bf16 avg's scaled copy). Otherwise the input is copied into the working
-// buffer, messages are received into scratch and reduced from there (same messages, same results).
+// straight into recv. Every reduction is a receive-and-reduce into its destination (PeerReduce, internal.h:
+// straight out of the transport over shm and TCP, staged in scratch over an endpoint that cannot) and the input is
+// not copied first: until the first reduction has written the working buffer (the fold's, or the first round's)
+// this rank's operands and what it sends are read from send (an fp16/bf16 avg's scaled copy).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/fold.h"
 
@@ -47,25 +46,21 @@ absl::Status ReducescatterHalvingDoubling(const CollectiveArgs& args, const Conf
     MaybeFinalizeAvg(args, args.recv, args.count, g.size);
     return absl::OkStatus();
   }
-  const bool in_transport = g.ep->SupportsRecvReduce();
+  const PeerReduce reduce(args, g);
   const bool folded = g.rank < 2 * fold.extra;
   // Scratch: the working buffer (unless every reduction goes straight into recv: one round, no fold, nothing
   // copied in), then the staging buffer where the transport cannot reduce.
-  const bool needs_work = !in_transport || ScalesInputs(args) || folded || fold.p > 2;
-  char* work = static_cast<char*>(ctx.Scratch(((needs_work ? 1 : 0) + (in_transport ? 0 : 1)) * n * bytes));
-  char* tmp = work + (needs_work ? n * bytes : 0);
+  const bool needs_work = ScalesInputs(args) || folded || fold.p > 2;
+  char* work = static_cast<char*>(ctx.Scratch(((needs_work ? 1 : 0) + (reduce.Stages() ? 1 : 0)) * n * bytes));
+  char* stage = work + (needs_work ? n * bytes : 0);
   // This rank's current values (all n blocks' worth): send until the first reduction has written `work`.
   const char* src = static_cast<const char*>(args.send);
-  if (!in_transport || ScalesInputs(args)) {
+  if (ScalesInputs(args)) {
     EnterInput(args, work, args.send, n * args.count, g.size);
     src = work;
   }
-  const LowerFirst lower_first(args, g);
-  auto reduce_from = [&](int peer, char* out, const char* local, size_t elems) {
-    return lower_first.ReduceFrom(peer, out, local, elems, tmp);
-  };
   if (folded) {
-    HT_RETURN_IF_ERROR(reduce_from(g.rank - 1, work, src, n * args.count));
+    HT_RETURN_IF_ERROR(reduce.LowerFirst(g.rank - 1, work, src, n * args.count, stage));
     src = work;
   }
   auto first_rank = [&](int i) { return static_cast<size_t>(i < fold.extra ? 2 * i : i + fold.extra); };
@@ -81,7 +76,7 @@ absl::Status ReducescatterHalvingDoubling(const CollectiveArgs& args, const Conf
     // The last round of a participant owning one block (k1 - k0 == 1, that block r) writes the result itself.
     char* out = d == 1 && !folded ? static_cast<char*>(args.recv) : work + k0 * bytes;
     const OpHandle sent = g.ep->Isend(partner, src + s0 * bytes, (s1 - s0) * bytes);
-    HT_RETURN_IF_ERROR(reduce_from(partner, out, src + k0 * bytes, (k1 - k0) * args.count));
+    HT_RETURN_IF_ERROR(reduce.LowerFirst(partner, out, src + k0 * bytes, (k1 - k0) * args.count, stage));
     HT_RETURN_IF_ERROR(g.ep->Wait(sent));
     src = work;
     lo = keep_lo;
