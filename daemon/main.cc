@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   app.name("hccl-tuned");
   app.set_version_flag("--version", std::string("hccl-tuned ") + HCCL_TUNE_VERSION);
   Flags f;
-  f.config = std::string(hccltune::kSystemConfigFile);
+  f.config = HCCL_TUNED_CONFIG;  // the installed config file (daemon/CMakeLists.txt)
   app.add_option("--socket", f.socket,
                  "Unix socket to listen on (default: /run/hccl-tune/tuned.sock as root, else "
                  "$XDG_RUNTIME_DIR/hccl-tune/tuned.sock or /tmp/hccl-tune-$UID/tuned.sock)");

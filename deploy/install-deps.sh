@@ -14,8 +14,9 @@ PACKAGES=(
   libabsl-dev libsqlite3-dev sqlite3 libibverbs-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libsystemd-dev
-  # systemd-analyze (the unit test of deploy/hccl-tuned.service)
-  systemd
+  # systemd-analyze (the unit test of deploy/hccl-tuned.service); the unit under a real systemd (debootstrap,
+  # systemd-nspawn)
+  systemd debootstrap systemd-container
   # PyTorch backend (python/) for /usr/bin/python3: torch 1.13, its C++ headers, pybind11
   python3-torch libtorch-dev pybind11-dev python3-dev
   # tests: process and network tooling

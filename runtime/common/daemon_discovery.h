@@ -21,7 +21,6 @@ namespace hccltune {
 
 inline constexpr absl::string_view kSystemDaemonSocket = "/run/hccl-tune/tuned.sock";
 inline constexpr absl::string_view kSystemStateDir = "/var/lib/hccl-tune";
-inline constexpr absl::string_view kSystemConfigFile = "/etc/hccl-tune/hccl-tuned.conf";
 
 struct DaemonTarget {
   bool disabled = false;    // "off"
