@@ -17,6 +17,8 @@ PACKAGES=(
   # systemd-analyze (the unit test of deploy/hccl-tuned.service); the unit under a real systemd (debootstrap,
   # systemd-nspawn)
   systemd debootstrap systemd-container
+  # the Debian packages (deploy/package.sh: CPack's dpkg-shlibdeps, lintian)
+  dpkg-dev lintian
   # PyTorch backend (python/) for /usr/bin/python3: torch 1.13, its C++ headers, pybind11
   python3-torch libtorch-dev pybind11-dev python3-dev
   # tests: process and network tooling

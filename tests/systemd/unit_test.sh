@@ -13,14 +13,6 @@
 set -euo pipefail
 src=$(cd "$1" && pwd)
 build=$(cd "$2" && pwd)
-if [[ $(id -u) != 0 ]]; then
-  echo "unit_test.sh: needs root (debootstrap, systemd-nspawn); skipped"
-  exit 77
-fi
-for tool in debootstrap systemd-nspawn systemctl sqlite3 jq; do
-  command -v "$tool" >/dev/null || { echo "unit_test.sh: $tool is missing (deploy/install-deps.sh installs it)" >&2; exit 1; }
-done
-
 work=$build/deploy/nspawn
 base=$work/base
 run=$work/run
@@ -32,6 +24,8 @@ fail() {
   [[ -f $results/journal ]] && { echo "--- hccl-tuned journal (last 40 lines)" >&2; tail -40 "$results/journal" >&2; }
   exit 1
 }
+source "$src/tests/systemd/nspawn_lib.sh"
+nspawn_require
 
 # --- the project, installed into a staging tree (the same files go into the container) ---
 stage=$work/stage
@@ -45,28 +39,17 @@ conf=$(sed -n 's/^ExecStart=.* --config //p' "$unit")
 [[ -f $stage$conf ]] || fail "the unit reads $conf, which cmake --install did not install"
 
 # --- the base root file system: minbase + systemd + the packages of the libraries the binaries link ---
-mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-[[ -n $mirror ]] || mirror=$(awk '$1 == "deb" && $3 == "bookworm" {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
-[[ -n $mirror ]] || mirror=http://deb.debian.org/debian
 libs=$(for b in "$stage$prefix"/bin/hccl-tune "$stage$prefix"/sbin/hccl-tuned; do ldd "$b"; done |
   awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u)
 pkgs=$(for l in $libs; do dpkg -S "$(readlink -f "$l")" 2>/dev/null || dpkg -S "$l"; done | cut -d: -f1 | sort -u |
   tr '\n' ',' | sed 's/,$//')
-include="systemd,dbus,iproute2,procps,jq,util-linux,$pkgs"
-if [[ ! -f $base/.include || $(cat "$base/.include") != "$include" ]]; then
-  echo "== debootstrap bookworm from $mirror (minbase + $include)"
-  rm -rf "$base"
-  debootstrap --variant=minbase --include="$include" bookworm "$base" "$mirror" >"$work/debootstrap.log" 2>&1 ||
-    fail "debootstrap failed: $(tail -5 "$work/debootstrap.log")"
-  echo "$include" >"$base/.include"
-fi
+nspawn_base "$base" "systemd,dbus,iproute2,procps,jq,util-linux,$pkgs"
 
 # --- this run's root: a fresh copy, the project installed, the unit enabled, a user in the hccl-tune group ---
 rm -rf "$run" "$results"
 cp -a "$base" "$run"
 cp -a "$stage/." "$run/"
-mkdir -p "$results" "$run/results" "$run/usr/local/libexec/hccl-tune-test"
-install -m 0755 "$src/tests/systemd/in_container.sh" "$run/usr/local/libexec/hccl-tune-test/in_container.sh"
+mkdir -p "$results" "$run/results"
 # The config the unit reads, as an administrator would tune it for the test: a stale entry is re-measured after 3 s
 # of quiet instead of 120 s; debug logging puts the sweep children's own log lines into the journal, and the
 # manager's default environment has every process log at info (the ranks' single-copy threshold among it) and
@@ -81,25 +64,9 @@ systemd-sysusers --root="$run" >/dev/null
 grep -q '^hccl-tune:' "$run/etc/group" || fail "systemd-sysusers created no hccl-tune group from the installed sysusers.d file"
 chroot "$run" useradd --create-home --groups hccl-tune --shell /bin/sh tester
 systemctl --root="$run" enable hccl-tuned.service >/dev/null 2>&1 || fail "systemctl enable hccl-tuned.service failed"
-cat >"$run/etc/systemd/system/hccl-tune-test.service" <<'UNIT'
-[Unit]
-Description=hccl-tune: checks of the shipped hccl-tuned unit
-After=multi-user.target hccl-tuned.service
-Wants=hccl-tuned.service
-SuccessAction=poweroff
-FailureAction=poweroff
-[Service]
-Type=oneshot
-ExecStart=/usr/local/libexec/hccl-tune-test/in_container.sh /results
-TimeoutStartSec=1200
-UNIT
-systemctl --root="$run" add-wants multi-user.target hccl-tune-test.service >/dev/null 2>&1
+nspawn_driver "$run" hccl-tune-test "$src/tests/systemd/in_container.sh" /results
 echo "== booting the container ($(nproc) CPUs visible)"
-mountpoint -q /run/systemd/nspawn || { mkdir -p /run/systemd/nspawn && mount -t tmpfs tmpfs /run/systemd/nspawn; }
-start=$(date +%s)
-timeout 1500 systemd-nspawn --quiet --register=no --keep-unit --private-network -D "$run" \
-  --bind="$results:/results" -b >"$work/console.log" 2>&1 || true
-echo "== container powered off after $(($(date +%s) - start)) s"
+nspawn_boot "$run" "$work/console.log" --bind="$results:/results"
 
 # --- what the container left ---
 [[ -f $results/status ]] || fail "the in-container checks did not finish (console: $(tail -5 "$work/console.log"))"
