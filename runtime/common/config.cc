@@ -259,6 +259,7 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
 
   HT_TRY(ReadIntInto(src, "HCCL_TUNE_SYNC_INTERVAL", 1, 1 << 20, e.sync_interval));
   HT_TRY(ReadIntInto(src, "HCCL_TUNE_FETCH_TIMEOUT_MS", 0, 60000, e.fetch_timeout_ms));
+  HT_TRY(ReadIntInto(src, "HCCL_TUNE_KILL_GRACE", 0, kMaxKillGraceS, e.kill_grace_s));
   if (auto v = src("HCCL_TUNE_TEST_DELAY")) {
     auto delays = ParseTestDelay(*v);
     if (!delays.ok()) return delays.status();

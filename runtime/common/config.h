@@ -87,6 +87,11 @@ struct Environment {
   // off). auto = kDefaultThpBytes.
   uint64_t thp_bytes = kDefaultThpBytes;
   static constexpr uint64_t kDefaultThpBytes = 4ull << 20;
+  // HCCL_TUNE_KILL_GRACE: once a rank of a local job that hccl-tune started itself (bench, sweep, links, verify)
+  // has failed, the seconds the others get to end on their own before SIGTERM, and again before SIGKILL.
+  int kill_grace_s = kDefaultKillGraceS;
+  static constexpr int kDefaultKillGraceS = 10;
+  static constexpr int kMaxKillGraceS = 3600;
 
   // --- launchers (torchrun, Open MPI, Slurm) ---
   std::optional<int> rank, world_size, local_rank, local_world_size;  // after precedence torchrun > OMPI > Slurm

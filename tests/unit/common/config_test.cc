@@ -159,6 +159,9 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
       {"HCCL_TUNE_HUGE_PAGES", "always", "auto, off or an allocation size"},
       {"HCCL_TUNE_THP", "madvise", "auto, off or a buffer size"},
       {"HCCL_TUNE_FETCH_TIMEOUT_MS", "61000", "an integer from 0 to 60000"},
+      {"HCCL_TUNE_KILL_GRACE", "-1", "an integer from 0 to 3600"},
+      {"HCCL_TUNE_KILL_GRACE", "2.5", "an integer from 0 to 3600"},
+      {"HCCL_TUNE_KILL_GRACE", "3601", "an integer from 0 to 3600"},
       {"RANK", "x", "an integer"},
   };
   for (const auto& c : cases) {
@@ -208,6 +211,17 @@ TEST(Environment, FetchTimeout) {
   auto e = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_FETCH_TIMEOUT_MS", "500"}});
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->fetch_timeout_ms, 500);
+}
+
+TEST(Environment, KillGrace) {
+  auto d = Environment::LoadFrom(std::map<std::string, std::string>{});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->kill_grace_s, 10);
+  for (const auto& [text, seconds] : std::vector<std::pair<std::string, int>>{{"0", 0}, {" 3 ", 3}, {"3600", 3600}}) {
+    auto e = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_KILL_GRACE", text}});
+    ASSERT_TRUE(e.ok()) << text << ": " << e.status();
+    EXPECT_EQ(e->kill_grace_s, seconds) << text;
+  }
 }
 
 TEST(Environment, TestDelayHook) {
