@@ -8,6 +8,7 @@
 #include "runtime/common/sizes.h"
 #include "runtime/tuning_client/tuning_client.h"
 #include "tuner/bench/bench.h"
+#include "tuner/bench/rank_report.h"
 #include "tuner/bench/spawn.h"
 #include "tuner/cli/commands.h"
 
@@ -24,8 +25,9 @@ int RunLaunched(const BenchArgs& a) {
   auto env = Environment::Load();
   if (!env.ok()) {
     std::fprintf(stderr, "hccl-tune bench: %s\n", std::string(env.status().message()).c_str());
-    return 2;
+    return bench::ReportRankFailure(env.status(), 2);
   }
+  bench::NameRankProcess(env->rank);
   bench::BenchOptions o;
   auto coll = ParseCollective(a.coll);
   auto dtype = ParseDataType(a.dtype);
@@ -35,7 +37,7 @@ int RunLaunched(const BenchArgs& a) {
   for (const absl::Status& s : {coll.status(), dtype.status(), op.status(), lo.status(), hi.status()}) {
     if (!s.ok()) {
       std::fprintf(stderr, "hccl-tune bench: %s\n", std::string(s.message()).c_str());
-      return 2;
+      return bench::ReportRankFailure(s, 2);
     }
   }
   o.collective = *coll;
@@ -56,19 +58,21 @@ int RunLaunched(const BenchArgs& a) {
   if (!comm.ok()) {
     std::fprintf(stderr, "hccl-tune bench: rank %d: %s\n", env->rank.value_or(-1),
                  std::string(comm.status().message()).c_str());
-    return 1;
+    return bench::ReportRankFailure(comm.status(), 1);
   }
   auto rows = bench::RunBench(**comm, o);
   if (!rows.ok()) {
     std::fprintf(stderr, "hccl-tune bench: rank %d: %s\n", (*comm)->rank(),
                  std::string(rows.status().message()).c_str());
-    return 1;
+    return bench::ReportRankFailure(rows.status(), 1);
   }
   int bad = 0;
   for (const auto& r : *rows) {
     if (!r.error.empty()) {
-      std::fprintf(stderr, "hccl-tune bench: check failed: %s [%s, %llu bytes]\n", r.error.c_str(), r.algo.c_str(),
-                   static_cast<unsigned long long>(r.bytes));
+      const std::string what =
+          absl::StrCat("rank ", (*comm)->rank(), ": check failed: ", r.error, " [", r.algo, ", ", r.bytes, " bytes]");
+      std::fprintf(stderr, "hccl-tune bench: %s\n", what.c_str());
+      (void)bench::ReportRankFailure(absl::DataLossError(what), 3);
       ++bad;
     }
   }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "runtime/common/sizes.h"
 #include "runtime/topology/link_inspector.h"
+#include "tuner/bench/rank_report.h"
 #include "tuner/bench/spawn.h"
 #include "tuner/cli/commands.h"
 
@@ -25,13 +26,14 @@ int RunLaunched(const LinksArgs& a) {
   for (const absl::Status& s : {env.status(), bytes.status()}) {
     if (!s.ok()) {
       std::fprintf(stderr, "hccl-tune links: %s\n", std::string(s.message()).c_str());
-      return 2;
+      return bench::ReportRankFailure(s, 2);
     }
   }
+  bench::NameRankProcess(env->rank);
   auto comm = Communicator::FromEnvironment(*env);
   if (!comm.ok()) {
     std::fprintf(stderr, "hccl-tune links: %s\n", std::string(comm.status().message()).c_str());
-    return 1;
+    return bench::ReportRankFailure(comm.status(), 1);
   }
   LinkInspectorOptions opt;
   opt.bytes = *bytes;
@@ -39,7 +41,7 @@ int RunLaunched(const LinksArgs& a) {
   auto li = LinkInspector::Measure(**comm, *env, opt);
   if (!li.ok()) {
     std::fprintf(stderr, "hccl-tune links: rank %d: %s\n", (*comm)->rank(), std::string(li.status().message()).c_str());
-    return 1;
+    return bench::ReportRankFailure(li.status(), 1);
   }
   if ((*comm)->rank() == 0) {
     if (a.json) {

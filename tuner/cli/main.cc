@@ -3,6 +3,7 @@
 
 #include "CLI/CLI.hpp"
 #include "hccltune/version.h"
+#include "tuner/bench/rank_report.h"
 #include "tuner/cli/commands.h"
 
 int main(int argc, char** argv) {
@@ -10,6 +11,11 @@ int main(int argc, char** argv) {
   app.name("hccl-tune");
   app.set_version_flag("--version", std::string("hccl-tune ") + HCCL_TUNE_VERSION);
   app.require_subcommand(1);
+  // Set by the spawning `hccl-tune` for the ranks it starts (tuner/bench/rank_report.h); not for people.
+  app.add_option_function<int>(
+         hccltune::bench::kReportFdOption, [](int fd) { hccltune::bench::SetReportFd(fd); },
+         "Write this rank's failure to this descriptor")
+      ->group("");
   int exit_code = 0;
   hccltune::cli::RegisterAlgorithms(app, &exit_code);
   hccltune::cli::RegisterBench(app, &exit_code);

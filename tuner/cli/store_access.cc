@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "db/sqlite_store.h"
 #include "runtime/common/daemon_discovery.h"
+#include "tuner/bench/rank_report.h"
 
 namespace hccltune::cli {
 
@@ -42,7 +43,8 @@ absl::StatusOr<OpenedStore> OpenStore(const StoreFlags& flags) {
 
 int ReportError(const absl::Status& status) {
   std::fprintf(stderr, "hccl-tune: %s\n", std::string(status.message()).c_str());
-  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  // A rank of a local job also tells its spawner (a no-op elsewhere).
+  return bench::ReportRankFailure(status, status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1);
 }
 
 }  // namespace hccltune::cli

@@ -21,6 +21,7 @@
 #include "runtime/common/configuration.h"
 #include "runtime/common/json_field.h"
 #include "runtime/common/sizes.h"
+#include "tuner/bench/rank_report.h"
 #include "tuner/bench/spawn.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
@@ -178,6 +179,7 @@ int RunLaunched(const SweepArgs& a) {
   ::sigaction(SIGTERM, &sa, nullptr);
   auto env = Environment::Load();
   if (!env.ok()) return ReportError(env.status());
+  bench::NameRankProcess(env->rank);
   auto spec = SpecFromArgs(a);
   if (!spec.ok()) return ReportError(spec.status());
   auto comm = Communicator::FromEnvironment(*env);
@@ -230,7 +232,7 @@ int RunLaunched(const SweepArgs& a) {
       return ReportError(err);
     }
     if (absl::IsCancelled(err)) return 130;
-    return absl::IsAborted(err) ? 1 : ReportError(err);
+    return absl::IsAborted(err) ? bench::ReportRankFailure(err, 1) : ReportError(err);
   }
   // Every other node's first local rank hands the winners to its own node's store; a node left without the
   // table fails the job (exit 1) so a launcher sees it.
@@ -319,9 +321,14 @@ int RunLocal(SweepArgs a) {
   absl::Status s = bench::SpawnLocalRanks(so);
   ::signal(SIGINT, SIG_DFL);
   if (!s.ok()) {
-    if (absl::StrContains(s.message(), "status 130")) return 130;
+    if (absl::IsCancelled(s)) return 130;
     std::fprintf(stderr, "hccl-tune sweep: %s\n", std::string(s.message()).c_str());
-    return 1;
+    // The machine-readable end for whoever runs this sweep (hccl-tuned): why it failed, as said above.
+    if (a.json)
+      std::cout << nlohmann::json{{"event", "failed"}, {"sweep_id", a.sweep_id}, {"message", s.message()}}.dump(
+                       -1, ' ', false, nlohmann::json::error_handler_t::replace)
+                << std::endl;
+    return absl::IsInvalidArgument(s) ? 2 : 1;
   }
   return 0;
 }

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/sizes.h"
+#include "tuner/bench/rank_report.h"
 #include "tuner/bench/spawn.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
@@ -41,6 +42,7 @@ uint64_t Representative(const ByteRange& r) {
 int RunLaunched(const VerifyArgs& a) {
   auto env = Environment::Load();
   if (!env.ok()) return ReportError(env.status());
+  bench::NameRankProcess(env->rank);
   auto comm = Communicator::FromEnvironment(*env);
   if (!comm.ok()) return ReportError(comm.status());
   Communicator& c = **comm;
@@ -80,7 +82,7 @@ int RunLaunched(const VerifyArgs& a) {
   auto results = sweep::MeasurePoints(c, spec, err.ok() ? points : std::vector<sweep::Point>{}, &stored, &paired);
   if (c.rank() != 0) {
     (void)c.Barrier();
-    return results.ok() ? 0 : 1;
+    return results.ok() ? 0 : bench::ReportRankFailure(results.status(), 1);
   }
   if (!err.ok()) {
     (void)c.Barrier();
