@@ -300,6 +300,9 @@ void SweepRunner::OnStdoutLine(Run& run, const std::string& line) {
     p.set_eta_s(JsonOr(j, "eta_s", 0.0));
   } else if (event == "done") {
     p.set_result_json(line);
+  } else if (event == "failed") {
+    run.failure = JsonOr(j, "message", "");
+    return;  // shown when the process has ended (Finish)
   } else {
     return;
   }
@@ -319,9 +322,9 @@ void SweepRunner::Finish(Run& run, int wait_status) {
                                p.sweep_id()));
   } else {
     p.set_state(v1::SweepProgress::FAILED);
-    std::string why;
+    std::string why = run.failure;  // its "failed" event, else its last error line
     for (const std::string& l : run.stderr_tail) {
-      if (absl::StrContains(l, "hccl-tune")) why = l;  // the sweep's own error line
+      if (run.failure.empty() && absl::StrContains(l, "hccl-tune")) why = l;
     }
     if (why.empty() && !run.stderr_tail.empty()) why = run.stderr_tail.back();
     p.set_message(absl::StrCat("the sweep process ended with ", Describe(wait_status), why.empty() ? "" : ": ", why));

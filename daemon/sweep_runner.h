@@ -9,6 +9,9 @@
 //  - Cancel (and Shutdown) send SIGINT to the child's process group: the sweep stops cleanly (its row marked
 //    cancelled, resumable, no table written); after `stop_grace` the group gets SIGKILL. The child is always
 //    reaped, and the whole group is killed once the child has exited, so no rank process outlives it.
+//  - A sweep that fails says why in its "failed" event (--json): when one of its ranks froze or died, the rank
+//    the others blamed and what became of it (tuner/bench/spawn.h); that is the FAILED state's message, else
+//    the sweep's last error line on stderr.
 //  - The state of the last `keep_finished` sweeps stays queryable after they end (a late watcher sees the end
 //    state); the newest is what WatchSweep with an empty id shows when none runs.
 //  - Shutdown refuses new sweeps (Unavailable), stops the running one as Cancel does and waits for it; call it
@@ -86,6 +89,7 @@ class SweepRunner {
     bool cancel_requested = false;
     absl::Time cancel_time;
     std::deque<std::string> stderr_tail;
+    std::string failure;  // the sweep's own account of its failure (its "failed" event)
   };
   void Supervise(std::shared_ptr<Run> run, int out_fd, int err_fd);
   void OnStdoutLine(Run& run, const std::string& line) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

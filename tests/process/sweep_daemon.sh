@@ -8,7 +8,10 @@
 #  3. SIGTERM to the daemon mid-sweep: exit 0, the sweep is cancelled (no table entries from it, DB intact), and
 #     no sweep or rank process survives; a restarted daemon resumes it to the end (--via-daemon --resume);
 #  4. a job reporting live timings makes a sweep refuse without --force, naming the job;
-#  5. a daemon that stops answering (SIGSTOP) ends a watch within the keepalive limit, naming the daemon.
+#  5. a daemon that stops answering (SIGSTOP) ends a watch within the keepalive limit, naming the daemon;
+#  6. a rank of a daemon-run sweep that freezes (SIGSTOP) fails the sweep within HCCL_EXEC_TIMEOUT + the grace
+#     period (HCCL_TUNE_KILL_GRACE, from the daemon's environment), its FAILED state names the frozen rank, the row
+#     is marked failed, and no sweep or rank process is left.
 # usage: sweep_daemon.sh HCCL_TUNE_BIN HCCL_TUNED_BIN
 set -euo pipefail
 bin=$1
@@ -206,6 +209,47 @@ grep -q "lost the daemon's sweep $sid before it ended: .*is unreachable or stopp
   fail "the lost watch said: $(cat "$d/silent.txt")"
 echo "a silent daemon ends the watch after ${waited} s ok"
 
+kill -TERM "$tpid"
+wait "$tpid" || fail "daemon exit $? at the end"
+tpid=""
+
+# 6. A frozen rank of a daemon-run sweep: the daemon's sweep process ends its job and says which rank.
+HCCL_EXEC_TIMEOUT=2 HCCL_CONNECT_TIMEOUT=2 HCCL_TUNE_KILL_GRACE=1 start_daemon
+"$bin" sweep --via-daemon --daemon "$T" --ranks 3 --coll allreduce --min-bytes 1K --max-bytes 64M --links shm \
+  --cap-ms 80 --force --json > "$d/frozen.json" 2> "$d/frozen.err" &
+client=$!
+rank1=""
+for _ in $(seq 300); do
+  fid=$(head -1 "$d/frozen.json" | python3 -c 'import json, sys; print(json.load(sys.stdin)["sweep_id"])' 2>/dev/null ||
+    true)
+  rank1=$(pgrep -f -- "^hccl-tune/r1 .*--daemon $T" || true)
+  [[ -n $fid && -n $rank1 ]] &&
+    [[ $(sqlite3 "$d/t.db" "SELECT count(*) FROM sweep_samples WHERE sweep_id='$fid'") -gt 0 ]] && break
+  sleep 0.1
+done
+[[ -n $rank1 ]] || fail "no rank 1 of the daemon's sweep: $(cat "$d/frozen.err")"
+[[ $(ps -o comm= -p "$rank1") == hccl-tune/r1 ]] || fail "rank 1 of the daemon's sweep is $(ps -o comm= -p "$rank1")"
+kill -STOP "$rank1"
+t0=$SECONDS
+rc=0
+wait $client || rc=$?
+took=$((SECONDS - t0))
+[[ $rc == 1 ]] || fail "a daemon-run sweep with a frozen rank: client exit $rc: $(cat "$d/frozen.err")"
+((took <= 2 + 1 + 2)) || fail "a daemon-run sweep with a frozen rank took $took s"
+python3 - "$d/frozen.json" "$rank1" <<'PY' || fail "the failed event: $(tail -1 "$d/frozen.json")"
+import json, sys
+last = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+assert last["event"] == "failed", last
+want = f"the sweep process ended with exit status 1: rank 1 (pid {sys.argv[2]}) was stopped (SIGSTOP or job control)"
+assert last["message"].startswith(want), last
+assert "ranks 0, 2 failed because of it" in last["message"], last
+PY
+grep -q "sweep $fid failed in hccl-tuned: the sweep process ended with exit status 1: rank 1 (pid $rank1) was stopped" \
+  "$d/frozen.err" || fail "the client said: $(cat "$d/frozen.err")"
+[[ $(sqlite3 "$d/t.db" "SELECT status FROM sweeps WHERE id='$fid'") == failed ]] || fail "the frozen sweep's row"
+sleep 0.5
+[[ -z $(ours) ]] || fail "processes left after the frozen sweep: $(ps -o pid,stat,args -p "$(ours | paste -sd,)")"
+echo "a frozen rank of a daemon-run sweep: failed after ${took} s naming rank 1 ok"
 kill -TERM "$tpid"
 wait "$tpid" || fail "daemon exit $? at the end"
 tpid=""

@@ -232,6 +232,28 @@ TEST_F(SweepRunnerTest, FailureNamesTheReason) {
   EXPECT_TRUE(absl::StrContains(seen.back().message(), "refusing to sweep a busy node")) << seen.back().message();
 }
 
+// A sweep whose rank froze says so in its "failed" event (tests/process/sweep_daemon.sh runs the real thing): that
+// account is the FAILED message, not the last error line a rank printed.
+TEST_F(SweepRunnerTest, FailureNamesTheRankTheSweepBlamed) {
+  SweepRunner r(Options(
+      Script("echo '{\"event\":\"progress\",\"done\":1,\"total\":9,\"point\":\"p\",\"config\":\"c\"}'\n"
+             "echo 'hccl-tune: rank 0 (pid 41) exited or was killed; shm link to it is dead' >&2\n"
+             "echo 'hccl-tune sweep: rank 1 (pid 42) was stopped (SIGSTOP or job control) and was ended' >&2\n"
+             "echo '{\"event\":\"failed\",\"message\":\"rank 1 (pid 42) was stopped (SIGSTOP or job control) and was "
+             "ended\"}'\n"
+             "echo 'hccl-tune: a later line on stderr' >&2\n"
+             "exit 1\n")));
+  auto id = r.Start(v1::StartSweepRequest());
+  ASSERT_TRUE(id.ok()) << id.status();
+  auto seen = Follow(r, *id);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().state(), v1::SweepProgress::FAILED);
+  EXPECT_EQ(seen.back().exit_code(), 1);
+  EXPECT_EQ(seen.back().message(),
+            "the sweep process ended with exit status 1: rank 1 (pid 42) was stopped (SIGSTOP or job control) and was "
+            "ended");
+}
+
 TEST_F(SweepRunnerTest, MissingCommandAndBadRequests) {
   SweepRunner none(Options(dir_ + "/missing"));
   auto s = none.Start(v1::StartSweepRequest());
