@@ -262,7 +262,9 @@ void LocalJob::Reap() {
 void LocalJob::Signal(int sig) {
   for (Child& c : children_) {
     if (c.reaped) continue;
-    if (c.end.state == 0) c.end.state = ProcState(c.end.pid);
+    const char state = ProcState(c.end.pid);
+    if (state == 'Z') continue;  // it has just ended on its own: reaped next round
+    if (c.end.state == 0) c.end.state = state;
     ::kill(c.end.pid, sig);
     if (sig != SIGKILL) ::kill(c.end.pid, SIGCONT);  // a stopped rank acts on it now
     c.end.signal_sent = sig;
