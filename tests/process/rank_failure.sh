@@ -84,18 +84,15 @@ for r in 0 1 2; do
   for t in /proc/"$p"/task/*/comm; do
     [[ $(cat "$t") == "hccl-tune/r$r" ]] || fail "rank $r's thread $t is named $(cat "$t")"
   done
-  if command -v top > /dev/null; then
-    top -b -n 1 -w 512 -p "$p" | grep -q " hccl-tune/r$r *$" || fail "top: $(top -b -n 1 -w 512 -p "$p" | tail -2)"
-  fi
+  # procps and iproute2 come with deploy/install-deps.sh.
+  top -b -n 1 -w 512 -p "$p" | grep -q " hccl-tune/r$r *$" || fail "top: $(top -b -n 1 -w 512 -p "$p" | tail -2)"
 done
 ps -o comm= -p "$(IFS=,; echo "${pids[*]}")" | grep -qx exe && fail "a rank is named exe"
-if command -v ss > /dev/null; then
-  # The ranks' connections to the spawner's store.
-  for r in 0 1 2; do
-    ss -tpn | grep -q "\"hccl-tune/r$r\",pid=${pids[r]}," || fail "ss -p: $(ss -tpn | grep hccl || true)"
-  done
-  ss -tpn | grep -q '"exe"' && fail "ss -p shows exe: $(ss -tpn | grep exe)"
-fi
+# The ranks' connections to the spawner's store.
+for r in 0 1 2; do
+  ss -tpn | grep -q "\"hccl-tune/r$r\",pid=${pids[r]}," || fail "ss -p: $(ss -tpn | grep hccl || true)"
+done
+ss -tpn | grep -q '"exe"' && fail "ss -p shows exe: $(ss -tpn | grep exe)"
 echo "names: $(ps -o pid=,comm= -p "$job,$(IFS=,; echo "${pids[*]}")" | paste -sd' ')"
 
 # Sends signal $2 to rank $3 of a running bench over link $1 (started when none runs) and checks the end: exit
