@@ -43,31 +43,54 @@ std::string Fate(const RankEnd& r, absl::Duration grace) {
   return absl::StrCat("exited with status ", WEXITSTATUS(st));
 }
 
-// Index of the blamed rank in `ranks` (see the header), and the indices of the ranks that blamed it.
+// The rank `i`'s report blames, or -1 (none, itself, out of range).
+int PeerOf(const std::vector<RankEnd>& ranks, size_t i) {
+  const auto& rep = ranks[i].report;
+  if (!rep || !rep->peer || *rep->peer == ranks[i].rank || *rep->peer < 0 ||
+      *rep->peer >= static_cast<int>(ranks.size())) {
+    return -1;
+  }
+  return *rep->peer;
+}
+
+// Where a chain of blame that starts at `peer` ends: a rank that blames nobody itself (rank 2 waited for rank 0,
+// which waited for the frozen rank 1: rank 1). A cycle ends at the rank where it closes.
+size_t RootOf(const std::vector<RankEnd>& ranks, size_t peer) {
+  std::vector<bool> seen(ranks.size(), false);
+  while (!seen[peer]) {
+    seen[peer] = true;
+    const int next = PeerOf(ranks, peer);
+    if (next < 0) break;
+    peer = static_cast<size_t>(next);
+  }
+  return peer;
+}
+
+// Index of the blamed rank in `ranks` (see the header), and the indices of the ranks that blamed it, directly or
+// through a rank that blamed it.
 size_t Blamed(const std::vector<RankEnd>& ranks, std::vector<size_t>* accusers) {
-  std::map<int, std::vector<size_t>> by_peer;  // peer rank -> reporting ranks
+  std::map<size_t, std::vector<size_t>> by_root;  // root of the blame chain -> reporting ranks
   for (size_t i = 0; i < ranks.size(); ++i) {
-    const auto& rep = ranks[i].report;
-    if (rep && rep->peer && *rep->peer != ranks[i].rank && *rep->peer >= 0 &&
-        *rep->peer < static_cast<int>(ranks.size())) {
-      by_peer[*rep->peer].push_back(i);
-    }
+    const int peer = PeerOf(ranks, i);
+    if (peer < 0) continue;
+    const size_t root = RootOf(ranks, static_cast<size_t>(peer));
+    if (root != i) by_root[root].push_back(i);
   }
   auto earliest = [&](const std::vector<size_t>& v) {
     int best = INT32_MAX;
     for (size_t i : v) best = std::min(best, ranks[i].failure_order < 0 ? INT32_MAX : ranks[i].failure_order);
     return best;
   };
-  if (!by_peer.empty()) {
-    auto best = by_peer.begin();
-    for (auto it = by_peer.begin(); it != by_peer.end(); ++it) {
+  if (!by_root.empty()) {
+    auto best = by_root.begin();
+    for (auto it = by_root.begin(); it != by_root.end(); ++it) {
       if (it->second.size() > best->second.size() ||
           (it->second.size() == best->second.size() && earliest(it->second) < earliest(best->second))) {
         best = it;
       }
     }
     *accusers = best->second;
-    return static_cast<size_t>(best->first);
+    return best->first;
   }
   auto first = [&](auto pred) {
     size_t pick = ranks.size();

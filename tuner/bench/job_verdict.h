@@ -3,7 +3,8 @@
 //
 // The verdict names the rank the others blamed, not merely the first process that exited: when one rank freezes,
 // the others fail after HCCL_EXEC_TIMEOUT naming it and exit first, while it is still there.
-//  1. The rank the reports blame most ("peer"; a tie goes to the one blamed by the earliest failure).
+//  1. The rank the reports blame most ("peer"), following chains of blame to their end (rank 2 waited for rank 0,
+//     which waited for the frozen rank 1: both blame rank 1); a tie goes to the one blamed by the earliest failure.
 //  2. Else a rank that died without a report (killed by a signal, or an exit status without a word).
 //  3. Else a rank that never ended on its own (stopped, hung) and had to be ended.
 //  4. Else the earliest failure (a rank's own error: a bad argument, a wrong result).

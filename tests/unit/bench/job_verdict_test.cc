@@ -97,6 +97,29 @@ TEST(JobVerdict, AFrozenRankIsNamedNotTheFirstSurvivorToExit) {
                 waited);
 }
 
+TEST(JobVerdict, AChainOfBlameEndsAtTheFrozenRank) {
+  // Rank 1 froze; rank 0 timed out waiting for it and exited first; rank 2 then waited for rank 0 and blames it.
+  const std::string waited = "rank 0: allreduce (operation 345) waited 2s for rank 1 to send a 1024-byte message";
+  RankEnd frozen;
+  frozen.rank = 1;
+  frozen.pid = 1001;
+  frozen.signal_sent = SIGTERM;
+  frozen.state = 'T';
+  frozen.wait_status = Killed(SIGTERM);
+  const std::vector<RankEnd> ranks = {
+      Failed(0, 0, Exited(1), waited, 1), frozen,
+      Failed(2, 1, Exited(1), "rank 2: barrier (operation 346) waited 2s for rank 0 to post its block", 0)};
+  EXPECT_EQ(JobVerdict(ranks, absl::Seconds(1)).message(),
+            "rank 1 (pid 1001) was stopped (SIGSTOP or job control) and was ended by signal 15 (SIGTERM) after the 1s "
+            "grace period; ranks 0, 2 failed because of it, rank 0 saying: " +
+                waited);
+  // Two ranks that blame each other (a cycle) and nobody else: each chain ends where it closes, and the tie goes
+  // to the rank blamed by the earliest failure (rank 0 blames rank 1).
+  const std::vector<RankEnd> cycle = {Failed(0, 0, Exited(1), "a", 1), Failed(1, 1, Exited(1), "b", 0)};
+  EXPECT_EQ(JobVerdict(cycle, absl::Seconds(1)).message(),
+            "rank 1 (pid 1001) failed (exit status 1): b; rank 0 failed because of it, rank 0 saying: a");
+}
+
 TEST(JobVerdict, AKilledRankAndADebuggedOne) {
   const std::vector<RankEnd> killed = {
       Failed(0, 1, Exited(1), "rank 1 (pid 1001) exited or was killed; shm link to it is dead", 1),
