@@ -101,6 +101,6 @@ for f in /usr/bin/hccl-tune /usr/sbin/hccl-tuned /lib/systemd/system/hccl-tuned.
 done
 left=$(dpkg -l | awk '$2 ~ /hccl/ {print $1, $2}')
 [[ -z $left ]] || fail "dpkg still lists: $left"
-pgrep -f hccl-tune && fail "processes of hccl-tune are left"
+pgrep -l "^hccl-tune" && fail "processes of hccl-tune are left"
 status=PASS
 echo PASS
