@@ -1,6 +1,5 @@
 #include "runtime/topology/topology.h"
 
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +9,6 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "nlohmann/json.hpp"
 
 namespace hccltune {
 
@@ -47,38 +45,35 @@ std::vector<std::string> InterNodeNetworks(const std::vector<std::vector<NodeAdd
   return out;  // std::map order: sorted
 }
 
-std::string TopologyJson(const TopologyFacts& facts) {
-  // nlohmann::json's default object type is a std::map: keys come out sorted; dump() has no spaces.
-  nlohmann::json j;
-  j["format"] = 1;
-  j["nodes"] = facts.ranks_per_node.size();
-  std::vector<int> rpn = facts.ranks_per_node;
-  std::sort(rpn.begin(), rpn.end());
-  j["ranks_per_node"] = rpn;
-  std::vector<std::string> intra = facts.intra_links;
-  std::sort(intra.begin(), intra.end());
-  j["intra"] = intra;
-  std::vector<std::string> nets = facts.inter_networks;
-  std::sort(nets.begin(), nets.end());
-  j["inter"] = nlohmann::json::array();
-  for (const auto& n : nets) j["inter"].push_back({{"link", "tcp"}, {"network", n}});
-  j["release"] = facts.release;
-  return j.dump();
-}
-
-std::string Sha256Hex(const std::string& data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 15]);
+std::vector<InterLink> InterNodeRdmaLinks(const std::vector<std::vector<InterLink>>& per_node) {
+  if (per_node.size() < 2) return {};
+  // (link, subnet) -> node -> that node's fastest port on it
+  std::map<std::pair<std::string, std::string>, std::map<size_t, double>> seen;
+  for (size_t n = 0; n < per_node.size(); ++n) {
+    for (const InterLink& p : per_node[n]) {
+      double& best = seen[{p.link, p.network}][n];
+      best = std::max(best, p.gbps);
+    }
   }
-  return out;
+  std::vector<InterLink> out;
+  for (const auto& [key, nodes] : seen) {
+    if (nodes.size() != per_node.size()) continue;
+    double slowest = nodes.begin()->second;
+    for (const auto& [node, gbps] : nodes) slowest = std::min(slowest, gbps);
+    out.push_back(InterLink{key.first, key.second, slowest});
+  }
+  return out;  // std::map order: sorted by link, then subnet
 }
 
-std::string Fingerprint(const std::string& json) { return Sha256Hex(json).substr(0, 16); }
+std::string TopologyJson(const TopologyFacts& facts) {
+  TopologyDescription d;
+  d.ranks_per_node = facts.ranks_per_node;
+  d.intra = facts.intra_links;
+  for (const std::string& n : facts.inter_networks) d.inter.push_back(InterLink{"tcp", n, 0});
+  d.inter.insert(d.inter.end(), facts.rdma_links.begin(), facts.rdma_links.end());
+  d.release = facts.release;
+  d.runtime = facts.runtime;
+  return CanonicalTopologyJson(d);
+}
 
 }  // namespace hccltune

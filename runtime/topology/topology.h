@@ -1,4 +1,5 @@
-// Node identity and the topology fingerprint (../shared/CONVENTIONS.md, Node identity / Topology fingerprint).
+// Node identity and the facts of the topology fingerprint (docs/CONVENTIONS.md, Node identity / Topology
+// fingerprint); the format itself is runtime/common/fingerprint.h.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -8,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/common/config.h"
+#include "runtime/common/fingerprint.h"
 
 namespace hccltune {
 
@@ -18,8 +20,10 @@ std::string LocalNodeId(const Environment& env);
 struct TopologyFacts {
   std::vector<int> ranks_per_node;          // one count per node
   std::vector<std::string> intra_links;     // link classes inside a node ("shm" when some node has >= 2 ranks)
-  std::vector<std::string> inter_networks;  // InterNodeNetworks() (multi-node only)
+  std::vector<std::string> inter_networks;  // TCP: InterNodeNetworks() (multi-node only)
+  std::vector<InterLink> rdma_links;        // RDMA ports between nodes: InterNodeRdmaLinks() (multi-node only)
   std::string release;                      // "major.minor"
+  std::string runtime = kOwnRuntime;        // the runtime whose collectives are tuned
 };
 
 // One interface address of a node: its subnet ("10.77.1.0/24") and address ("10.77.1.2").
@@ -35,11 +39,14 @@ struct NodeAddress {
 // not try it. Empty with fewer than two nodes.
 std::vector<std::string> InterNodeNetworks(const std::vector<std::vector<NodeAddress>>& per_node);
 
-// Canonical JSON (sorted keys, no spaces) as CONVENTIONS.md defines it.
+// The RDMA links between nodes (`per_node[n]`: node n's active RDMA ports, link "roce" or "ib" with the subnet it
+// reaches and its nominal speed), sorted: one per (link layer, subnet) on which every node has a port, at the
+// slowest of those ports' speeds (a transfer between two nodes runs at the slower end's rate). Empty with fewer
+// than two nodes.
+std::vector<InterLink> InterNodeRdmaLinks(const std::vector<std::vector<InterLink>>& per_node);
+
+// The canonical JSON of the facts (format kTopologyFormat, runtime/common/fingerprint.h); its Fingerprint() is the
+// topology fingerprint.
 std::string TopologyJson(const TopologyFacts& facts);
-// First 16 hex digits of SHA-256 of `json`.
-std::string Fingerprint(const std::string& json);
-// Lower-case hex SHA-256.
-std::string Sha256Hex(const std::string& data);
 
 }  // namespace hccltune

@@ -44,7 +44,7 @@ stop() {
 }
 
 # A table file as `hccl-tune export` writes it; the fingerprint is the SHA-256 prefix of the topology JSON.
-topo='{"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[4],"release":"0.1"}'
+topo='{"format":2,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[4],"release":"0.1","runtime":"hccl-tune"}'
 fp=$(printf '%s' "$topo" | sha256sum | cut -c1-16)
 topo_escaped=${topo//\"/\\\"}
 cat > "$tmp/table.json" <<JSON

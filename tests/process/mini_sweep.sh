@@ -39,7 +39,7 @@ mini_sweep_max_per_hour = 4
 CONF
 
 release=$("$cli" --version | sed -E 's/^hccl-tune ([0-9]+\.[0-9]+).*/\1/')
-topo="{\"format\":1,\"inter\":[],\"intra\":[\"shm\"],\"nodes\":1,\"ranks_per_node\":[2],\"release\":\"$release\"}"
+topo="{\"format\":2,\"inter\":[],\"intra\":[\"shm\"],\"nodes\":1,\"ranks_per_node\":[2],\"release\":\"$release\",\"runtime\":\"hccl-tune\"}"
 fp=$(printf '%s' "$topo" | sha256sum | cut -c1-16)
 python3 - "$tmp/table.json" "$fp" "$topo" <<'PY'
 import json, sys

@@ -18,9 +18,9 @@ expect_fail() {
 }
 
 # A topology JSON and its fingerprint (SHA-256 prefix), and one table file built from them.
-topo='{"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1"}'
+topo='{"format":2,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1","runtime":"hccl-tune"}'
 fp=$(printf '%s' "$topo" | sha256sum | cut -c1-16)
-topo2='{"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[4],"release":"0.1"}'
+topo2='{"format":2,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[4],"release":"0.1","runtime":"hccl-tune"}'
 fp2=$(printf '%s' "$topo2" | sha256sum | cut -c1-16)
 table() {  # table FINGERPRINT TOPOLOGY VERSION CONFIGURATION
   local t=${2//\"/\\\"}

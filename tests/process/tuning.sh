@@ -23,9 +23,9 @@ start_daemon() {
 start_daemon
 export HCCL_TUNE_DAEMON="unix:$tmp/d.sock" HCCL_TUNE_SAMPLE_RATE=1 HCCL_CONNECT_TIMEOUT=30 HCCL_EXEC_TIMEOUT=60
 
-# The topology of 2 ranks on this node, as the runtime computes it (CONVENTIONS.md, fingerprint).
+# The topology of 2 ranks on this node, as the runtime computes it (docs/CONVENTIONS.md, Topology fingerprint).
 release=$("$cli" --version | sed -E 's/^hccl-tune ([0-9]+\.[0-9]+).*/\1/')
-topo="{\"format\":1,\"inter\":[],\"intra\":[\"shm\"],\"nodes\":1,\"ranks_per_node\":[2],\"release\":\"$release\"}"
+topo="{\"format\":2,\"inter\":[],\"intra\":[\"shm\"],\"nodes\":1,\"ranks_per_node\":[2],\"release\":\"$release\",\"runtime\":\"hccl-tune\"}"
 fp=$(printf '%s' "$topo" | sha256sum | cut -c1-16)
 out=$("$cli" bench --ranks 2 --coll barrier --min-bytes 0 --max-bytes 0 --iters 1)
 grep -q "topology $fp" <<<"$out" || fail "runtime fingerprint differs from $fp: $out"

@@ -241,8 +241,8 @@ TEST(Communicator, TopologyFingerprintOneNode) {
     EXPECT_EQ(comm.num_nodes(), 1);
     EXPECT_EQ(comm.local_size(), 3);
     EXPECT_EQ(comm.topology_json(),
-              absl::StrCat(R"({"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[3],"release":")",
-                           HCCL_TUNE_RELEASE, R"("})"));
+              absl::StrCat(R"({"format":2,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[3],"release":")",
+                           HCCL_TUNE_RELEASE, R"(","runtime":"hccl-tune"})"));
     EXPECT_EQ(comm.fingerprint().size(), 16u);
     return absl::OkStatus();
   });

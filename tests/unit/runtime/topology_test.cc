@@ -1,4 +1,4 @@
-// Topology facts: the networks usable between nodes, the canonical JSON and its fingerprint.
+// Topology facts: the networks and RDMA links usable between nodes, the canonical JSON and its fingerprint.
 #include "runtime/topology/topology.h"
 
 #include <gtest/gtest.h>
@@ -53,10 +53,53 @@ TEST(TopologyJson, CanonicalAndFingerprinted) {
   f.release = "0.1";
   const std::string json = TopologyJson(f);
   EXPECT_EQ(json,
-            R"({"format":1,"inter":[{"link":"tcp","network":"10.77.1.0/24"},{"link":"tcp","network":"10.77.2.0/24"}],)"
-            R"("intra":["shm"],"nodes":2,"ranks_per_node":[1,2],"release":"0.1"})");
+            R"({"format":2,"inter":[{"link":"tcp","network":"10.77.1.0/24"},{"link":"tcp","network":"10.77.2.0/24"}],)"
+            R"("intra":["shm"],"nodes":2,"ranks_per_node":[1,2],"release":"0.1","runtime":"hccl-tune"})");
   EXPECT_EQ(Fingerprint(json).size(), 16u);
   EXPECT_EQ(Fingerprint(json), Sha256Hex(json).substr(0, 16));
+}
+
+TEST(TopologyJson, RdmaLinksAndTheRuntime) {
+  TopologyFacts f;
+  f.ranks_per_node = {4, 4};
+  f.intra_links = {"shm"};
+  f.inter_networks = {"10.20.0.0/16"};
+  f.rdma_links = InterNodeRdmaLinks({{{"roce", "10.30.0.0/16", 100}}, {{"roce", "10.30.0.0/16", 100}}});
+  f.release = "0.1";
+  f.runtime = "openmpi-4.1";
+  EXPECT_EQ(TopologyJson(f),
+            R"({"format":2,"inter":[{"gbps":100,"link":"roce","network":"10.30.0.0/16"},)"
+            R"({"link":"tcp","network":"10.20.0.0/16"}],"intra":["shm"],"nodes":2,"ranks_per_node":[4,4],)"
+            R"("release":"0.1","runtime":"openmpi-4.1"})");
+}
+
+using Ports = std::vector<std::vector<InterLink>>;
+
+TEST(InterNodeRdmaLinks, PortsEveryNodeHasAtTheSlowestSpeed) {
+  const Ports nodes = {
+      // node 0: a 200 Gb/s and a 100 Gb/s RoCE port on one subnet, an IB port, a port only it has
+      {{"roce", "10.30.0.0/16", 200},
+       {"roce", "10.30.0.0/16", 100},
+       {"ib", "fe80::/64", 200},
+       {"roce", "10.99.0.0/16", 400}},
+      {{"roce", "10.30.0.0/16", 100}, {"ib", "fe80::/64", 100}},
+      {{"ib", "fe80::/64", 200}, {"roce", "10.30.0.0/16", 25}, {"roce", "10.30.0.0/16", 100}},
+  };
+  // Each node's fastest port on a (link, subnet), and the link at the slowest node's: IB at 100 (node 1), RoCE at
+  // 100 (node 0 has 200, nodes 1 and 2 have 100); 10.99.0.0/16 is on node 0 only.
+  EXPECT_EQ(InterNodeRdmaLinks(nodes),
+            (std::vector<InterLink>{{"ib", "fe80::/64", 100}, {"roce", "10.30.0.0/16", 100}}));
+}
+
+TEST(InterNodeRdmaLinks, ALinkLayerIsItsOwnNetwork) {
+  // RoCE on node 0 and IB on node 1 over the same subnet do not connect.
+  EXPECT_TRUE(InterNodeRdmaLinks({{{"roce", "10.30.0.0/16", 100}}, {{"ib", "10.30.0.0/16", 100}}}).empty());
+}
+
+TEST(InterNodeRdmaLinks, OneNodeOrNoPortsHasNone) {
+  EXPECT_TRUE(InterNodeRdmaLinks({{{"roce", "10.30.0.0/16", 100}}}).empty());
+  EXPECT_TRUE(InterNodeRdmaLinks({{}, {}}).empty());
+  EXPECT_TRUE(InterNodeRdmaLinks({}).empty());
 }
 
 }  // namespace
