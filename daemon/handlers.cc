@@ -2,17 +2,20 @@
 
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/proto_convert.h"
 #include "db/store_util.h"
 #include "hccltune/version.h"
 #include "runtime/common/configuration.h"
+#include "runtime/common/fingerprint.h"
 #include "runtime/common/logging.h"
 
 namespace hccltune::daemon {
 namespace {
 
 constexpr size_t kMaxCanonicalCache = 4096;
+constexpr size_t kMaxLegacyTopologies = 4096;
 
 #define HT_RETURN_IF_ERROR(expr)              \
   do {                                        \
@@ -48,6 +51,54 @@ absl::StatusOr<std::shared_ptr<const db::Table>> TunerHandlers::Latest(const std
   return shared;
 }
 
+absl::StatusOr<db::Topology> TunerHandlers::Resolve(const v1::Topology& t) {
+  const std::string& fp = t.fingerprint();
+  HT_RETURN_IF_ERROR(db::ValidateFingerprint(fp));
+  {
+    absl::MutexLock lock(&legacy_mu_);
+    auto it = legacy_.find(fp);
+    if (it != legacy_.end()) return it->second;
+  }
+  if (t.json().empty()) {
+    if (!absl::IsNotFound(Latest(fp).status())) return db::Topology{fp, ""};
+    if (auto found = FindFormat1(fp)) return *found;
+    return db::Topology{fp, ""};  // NotFound for the caller
+  }
+  // Canonical JSON of the current format starts so (its keys are sorted): nothing to parse.
+  if (absl::StartsWith(t.json(), absl::StrCat("{\"format\":", kTopologyFormat, ","))) return db::Topology{fp, t.json()};
+  auto keys = CanonicalTopology(t.json());
+  if (absl::IsFailedPrecondition(keys.status())) {
+    return absl::FailedPreconditionError(absl::StrCat("hccl-tuned: ", keys.status().message()));
+  }
+  if (!keys.ok()) return db::Topology{fp, t.json()};  // lookups go by the fingerprint; a write is judged by the store
+  if (Fingerprint(t.json()) != fp) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "topology fingerprint ", fp, " does not match its JSON (which hashes to ", Fingerprint(t.json()), ")"));
+  }
+  db::Topology current{keys->fingerprint, keys->json, keys->topology_class};
+  if (current.fingerprint != fp) {
+    absl::MutexLock lock(&legacy_mu_);
+    if (legacy_.size() >= kMaxLegacyTopologies) legacy_.clear();
+    legacy_[fp] = current;
+  }
+  return current;
+}
+
+std::optional<db::Topology> TunerHandlers::FindFormat1(const std::string& fp) {
+  auto list = store_->ListTables();
+  if (!list.ok()) return std::nullopt;
+  for (const db::TableSummary& s : *list) {
+    auto d = ParseTopologyJson(s.topology.json);
+    std::optional<std::string> old = d.ok() ? Format1TopologyJson(*d) : std::nullopt;
+    if (!old || Fingerprint(*old) != fp) continue;
+    absl::MutexLock lock(&legacy_mu_);
+    if (legacy_.size() >= kMaxLegacyTopologies) legacy_.clear();
+    legacy_[fp] = s.topology;
+    return s.topology;
+  }
+  return std::nullopt;
+}
+
 void TunerHandlers::Changed(const std::string& fp) {
   absl::MutexLock lock(&mu_);
   cache_.erase(fp);
@@ -68,15 +119,16 @@ absl::StatusOr<std::shared_ptr<const std::string>> TunerHandlers::GetTableBytes(
   HT_RETURN_IF_ERROR(rpc::CheckWorldFromWire(req.world_size(), true));
   HT_RETURN_IF_ERROR(CheckVersion(req.if_newer_than(), "if_newer_than"));
   HT_RETURN_IF_ERROR(CheckVersion(req.version(), "version"));
+  auto topology = Resolve(req.topology());
+  if (!topology.ok()) return topology.status();
   if (req.version() != 0) {  // pinned: not cached
-    HT_RETURN_IF_ERROR(db::ValidateFingerprint(req.topology().fingerprint()));
-    auto t = store_->GetTable(req.topology().fingerprint(), req.version());
+    auto t = store_->GetTable(topology->fingerprint, req.version());
     if (!t.ok()) return t.status();
     v1::GetTableResponse resp;
     rpc::TableToProto(*t, req.world_size(), resp.mutable_table());
     return std::make_shared<const std::string>(resp.SerializeAsString());
   }
-  auto latest = Latest(req.topology().fingerprint());
+  auto latest = Latest(topology->fingerprint);
   if (!latest.ok()) return latest.status();
   const db::Table& table = **latest;
   if (req.if_newer_than() != 0 && req.if_newer_than() >= table.version) {
@@ -106,7 +158,9 @@ absl::Status TunerHandlers::GetConfig(const v1::GetConfigRequest& req, v1::GetCo
   if (!dtype.ok()) return dtype.status();
   HT_RETURN_IF_ERROR(rpc::CheckWorldFromWire(req.world_size(), false));
   HT_RETURN_IF_ERROR(rpc::CheckBytesFromWire(req.bytes()));
-  auto t = Latest(req.topology().fingerprint());
+  auto topology = Resolve(req.topology());
+  if (!topology.ok()) return topology.status();
+  auto t = Latest(topology->fingerprint);
   if (!t.ok()) return t.status();
   resp->set_table_version((*t)->version);
   const db::TunedEntry* e = db::FindEntry((*t)->entries, *coll, *dtype, req.world_size(), req.bytes());
@@ -132,10 +186,12 @@ absl::Status TunerHandlers::PutTable(const v1::PutTableRequest& req, v1::PutTabl
     if (!e.ok()) return absl::InvalidArgumentError(absl::StrCat("entries[", i, "]: ", e.status().message()));
     entries.push_back(*std::move(e));
   }
-  const std::string& fp = req.topology().fingerprint();
+  auto topology = Resolve(req.topology());
+  if (!topology.ok()) return topology.status();
+  const std::string& fp = topology->fingerprint;
   int64_t before = 0;
   if (auto cur = Latest(fp); cur.ok()) before = (*cur)->version;
-  auto v = store_->PutTable(db::Topology{fp, req.topology().json()}, entries,
+  auto v = store_->PutTable(*topology, entries,
                             db::PutOptions{req.min_version(), req.created_unix_ms(), req.expected_version()});
   if (!v.ok()) return v.status();
   resp->set_version(*v);
@@ -160,29 +216,33 @@ absl::StatusOr<int64_t> TunerHandlers::Publish(const db::Topology& topology, con
   return v;
 }
 
-absl::Status TunerHandlers::ListTables(const v1::ListTablesRequest&, v1::ListTablesResponse* resp) {
-  auto list = store_->ListTables();
+absl::Status TunerHandlers::ListTables(const v1::ListTablesRequest& req, v1::ListTablesResponse* resp) {
+  auto list = req.topology_class().empty() ? store_->ListTables() : store_->ListTablesOfClass(req.topology_class());
   if (!list.ok()) return list.status();
   for (const db::TableSummary& s : *list) rpc::SummaryToProto(s, resp->add_tables());
   return absl::OkStatus();
 }
 
 absl::Status TunerHandlers::DeleteTable(const v1::DeleteTableRequest& req, v1::DeleteTableResponse* resp) {
-  auto n = store_->DeleteTable(req.topology().fingerprint());
+  auto topology = Resolve(req.topology());
+  if (!topology.ok()) return topology.status();
+  auto n = store_->DeleteTable(topology->fingerprint);
   if (!n.ok()) return n.status();
-  Changed(req.topology().fingerprint());
+  Changed(topology->fingerprint);
   resp->set_versions_deleted(*n);
-  Log(LogLevel::kInfo, "table ", req.topology().fingerprint(), " deleted (", *n, " versions)");
+  Log(LogLevel::kInfo, "table ", topology->fingerprint, " deleted (", *n, " versions)");
   return absl::OkStatus();
 }
 
 absl::Status TunerHandlers::Rollback(const v1::RollbackRequest& req, v1::RollbackResponse* resp) {
   HT_RETURN_IF_ERROR(CheckVersion(req.to_version(), "to_version"));
-  auto v = store_->Rollback(req.topology().fingerprint(), req.to_version());
+  auto topology = Resolve(req.topology());
+  if (!topology.ok()) return topology.status();
+  auto v = store_->Rollback(topology->fingerprint, req.to_version());
   if (!v.ok()) return v.status();
-  Changed(req.topology().fingerprint());
+  Changed(topology->fingerprint);
   resp->set_new_version(*v);
-  Log(LogLevel::kInfo, "table ", req.topology().fingerprint(), " rolled back: now version ", *v);
+  Log(LogLevel::kInfo, "table ", topology->fingerprint, " rolled back: now version ", *v);
   return absl::OkStatus();
 }
 
@@ -201,6 +261,7 @@ absl::Status TunerHandlers::Status(const v1::StatusRequest&, v1::StatusResponse*
   resp->set_uptime_s(
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count());
   resp->set_schema_version(info->schema_version);
+  resp->set_topology_format(kTopologyFormat);
   return absl::OkStatus();
 }
 
@@ -220,7 +281,9 @@ absl::StatusOr<std::string> TunerHandlers::CanonicalConfiguration(const std::str
 }
 
 absl::Status TunerHandlers::ReportBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp) {
-  HT_RETURN_IF_ERROR(db::ValidateFingerprint(batch.topology().fingerprint()));
+  auto topology = Resolve(batch.topology());
+  if (!topology.ok()) return topology.status();
+  const std::string& fp = topology->fingerprint;
   if (batch.samples_size() > limits_.max_batch_samples) {
     return absl::InvalidArgumentError(
         absl::StrCat("batch of ", batch.samples_size(), " samples exceeds the limit of ", limits_.max_batch_samples));
@@ -247,17 +310,17 @@ absl::Status TunerHandlers::ReportBatch(const v1::TimingBatch& batch, v1::Report
     if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat("samples[", i, "]: ", st.message()));
     samples.push_back(std::move(s));
   }
-  if (observer_) observer_(batch.topology().fingerprint(), samples);
+  if (observer_) observer_(fp, samples);
   const size_t n = samples.size();
-  activity_.Note(batch.client_id(), batch.topology().fingerprint(), n);
-  const size_t accepted = ingest_->Offer(batch.topology().fingerprint(), std::move(samples));
+  activity_.Note(batch.client_id(), fp, n);
+  const size_t accepted = ingest_->Offer(fp, std::move(samples));
   resp->set_accepted(resp->accepted() + accepted);
   resp->set_dropped(resp->dropped() + (n - accepted));
   return absl::OkStatus();
 }
 
 absl::Status TunerHandlers::CheckWatch(const v1::WatchTableRequest& req) {
-  HT_RETURN_IF_ERROR(db::ValidateFingerprint(req.topology().fingerprint()));
+  HT_RETURN_IF_ERROR(Resolve(req.topology()).status());
   HT_RETURN_IF_ERROR(rpc::CheckWorldFromWire(req.world_size(), true));
   HT_RETURN_IF_ERROR(CheckVersion(req.after_version(), "after_version"));
   if (shutting_down_) return absl::UnavailableError("hccl-tuned is shutting down");
@@ -273,7 +336,9 @@ bool TunerHandlers::WaitForTable(const v1::WatchTableRequest& req, int64_t after
       absl::MutexLock lock(&mu_);
       generation = generation_;
     }
-    auto t = Latest(req.topology().fingerprint());
+    auto topology = Resolve(req.topology());
+    if (!topology.ok()) return false;
+    auto t = Latest(topology->fingerprint);
     if (t.ok() && (*t)->version > after_version) {
       rpc::TableToProto(**t, req.world_size(), out);
       return true;

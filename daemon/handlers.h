@@ -6,6 +6,11 @@
 // invalidated by every write made through these handlers. WaitForTable blocks a WatchTable stream until a newer
 // version exists.
 //
+// Topology fingerprints: tables are keyed by format 2 (runtime/common/fingerprint.h). A request of a client of
+// format 1 names its topology by the format-1 fingerprint and JSON: it is served from the format-2 key, the JSON
+// translated; a format-1 fingerprint sent alone (a CLI's lookup) is matched against the format-1 fingerprints of
+// the stored topologies. Both translations are remembered.
+//
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
@@ -93,6 +98,12 @@ class TunerHandlers {
  private:
   // The latest table of a topology, from the cache or the store. NotFound when there is none.
   absl::StatusOr<std::shared_ptr<const db::Table>> Latest(const std::string& fingerprint);
+  // The key a request's topology is stored under, with its JSON in the current format when the request had one
+  // (see the file comment). Errors: an invalid fingerprint, a JSON that does not hash to it, a format this build
+  // does not read.
+  absl::StatusOr<db::Topology> Resolve(const v1::Topology& topology);
+  // The stored topology whose format-1 fingerprint is `fingerprint`, if any (remembered in legacy_).
+  std::optional<db::Topology> FindFormat1(const std::string& fingerprint);
   // Drops the cached table and wakes watchers.
   void Changed(const std::string& fingerprint);
   absl::StatusOr<std::string> CanonicalConfiguration(const std::string& text);
@@ -113,6 +124,10 @@ class TunerHandlers {
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by every change; watchers wait on it
 
   ActivityTracker activity_;
+
+  absl::Mutex legacy_mu_;
+  // Format-1 fingerprint -> the stored (format-2) topology: what Resolve translated. Bounded.
+  std::map<std::string, db::Topology> legacy_ ABSL_GUARDED_BY(legacy_mu_);
 
   absl::Mutex config_mu_;
   absl::flat_hash_map<std::string, std::string> canonical_ ABSL_GUARDED_BY(config_mu_);  // bounded

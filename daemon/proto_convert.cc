@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "db/store_util.h"
+#include "runtime/common/fingerprint.h"
 
 namespace hccltune::rpc {
 
@@ -86,9 +87,23 @@ absl::StatusOr<db::TunedEntry> EntryFromProto(const v1::TableEntry& p) {
   return e;
 }
 
+void TopologyToProto(const db::Topology& t, v1::Topology* out) {
+  out->set_fingerprint(t.fingerprint);
+  out->set_json(t.json);
+  out->set_topology_class(t.topology_class);
+}
+
+db::Topology TopologyFromProto(const v1::Topology& p) {
+  db::Topology t{p.fingerprint(), p.json(), p.topology_class()};
+  if (t.topology_class.empty() && !t.json.empty()) {
+    // A daemon of format 1 sends no class: the JSON (of either format) says it.
+    if (auto keys = CanonicalTopology(t.json); keys.ok()) t.topology_class = keys->topology_class;
+  }
+  return t;
+}
+
 void TableToProto(const db::Table& t, int world_size, v1::Table* out) {
-  out->mutable_topology()->set_fingerprint(t.topology.fingerprint);
-  out->mutable_topology()->set_json(t.topology.json);
+  TopologyToProto(t.topology, out->mutable_topology());
   out->set_world_size(world_size);
   out->set_version(t.version);
   out->set_content_hash(t.content_hash);
@@ -111,7 +126,7 @@ void TableToProto(const db::Table& t, int world_size, v1::Table* out) {
 
 absl::StatusOr<db::Table> TableFromProto(const v1::Table& p) {
   db::Table t;
-  t.topology = db::Topology{p.topology().fingerprint(), p.topology().json()};
+  t.topology = TopologyFromProto(p.topology());
   t.version = p.version();
   t.content_hash = p.content_hash();
   t.created_unix_ms = p.created_unix_ms();
@@ -124,8 +139,7 @@ absl::StatusOr<db::Table> TableFromProto(const v1::Table& p) {
 }
 
 void SummaryToProto(const db::TableSummary& s, v1::TableSummary* out) {
-  out->mutable_topology()->set_fingerprint(s.topology.fingerprint);
-  out->mutable_topology()->set_json(s.topology.json);
+  TopologyToProto(s.topology, out->mutable_topology());
   out->set_latest_version(s.latest_version);
   for (int64_t v : s.versions) out->add_versions(v);
   out->set_entries(s.entries);
@@ -134,7 +148,7 @@ void SummaryToProto(const db::TableSummary& s, v1::TableSummary* out) {
 
 db::TableSummary SummaryFromProto(const v1::TableSummary& p) {
   db::TableSummary s;
-  s.topology = db::Topology{p.topology().fingerprint(), p.topology().json()};
+  s.topology = TopologyFromProto(p.topology());
   s.latest_version = p.latest_version();
   s.versions.assign(p.versions().begin(), p.versions().end());
   s.entries = p.entries();

@@ -16,6 +16,9 @@ namespace v1 = ::hccltune::v1;
 // max_bytes = 0 on the wire means unbounded.
 void EntryToProto(const db::TunedEntry& e, v1::TableEntry* out);
 absl::StatusOr<db::TunedEntry> EntryFromProto(const v1::TableEntry& e);
+void TopologyToProto(const db::Topology& t, v1::Topology* out);
+// The class comes from the JSON when the message has none (a reply of a daemon of topology format 1).
+db::Topology TopologyFromProto(const v1::Topology& p);
 // world_size 0 = every entry.
 void TableToProto(const db::Table& t, int world_size, v1::Table* out);
 absl::StatusOr<db::Table> TableFromProto(const v1::Table& t);

@@ -3,6 +3,9 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/proto_convert.h"
 #include "daemon/sweep_convert.h"
+#include "db/store_util.h"
+#include "hccltune/version.h"
+#include "runtime/common/fingerprint.h"
 
 namespace hccltune::rpc {
 namespace {
@@ -57,9 +60,43 @@ std::unique_ptr<grpc::ClientContext> RemoteTuningStore::Context() const {
   return ctx;
 }
 
+absl::StatusOr<std::pair<std::string, int>> RemoteTuningStore::DaemonFormat() {
+  {
+    absl::MutexLock lock(&format_mu_);
+    if (format_) return *format_;
+  }
+  auto st = DaemonStatus();
+  if (!st.ok()) return st.status();
+  std::pair<std::string, int> f{st->library_version(), st->topology_format() == 0 ? 1 : st->topology_format()};
+  absl::MutexLock lock(&format_mu_);
+  format_ = f;
+  return f;
+}
+
+absl::Status RemoteTuningStore::CheckTopologyFormat(absl::string_view what) {
+  auto f = DaemonFormat();
+  if (!f.ok()) return f.status();
+  if (f->second >= kTopologyFormat) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "hccl-tuned ", f->first, " at ", target_, " keys tables by topology fingerprint format ", f->second,
+      "; this hccl-tune ", HCCL_TUNE_VERSION, " uses format ", kTopologyFormat, ", so it cannot ", what,
+      " there: upgrade hccl-tuned first (a rolling upgrade upgrades the daemons before their clients), or use --db"));
+}
+
+absl::Status RemoteTuningStore::ExplainNotFound(absl::Status s) {
+  if (!absl::IsNotFound(s)) return s;
+  auto f = DaemonFormat();
+  if (!f.ok() || f->second >= kTopologyFormat) return s;
+  return absl::NotFoundError(absl::StrCat(s.message(), " (hccl-tuned ", f->first, " at ", target_,
+                                          " keys tables by topology fingerprint format ", f->second,
+                                          "; this hccl-tune ", HCCL_TUNE_VERSION, " names them by format ",
+                                          kTopologyFormat, ": `hccl-tune show` lists the fingerprints it knows)"));
+}
+
 absl::StatusOr<int64_t> RemoteTuningStore::PutTable(const db::Topology& topology,
                                                     absl::Span<const db::TunedEntry> entries,
                                                     const db::PutOptions& options) {
+  if (absl::Status s = CheckTopologyFormat("store tables"); !s.ok()) return s;
   v1::PutTableRequest req;
   req.mutable_topology()->set_fingerprint(topology.fingerprint);
   req.mutable_topology()->set_json(topology.json);
@@ -77,7 +114,9 @@ absl::StatusOr<db::Table> RemoteTuningStore::GetTable(absl::string_view fingerpr
   req.mutable_topology()->set_fingerprint(std::string(fingerprint));
   req.set_version(version);
   v1::GetTableResponse resp;
-  if (absl::Status s = FromGrpc(stub_->GetTable(Context().get(), req, &resp), target_); !s.ok()) return s;
+  if (absl::Status s = FromGrpc(stub_->GetTable(Context().get(), req, &resp), target_); !s.ok()) {
+    return ExplainNotFound(s);
+  }
   return TableFromProto(resp.table());
 }
 
@@ -103,20 +142,31 @@ absl::StatusOr<std::optional<db::TunedEntry>> RemoteTuningStore::Lookup(absl::st
   req.set_world_size(world_size);
   req.set_bytes(bytes);
   v1::GetConfigResponse resp;
-  if (absl::Status s = FromGrpc(stub_->GetConfig(Context().get(), req, &resp), target_); !s.ok()) return s;
+  if (absl::Status s = FromGrpc(stub_->GetConfig(Context().get(), req, &resp), target_); !s.ok()) {
+    return ExplainNotFound(s);
+  }
   if (!resp.found()) return std::optional<db::TunedEntry>();
   auto e = EntryFromProto(resp.entry());
   if (!e.ok()) return e.status();
   return std::optional<db::TunedEntry>(*std::move(e));
 }
 
-absl::StatusOr<std::vector<db::TableSummary>> RemoteTuningStore::ListTables() {
-  v1::ListTablesResponse resp;
-  if (absl::Status s = FromGrpc(stub_->ListTables(Context().get(), v1::ListTablesRequest(), &resp), target_); !s.ok()) {
-    return s;
+absl::StatusOr<std::vector<db::TableSummary>> RemoteTuningStore::ListTables() { return ListTablesOfClass(""); }
+
+absl::StatusOr<std::vector<db::TableSummary>> RemoteTuningStore::ListTablesOfClass(absl::string_view topology_class) {
+  if (!topology_class.empty()) {
+    if (absl::Status s = db::ValidateTopologyClass(topology_class); !s.ok()) return s;
   }
+  v1::ListTablesRequest req;
+  req.set_topology_class(std::string(topology_class));
+  v1::ListTablesResponse resp;
+  if (absl::Status s = FromGrpc(stub_->ListTables(Context().get(), req, &resp), target_); !s.ok()) return s;
   std::vector<db::TableSummary> out;
-  for (const v1::TableSummary& t : resp.tables()) out.push_back(SummaryFromProto(t));
+  for (const v1::TableSummary& t : resp.tables()) {
+    db::TableSummary summary = SummaryFromProto(t);
+    // A daemon of format 1 ignores the filter: filtered here, by the class of each table's JSON.
+    if (topology_class.empty() || summary.topology.topology_class == topology_class) out.push_back(std::move(summary));
+  }
   return out;
 }
 
@@ -124,7 +174,9 @@ absl::StatusOr<uint64_t> RemoteTuningStore::DeleteTable(absl::string_view finger
   v1::DeleteTableRequest req;
   req.mutable_topology()->set_fingerprint(std::string(fingerprint));
   v1::DeleteTableResponse resp;
-  if (absl::Status s = FromGrpc(stub_->DeleteTable(Context().get(), req, &resp), target_); !s.ok()) return s;
+  if (absl::Status s = FromGrpc(stub_->DeleteTable(Context().get(), req, &resp), target_); !s.ok()) {
+    return ExplainNotFound(s);
+  }
   return resp.versions_deleted();
 }
 
@@ -133,7 +185,9 @@ absl::StatusOr<int64_t> RemoteTuningStore::Rollback(absl::string_view fingerprin
   req.mutable_topology()->set_fingerprint(std::string(fingerprint));
   req.set_to_version(to_version);
   v1::RollbackResponse resp;
-  if (absl::Status s = FromGrpc(stub_->Rollback(Context().get(), req, &resp), target_); !s.ok()) return s;
+  if (absl::Status s = FromGrpc(stub_->Rollback(Context().get(), req, &resp), target_); !s.ok()) {
+    return ExplainNotFound(s);
+  }
   return resp.new_version();
 }
 

@@ -3,14 +3,23 @@
 // samples) go to the daemon's database; live statistics are not offered remotely (Unimplemented: the runtime
 // streams them with ReportTimings); the daemon's own Status is DaemonStatus().
 //
+// Mixed versions: tables are keyed by topology fingerprint format 2. A daemon of format 1 (StatusResponse without
+// topology_format) is refused writes of tables (PutTable: FailedPrecondition naming both versions — its format-1
+// clients would never find them), its NotFound answers say which format it keys by, and the class of its tables
+// is computed here from their JSON.
+//
 // Thread-safety: safe from any thread (a gRPC channel and stub).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "db/tuning_store.h"
 #include "hccltune/v1/tuner.grpc.pb.h"
 
@@ -28,6 +37,7 @@ class RemoteTuningStore final : public db::TuningStore {
                                                        DataType dtype, int world_size, uint64_t bytes,
                                                        int64_t version) override;
   absl::StatusOr<std::vector<db::TableSummary>> ListTables() override;
+  absl::StatusOr<std::vector<db::TableSummary>> ListTablesOfClass(absl::string_view topology_class) override;
   absl::StatusOr<uint64_t> DeleteTable(absl::string_view fingerprint) override;
   absl::StatusOr<int64_t> Rollback(absl::string_view fingerprint, int64_t to_version) override;
   absl::Status RecordLiveSamples(absl::string_view fingerprint, absl::Span<const db::LiveSample> samples) override;
@@ -40,16 +50,25 @@ class RemoteTuningStore final : public db::TuningStore {
   absl::StatusOr<db::StoreInfo> Info() override;
 
   absl::StatusOr<v1::StatusResponse> DaemonStatus();
+  // OK when the daemon keys tables by this build's topology format (asked once); FailedPrecondition naming the
+  // daemon's version and format and this build's when it keys them by an older one, saying what `what` needs.
+  absl::Status CheckTopologyFormat(absl::string_view what);
   v1::Tuner::Stub& stub() { return *stub_; }
   const std::string& target() const { return target_; }
 
  private:
   std::unique_ptr<grpc::ClientContext> Context() const;
+  // The daemon's library version and topology format (1 for daemons that do not say), asked once.
+  absl::StatusOr<std::pair<std::string, int>> DaemonFormat();
+  // `s` (NotFound for a topology), with a word on the daemon's format when it keys tables by an older one.
+  absl::Status ExplainNotFound(absl::Status s);
 
   const std::string target_;
   const absl::Duration timeout_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Tuner::Stub> stub_;
+  absl::Mutex format_mu_;
+  std::optional<std::pair<std::string, int>> format_ ABSL_GUARDED_BY(format_mu_);
 };
 
 // A channel to `target` with hccl-tune's message-size limits.

@@ -16,10 +16,11 @@ absl::StatusOr<int64_t> InMemoryTuningStore::PutTable(const Topology& topology, 
   absl::MutexLock lock(&mu_);
   auto it = topologies_.find(topology.fingerprint);
   if (it == topologies_.end()) {
-    if (absl::Status s = ValidateTopology(topology); !s.ok()) return s;  // the JSON is required the first time
+    auto topology_class = ValidateTopology(topology);  // the JSON is required the first time
+    if (!topology_class.ok()) return topology_class.status();
+    it = topologies_.emplace(topology.fingerprint, TopologyState{topology.json, *topology_class}).first;
   }
-  TopologyState& state = topologies_[topology.fingerprint];
-  if (!topology.json.empty()) state.json = topology.json;
+  TopologyState& state = it->second;
   return PutLocked(state, topology.fingerprint, *std::move(sorted), options);
 }
 
@@ -37,7 +38,7 @@ absl::StatusOr<int64_t> InMemoryTuningStore::PutLocked(TopologyState& state, con
   auto version = NewVersion(fingerprint, state.next_version, options);
   if (!version.ok()) return version.status();
   Table t;
-  t.topology = Topology{fingerprint, state.json};
+  t.topology = Topology{fingerprint, state.json, state.topology_class};
   t.version = *version;
   t.content_hash = std::move(hash);
   t.created_unix_ms = options.created_unix_ms != 0 ? options.created_unix_ms : NowUnixMs();
@@ -84,11 +85,21 @@ absl::StatusOr<std::optional<TunedEntry>> InMemoryTuningStore::Lookup(absl::stri
 
 absl::StatusOr<std::vector<TableSummary>> InMemoryTuningStore::ListTables() {
   absl::MutexLock lock(&mu_);
+  return ListLocked("");
+}
+
+absl::StatusOr<std::vector<TableSummary>> InMemoryTuningStore::ListTablesOfClass(absl::string_view topology_class) {
+  if (absl::Status s = ValidateTopologyClass(topology_class); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  return ListLocked(topology_class);
+}
+
+std::vector<TableSummary> InMemoryTuningStore::ListLocked(absl::string_view topology_class) {
   std::vector<TableSummary> out;
   for (const auto& [fp, state] : topologies_) {
-    if (state.versions.empty()) continue;
+    if (state.versions.empty() || (!topology_class.empty() && state.topology_class != topology_class)) continue;
     TableSummary s;
-    s.topology = Topology{fp, state.json};
+    s.topology = Topology{fp, state.json, state.topology_class};
     const Table& latest = state.versions.rbegin()->second;
     s.latest_version = latest.version;
     for (const auto& [v, t] : state.versions) s.versions.push_back(v);

@@ -23,6 +23,7 @@ class InMemoryTuningStore final : public TuningStore {
   absl::StatusOr<std::optional<TunedEntry>> Lookup(absl::string_view fingerprint, Collective collective, DataType dtype,
                                                    int world_size, uint64_t bytes, int64_t version) override;
   absl::StatusOr<std::vector<TableSummary>> ListTables() override;
+  absl::StatusOr<std::vector<TableSummary>> ListTablesOfClass(absl::string_view topology_class) override;
   absl::StatusOr<uint64_t> DeleteTable(absl::string_view fingerprint) override;
   absl::StatusOr<int64_t> Rollback(absl::string_view fingerprint, int64_t to_version) override;
   absl::Status RecordLiveSamples(absl::string_view fingerprint, absl::Span<const LiveSample> samples) override;
@@ -37,6 +38,7 @@ class InMemoryTuningStore final : public TuningStore {
  private:
   struct TopologyState {
     std::string json;
+    std::string topology_class;
     int64_t next_version = 1;
     std::map<int64_t, Table> versions;
   };
@@ -50,6 +52,8 @@ class InMemoryTuningStore final : public TuningStore {
   absl::StatusOr<int64_t> PutLocked(TopologyState& state, const std::string& fingerprint,
                                     std::vector<TunedEntry> sorted, const PutOptions& options)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every table (topology_class empty) or those of one class.
+  std::vector<TableSummary> ListLocked(absl::string_view topology_class) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<const Table*> FindLocked(absl::string_view fingerprint, int64_t version)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Samples only for the newest max_sweeps_with_samples sweeps, `written` and any sweep marked running.

@@ -74,6 +74,7 @@ class SqliteTuningStore final : public TuningStore {
   absl::StatusOr<std::optional<TunedEntry>> Lookup(absl::string_view fingerprint, Collective collective, DataType dtype,
                                                    int world_size, uint64_t bytes, int64_t version) override;
   absl::StatusOr<std::vector<TableSummary>> ListTables() override;
+  absl::StatusOr<std::vector<TableSummary>> ListTablesOfClass(absl::string_view topology_class) override;
   absl::StatusOr<uint64_t> DeleteTable(absl::string_view fingerprint) override;
   absl::StatusOr<int64_t> Rollback(absl::string_view fingerprint, int64_t to_version) override;
   absl::Status RecordLiveSamples(absl::string_view fingerprint, absl::Span<const LiveSample> samples) override;
@@ -135,6 +136,8 @@ class SqliteTuningStore final : public TuningStore {
   absl::StatusOr<int64_t> PutLocked(absl::string_view fp, const std::vector<TunedEntry>& sorted,
                                     const PutOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<int64_t>> VersionsLocked(absl::string_view fp) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The summaries of the topologies `st` selects (fingerprint, json, class) that have a table.
+  absl::StatusOr<std::vector<TableSummary>> SummariesLocked(Stmt& st) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   const StoreOptions options_;
@@ -282,6 +285,7 @@ absl::Status SqliteTuningStore::Open() {
     }
   }
   HT_RETURN_IF_ERROR(Exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON"));
+  HT_RETURN_IF_ERROR(RegisterMigrationFunctions(db_));
   absl::Status s = Migrate();
   if (!s.ok() && absl::StrContains(s.message(), "readonly")) {
     return absl::FailedPreconditionError(absl::StrCat(s.message(), " (is the directory writable?)"));
@@ -420,10 +424,10 @@ absl::StatusOr<int64_t> SqliteTuningStore::PutTable(const Topology& topology, ab
     PREP(find, "SELECT json FROM topologies WHERE fingerprint = ?");
     find.Bind(1, topology.fingerprint);
     HT_ASSIGN_OR_RETURN(known, find.Step());
-    if (!known) HT_RETURN_IF_ERROR(ValidateTopology(topology));  // the JSON is required the first time
     if (!known) {
-      PREP(ins, "INSERT INTO topologies(fingerprint, json) VALUES (?, ?)");
-      HT_RETURN_IF_ERROR(ins.Bind(1, topology.fingerprint).Bind(2, topology.json).Run());
+      HT_ASSIGN_OR_RETURN(topology_class, ValidateTopology(topology));  // the JSON is required the first time
+      PREP(ins, "INSERT INTO topologies(fingerprint, json, class) VALUES (?, ?, ?)");
+      HT_RETURN_IF_ERROR(ins.Bind(1, topology.fingerprint).Bind(2, topology.json).Bind(3, topology_class).Run());
     }
     return PutLocked(topology.fingerprint, sorted, options);
   });
@@ -436,12 +440,12 @@ absl::StatusOr<Table> SqliteTuningStore::GetTable(absl::string_view fp, int64_t 
   t.version = v;
   {
     PREP(st,
-         "SELECT t.json, v.content_hash, v.created_ms FROM table_versions v JOIN topologies t USING(fingerprint) "
-         "WHERE v.fingerprint = ? AND v.version = ?");
+         "SELECT t.json, v.content_hash, v.created_ms, t.class FROM table_versions v JOIN topologies t "
+         "USING(fingerprint) WHERE v.fingerprint = ? AND v.version = ?");
     st.Bind(1, fp).Bind(2, v);
     HT_ASSIGN_OR_RETURN(row, st.Step());
     if (!row) return absl::NotFoundError(absl::StrCat("no table for topology ", fp));
-    t.topology = Topology{std::string(fp), st.Text(0)};
+    t.topology = Topology{std::string(fp), st.Text(0), st.Text(3)};
     t.content_hash = st.Text(1);
     t.created_unix_ms = st.Int(2);
   }
@@ -487,13 +491,25 @@ absl::StatusOr<std::optional<TunedEntry>> SqliteTuningStore::Lookup(absl::string
 
 absl::StatusOr<std::vector<TableSummary>> SqliteTuningStore::ListTables() {
   absl::MutexLock lock(&mu_);
+  PREP(st, "SELECT fingerprint, json, class FROM topologies ORDER BY fingerprint");
+  return SummariesLocked(st);
+}
+
+absl::StatusOr<std::vector<TableSummary>> SqliteTuningStore::ListTablesOfClass(absl::string_view topology_class) {
+  HT_RETURN_IF_ERROR(ValidateTopologyClass(topology_class));
+  absl::MutexLock lock(&mu_);
+  PREP(st, "SELECT fingerprint, json, class FROM topologies WHERE class = ? ORDER BY fingerprint");
+  st.Bind(1, topology_class);
+  return SummariesLocked(st);
+}
+
+absl::StatusOr<std::vector<TableSummary>> SqliteTuningStore::SummariesLocked(Stmt& st) {
   std::vector<TableSummary> out;
-  PREP(st, "SELECT fingerprint, json FROM topologies ORDER BY fingerprint");
   while (true) {
     HT_ASSIGN_OR_RETURN(row, st.Step());
     if (!row) break;
     TableSummary s;
-    s.topology = Topology{st.Text(0), st.Text(1)};
+    s.topology = Topology{st.Text(0), st.Text(1), st.Text(2)};
     HT_ASSIGN_OR_RETURN(versions, VersionsLocked(s.topology.fingerprint));
     if (versions.empty()) continue;
     s.versions = versions;

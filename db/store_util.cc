@@ -1,7 +1,5 @@
 #include "db/store_util.h"
 
-#include <openssl/sha.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,42 +13,33 @@
 
 namespace hccltune::db {
 
-std::string Sha256Hex(absl::string_view data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(2 * SHA256_DIGEST_LENGTH);
-  for (unsigned char c : digest) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
-  }
-  return out;
-}
+absl::Status ValidateFingerprint(absl::string_view fp) { return ValidateTopologyHash(fp, "topology fingerprint"); }
 
-absl::Status ValidateFingerprint(absl::string_view fp) {
-  bool ok = fp.size() == 16;
-  for (char c : fp) ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
-  if (!ok) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("topology fingerprint '", absl::CHexEscape(fp.substr(0, 64)),
-                     "' is invalid: expected 16 lower-case hex digits (SHA-256 prefix of the topology JSON)"));
-  }
-  return absl::OkStatus();
-}
+absl::Status ValidateTopologyClass(absl::string_view c) { return ValidateTopologyHash(c, "topology class"); }
 
-absl::Status ValidateTopology(const Topology& t) {
+absl::StatusOr<std::string> ValidateTopology(const Topology& t) {
   if (absl::Status s = ValidateFingerprint(t.fingerprint); !s.ok()) return s;
   if (t.json.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("topology ", t.fingerprint, " has no JSON: it is required when a table is first stored"));
   }
-  const std::string expect = Sha256Hex(t.json).substr(0, 16);
+  const std::string expect = Fingerprint(t.json);
   if (expect != t.fingerprint) {
     return absl::InvalidArgumentError(absl::StrCat("topology fingerprint ", t.fingerprint,
                                                    " does not match its JSON (which hashes to ", expect, ")"));
   }
-  return absl::OkStatus();
+  auto d = ParseTopologyJson(t.json);
+  if (!d.ok())
+    return absl::Status(d.status().code(), absl::StrCat("topology ", t.fingerprint, ": ", d.status().message()));
+  const TopologyKeys keys = KeysOf(*d);
+  if (keys.json != t.json) {
+    return absl::InvalidArgumentError(
+        Format1TopologyJson(*d) == t.json
+            ? absl::StrCat("topology ", t.fingerprint, " is of format 1: tables are stored under format ",
+                           kTopologyFormat, " (fingerprint ", keys.fingerprint, ")")
+            : absl::StrCat("topology ", t.fingerprint, ": the JSON is not in canonical form (", keys.json, ")"));
+  }
+  return keys.topology_class;
 }
 
 bool EntryKeyLess(const EntryKey& a, const EntryKey& b) {
@@ -162,7 +151,7 @@ absl::StatusOr<std::vector<TunedEntry>> ValidatePut(const Topology& topology, ab
                                                     const PutOptions& options) {
   if (absl::Status s = ValidateFingerprint(topology.fingerprint); !s.ok()) return s;
   if (!topology.json.empty()) {
-    if (absl::Status s = ValidateTopology(topology); !s.ok()) return s;
+    if (auto c = ValidateTopology(topology); !c.ok()) return c.status();
   }
   if (absl::Status s = ValidatePutOptions(options); !s.ok()) return s;
   return NormalizeEntries(entries);

@@ -12,16 +12,21 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "db/tuning_store.h"
+#include "runtime/common/fingerprint.h"
 
 namespace hccltune::db {
 
 // Lower-case hex SHA-256 of `data`.
-std::string Sha256Hex(absl::string_view data);
+using ::hccltune::Sha256Hex;
 
 // OK when `fingerprint` is 16 lower-case hex digits.
 absl::Status ValidateFingerprint(absl::string_view fingerprint);
-// OK when the JSON is non-empty and hashes to the fingerprint (the first 16 hex digits of its SHA-256).
-absl::Status ValidateTopology(const Topology& topology);
+// OK when `topology_class` is 16 lower-case hex digits.
+absl::Status ValidateTopologyClass(absl::string_view topology_class);
+// What a store checks of a topology it stores for the first time: the JSON is non-empty, hashes to the
+// fingerprint (the first 16 hex digits of its SHA-256) and is canonical JSON of the current format. Returns the
+// topology's class.
+absl::StatusOr<std::string> ValidateTopology(const Topology& topology);
 
 // Checks every entry (world size, sizes, configurations parse) and that no two ranges of one
 // (collective, dtype, world) overlap. Returns the entries sorted in canonical order with configuration strings

@@ -116,6 +116,7 @@ std::string TablesToJson(const std::vector<Table>& tables) {
     for (const TunedEntry& e : t.entries) entries.push_back(EntryToJson(e));
     out["tables"].push_back(json{{"fingerprint", t.topology.fingerprint},
                                  {"topology", t.topology.json},
+                                 {"topology_class", t.topology.topology_class},
                                  {"version", t.version},
                                  {"created_unix_ms", t.created_unix_ms},
                                  {"content_hash", t.content_hash},
@@ -180,6 +181,12 @@ absl::StatusOr<std::string> ExportStore(TuningStore& store) {
 absl::StatusOr<int> ImportIntoStore(TuningStore& store, absl::string_view text, std::vector<std::string>* edited) {
   auto tables = TablesFromJson(text);
   if (!tables.ok()) return tables.status();
+  // Files exported before topology format 2 name format-1 topologies: each is stored under its format-2 key.
+  for (Table& t : *tables) {
+    if (t.topology.json.empty() || Fingerprint(t.topology.json) != t.topology.fingerprint) continue;
+    auto keys = CanonicalTopology(t.topology.json);
+    if (keys.ok()) t.topology = Topology{keys->fingerprint, keys->json, keys->topology_class};
+  }
   // Every table is checked as PutTable checks it before any is written: a file with one bad table stores none.
   for (size_t i = 0; i < tables->size(); ++i) {
     const Table& t = (*tables)[i];

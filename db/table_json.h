@@ -2,7 +2,7 @@
 // keys, entries in canonical order), so export -> import -> export is byte-identical.
 //
 //   {"format": "hccl-tune-tables", "format_version": 1,
-//    "tables": [{"fingerprint": "...", "topology": "<canonical topology JSON>", "version": 3,
+//    "tables": [{"fingerprint": "...", "topology": "<canonical topology JSON>", "topology_class": "...", "version": 3,
 //                "created_unix_ms": ..., "content_hash": "...",
 //                "entries": [{"collective": "allreduce", "dtype": "fp32", "world_size": 8, "bytes": "0-64K",
 //                             "configuration": "...", "time_us": ..., ...}]}]}
@@ -32,11 +32,12 @@ absl::StatusOr<TunedEntry> EntryFromJsonText(absl::string_view text, const std::
 // Exports the latest version of every table in `store`.
 absl::StatusOr<std::string> ExportStore(TuningStore& store);
 // Stores every table of `text` (keeping its version number where the store allows); returns how many tables
-// changed. Every table is checked first as PutTable would (fingerprint against the topology JSON, entries,
-// version): an invalid one stores nothing and the error names it (tables[i]). Should a write still fail, the
-// error says how many tables were stored before it. Tables whose entries no longer match the content_hash written
-// at export (edited or damaged since) are imported as they are and appended to `edited` (when given; not cleared
-// first, and possibly partly filled when an error is returned) for a warning.
+// changed. A topology of format 1 (a file exported before format 2) is stored under its format-2 fingerprint; the
+// topology class is the store's, never read from the file. Every table is checked first as PutTable would (fingerprint
+// against the topology JSON, entries, version): an invalid one stores nothing and the error names it (tables[i]).
+// Should a write still fail, the error says how many tables were stored before it. Tables whose entries no longer match
+// the content_hash written at export (edited or damaged since) are imported as they are and appended to `edited` (when
+// given; not cleared first, and possibly partly filled when an error is returned) for a warning.
 absl::StatusOr<int> ImportIntoStore(TuningStore& store, absl::string_view text,
                                     std::vector<std::string>* edited = nullptr);
 

@@ -1,7 +1,8 @@
-// TuningStore: the node's memory of what is fast (../shared/ARCHITECTURE.md, db/).
+// TuningStore: the node's memory of what is fast.
 //
 // Content:
-//  - Tuned tables, one per topology fingerprint. A table holds entries keyed by (collective, dtype, world size,
+//  - Tuned tables, one per topology fingerprint, each with its topology's JSON and class. A table holds entries keyed
+//  by (collective, dtype, world size,
 //    byte range [min, max)) with the winning configuration (canonical string) and its measurements. Every change
 //    to a table creates a new version (numbers only grow, also across DeleteTable); older versions are kept up to
 //    StoreOptions::max_versions so Rollback can restore one (as a new version with the old content).
@@ -38,7 +39,10 @@ inline constexpr int kMaxWorldSize = 1 << 20;
 
 struct Topology {
   std::string fingerprint;  // 16 lower-case hex digits: SHA-256 prefix of `json`
-  std::string json;         // canonical JSON (CONVENTIONS.md, Topology fingerprint); may be empty on lookups
+  std::string json;         // canonical JSON (docs/CONVENTIONS.md, Topology fingerprint); may be empty on lookups
+  // 16 lower-case hex digits: SHA-256 prefix of the topology class JSON (the same without nodes and ranks per
+  // node). Stores fill it on reads from the JSON they hold; writes need not set it.
+  std::string topology_class;
 };
 
 struct EntryKey {
@@ -193,7 +197,9 @@ class TuningStore {
 
   // --- tables ---
   // Stores `entries` as the new content of the topology's table. The topology JSON is required the first time
-  // a fingerprint is stored and must hash to the fingerprint. Identical content to the latest version is not a
+  // a fingerprint is stored, must hash to the fingerprint and be canonical JSON of the current format
+  // (runtime/common/fingerprint.h): format 1 is refused, so whoever reads it (hccl-tuned from older clients,
+  // import from older files) translates it first (CanonicalTopology). Identical content to the latest version is not a
   // change: the latest version number is returned and nothing is written. Returns the table's version.
   virtual absl::StatusOr<int64_t> PutTable(const Topology& topology, absl::Span<const TunedEntry> entries,
                                            const PutOptions& options) = 0;
@@ -204,6 +210,8 @@ class TuningStore {
                                                            DataType dtype, int world_size, uint64_t bytes,
                                                            int64_t version) = 0;
   virtual absl::StatusOr<std::vector<TableSummary>> ListTables() = 0;
+  // The tables whose topology is of class `topology_class` (16 hex digits, else InvalidArgument), by fingerprint.
+  virtual absl::StatusOr<std::vector<TableSummary>> ListTablesOfClass(absl::string_view topology_class) = 0;
   // Removes every version; returns how many. NotFound when the topology has no table.
   virtual absl::StatusOr<uint64_t> DeleteTable(absl::string_view fingerprint) = 0;
   // Makes the content of `to_version` (0 = the one before the latest) the new latest version; returns it.

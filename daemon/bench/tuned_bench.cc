@@ -15,6 +15,7 @@
 #include "daemon/remote_store.h"
 #include "db/store_util.h"
 #include "hccltune/version.h"
+#include "runtime/common/fingerprint.h"
 
 namespace {
 
@@ -48,9 +49,13 @@ int main(int argc, char** argv) {
   auto channel = hccltune::rpc::MakeChannel(target);
   auto stub = v1::Tuner::NewStub(channel);
 
-  // A topology of its own, so repeated runs do not collide.
-  const std::string json = absl::StrCat(R"({"bench":)", Clock::now().time_since_epoch().count(), "}");
-  const std::string fp = hccltune::db::Sha256Hex(json).substr(0, 16);
+  // A topology of its own (one node of a rank count taken from the clock), so repeated runs do not collide.
+  hccltune::TopologyDescription topology;
+  topology.ranks_per_node = {1 + static_cast<int>(Clock::now().time_since_epoch().count() % (1 << 20))};
+  topology.release = "0.0";
+  const hccltune::TopologyKeys keys = hccltune::KeysOf(topology);
+  const std::string& json = keys.json;
+  const std::string& fp = keys.fingerprint;
   v1::PutTableRequest put;
   put.mutable_topology()->set_fingerprint(fp);
   put.mutable_topology()->set_json(json);

@@ -4,10 +4,13 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -15,6 +18,7 @@
 #include "hccltune/v1/tuner.grpc.pb.h"
 #include "hccltune/version.h"
 #include "runtime/common/daemon_discovery.h"
+#include "runtime/common/fingerprint.h"
 #include "runtime/common/logging.h"
 #include "runtime/common/sizes.h"
 #include "runtime/selector/tuning.h"
@@ -114,7 +118,14 @@ class DaemonClient final : public TuningClient {
     if (!target_.socket_path.empty() && ::access(target_.socket_path.c_str(), F_OK) != 0) {
       return absl::UnavailableError(absl::StrCat("no tuning daemon at ", target_.grpc_target));
     }
+    const absl::Time deadline = absl::Now() + timeout;
     auto t = Get(0, timeout);
+    if (t.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      key_settled_ = true;  // the daemon keys tables as this build does
+    } else if (absl::IsNotFound(t.status()) && SettleKey(deadline)) {
+      t = Get(0, std::max(deadline - absl::Now(), absl::Milliseconds(1)));  // the key changed: ask again
+    }
     if (t.ok() && *t) {
       std::lock_guard<std::mutex> lock(mu_);
       latest_ = *t;
@@ -154,11 +165,56 @@ class DaemonClient final : public TuningClient {
     return out;
   }
 
+  // The topology as this daemon keys it.
+  struct Key {
+    std::string fingerprint, json;
+  };
+  Key CurrentKey() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return key_;
+  }
+
+  // Asks the daemon (once) which topology format it keys tables by; on one older than this build's, speaks to it
+  // with the format-1 key from now on. Returns whether the key changed. Not settled when the daemon does not
+  // answer (asked again next time).
+  bool SettleKey(absl::Time deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (key_settled_) return false;
+    }
+    grpc::ClientContext cc;
+    cc.set_deadline(absl::ToChronoTime(deadline));
+    v1::StatusResponse st;
+    if (!stub_->Status(&cc, v1::StatusRequest(), &st).ok()) return false;
+    const int format = st.topology_format() == 0 ? 1 : st.topology_format();
+    std::optional<std::string> old;
+    if (format < kTopologyFormat) {
+      auto d = ParseTopologyJson(ctx_.topology_json);
+      if (d.ok()) old = Format1TopologyJson(*d);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (key_settled_) return false;
+    key_settled_ = true;
+    if (format >= kTopologyFormat) return false;
+    const std::string versions = absl::StrCat("hccl-tuned ", st.library_version(), " at ", target_.grpc_target,
+                                              " keys tables by topology fingerprint format ", format,
+                                              "; this hccl-tune ", HCCL_TUNE_VERSION, " uses format ", kTopologyFormat);
+    if (!old) {
+      Log(LogLevel::kWarn, versions, ", and format ", format, " cannot express topology ", ctx_.fingerprint, " ",
+          ctx_.topology_json, ": no tuned table and no live timings until hccl-tuned is upgraded");
+      return false;
+    }
+    key_ = Key{Fingerprint(*old), *std::move(old)};
+    Log(LogLevel::kInfo, versions, ": topology ", ctx_.fingerprint, " is ", key_.fingerprint, " there");
+    return true;
+  }
+
   // GetTable; null table when the daemon says "unchanged".
   absl::StatusOr<std::shared_ptr<const TunedTable>> Get(int64_t if_newer_than, absl::Duration timeout) {
+    const Key key = CurrentKey();
     v1::GetTableRequest req;
-    req.mutable_topology()->set_fingerprint(ctx_.fingerprint);
-    req.mutable_topology()->set_json(ctx_.topology_json);
+    req.mutable_topology()->set_fingerprint(key.fingerprint);
+    req.mutable_topology()->set_json(key.json);
     req.set_world_size(ctx_.world_size);
     req.set_if_newer_than(if_newer_than);
     if (ctx_.env.table_version) req.set_version(*ctx_.env.table_version);
@@ -210,11 +266,14 @@ class DaemonClient final : public TuningClient {
   }
 
   absl::Status Send(const std::vector<RawTimingSample>& batch, uint64_t dropped) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(2);  // for both calls
+    SettleKey(deadline);
+    const Key key = CurrentKey();
     v1::TimingBatch msg;
-    msg.mutable_topology()->set_fingerprint(ctx_.fingerprint);
-    msg.mutable_topology()->set_json(ctx_.topology_json);
+    msg.mutable_topology()->set_fingerprint(key.fingerprint);
+    msg.mutable_topology()->set_json(key.json);
     msg.set_dropped_by_client(dropped);
-    msg.set_client_id(absl::StrCat(ctx_.fingerprint, "/", pid_, "/", ctx_.rank));
+    msg.set_client_id(absl::StrCat(key.fingerprint, "/", pid_, "/", ctx_.rank));
     // Configuration ids are formatted here, off the calling thread, once per distinct id in the batch.
     std::map<uint32_t, std::string> names;
     for (const RawTimingSample& t : batch) {
@@ -232,7 +291,7 @@ class DaemonClient final : public TuningClient {
       p->set_rank(ctx_.rank);
     }
     grpc::ClientContext cc;
-    cc.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    cc.set_deadline(absl::ToChronoTime(deadline));
     v1::ReportTimingsResponse resp;
     auto writer = stub_->ReportTimings(&cc, &resp);
     writer->Write(msg);
@@ -269,6 +328,8 @@ class DaemonClient final : public TuningClient {
   }
 
   TuningContext ctx_;
+  Key key_{ctx_.fingerprint, ctx_.topology_json};  // guarded by mu_
+  bool key_settled_ = false;                       // guarded by mu_
   DaemonTarget target_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Tuner::Stub> stub_;

@@ -112,10 +112,13 @@ TEST(SweepResult, ParsesTheDoneEvent) {
 }
 
 TEST(SweepResult, SingleNodeTopologies) {
+  EXPECT_TRUE(IsSingleNode(
+      R"({"format":2,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1","runtime":"hccl-tune"})"));
+  EXPECT_FALSE(IsSingleNode(R"({"format":2,"nodes":2,"ranks_per_node":[2,2]})"));
+  // Topologies stored before format 2 say it the same way.
   EXPECT_TRUE(IsSingleNode(R"({"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2]})"));
-  EXPECT_FALSE(IsSingleNode(R"({"format":1,"nodes":2,"ranks_per_node":[2,2]})"));
   EXPECT_FALSE(IsSingleNode("not json"));
-  EXPECT_FALSE(IsSingleNode(R"({"format":1})"));
+  EXPECT_FALSE(IsSingleNode(R"({"format":2})"));
 }
 
 class MiniSweeperTest : public ::testing::Test {
@@ -123,9 +126,10 @@ class MiniSweeperTest : public ::testing::Test {
   void SetUp() override {
     char tmpl[] = "/tmp/mini_sweep_test.XXXXXX";
     dir_ = ::mkdtemp(tmpl);
-    const std::string one = R"({"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1"})";
+    const std::string one =
+        R"({"format":2,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1","runtime":"hccl-tune"})";
     const std::string two =
-        R"({"format":1,"inter":[],"intra":["shm"],"nodes":2,"ranks_per_node":[1,1],"release":"0.1"})";
+        R"({"format":2,"inter":[],"intra":[],"nodes":2,"ranks_per_node":[1,1],"release":"0.1","runtime":"hccl-tune"})";
     single_ = db::Topology{db::Sha256Hex(one).substr(0, 16), one};
     multi_ = db::Topology{db::Sha256Hex(two).substr(0, 16), two};
     ASSERT_TRUE(store_.PutTable(multi_, Table(), {}).ok());  // stale too, but two nodes: never mini-swept

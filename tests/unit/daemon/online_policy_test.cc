@@ -46,7 +46,8 @@ class OnlinePolicyTest : public ::testing::Test {
     db::TunedEntry other = e;
     other.key.range = ByteRange{4096, kUnbounded};
     other.runner_up.clear();
-    const std::string json = R"({"format":1})";
+    const std::string json =
+        R"({"format":2,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1","runtime":"hccl-tune"})";
     topo_ = db::Topology{db::Sha256Hex(json).substr(0, 16), json};
     ASSERT_TRUE(store_.PutTable(topo_, {e, other}, db::PutOptions{}).ok());
   }
@@ -237,7 +238,8 @@ TEST(OnlinePolicyFloor, SmallAbsoluteSlowdownsAreNotRegressionsWithAFloor) {
   e.configuration = kRing;
   e.time_us = 0.8;
   e.rank_time_us = 0.7;  // an 8 B call swept after a barrier
-  const std::string json = R"({"format":1})";
+  const std::string json =
+      R"({"format":2,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1","runtime":"hccl-tune"})";
   const db::Topology topo{db::Sha256Hex(json).substr(0, 16), json};
   ASSERT_TRUE(store.PutTable(topo, {e}, {}).ok());
   auto feed = [&](double us) {

@@ -6,18 +6,29 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "db/store_util.h"
 #include "db/tuning_store.h"
 
 namespace hccltune::db::testing {
 
+// `nodes` nodes of `ranks_per_node` ranks each, one TCP network between them: the canonical format-2 JSON,
+// written out here (not by the code under test), its fingerprint and class.
 inline Topology MakeTopology(int nodes, int ranks_per_node = 8) {
   Topology t;
-  t.json = absl::StrCat(R"({"format":1,"inter":[],"intra":["shm"],"nodes":)", nodes, R"(,"ranks_per_node":[)",
-                        ranks_per_node, R"(],"release":"0.1"})");
+  std::vector<std::string> counts(static_cast<size_t>(nodes), std::to_string(ranks_per_node));
+  const std::string inter = nodes > 1 ? R"({"link":"tcp","network":"10.20.0.0/16"})" : "";
+  const std::string intra = ranks_per_node > 1 ? R"("shm")" : "";
+  const std::string cls = absl::StrCat(R"({"format":2,"inter":[)", inter, R"(],"intra":[)", intra,
+                                       R"(],"release":"0.1","runtime":"hccl-tune"})");
+  t.json =
+      absl::StrCat(R"({"format":2,"inter":[)", inter, R"(],"intra":[)", intra, R"(],"nodes":)", nodes,
+                   R"(,"ranks_per_node":[)", absl::StrJoin(counts, ","), R"(],"release":"0.1","runtime":"hccl-tune"})");
   t.fingerprint = Sha256Hex(t.json).substr(0, 16);
+  t.topology_class = Sha256Hex(cls).substr(0, 16);
   return t;
 }
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "db/memory_store.h"
@@ -174,6 +176,78 @@ TYPED_TEST(TuningStoreConformance, BadInputIsRefused) {
   ASSERT_TRUE(list.ok());
   EXPECT_TRUE(list->empty());  // nothing half-written
   EXPECT_EQ(this->store_->GetTable("not-a-fingerprint", 0).status().code(), kInvalid);
+}
+
+// The topology class is kept beside each table and lists the tables of one class, whatever their node count.
+TYPED_TEST(TuningStoreConformance, TopologyClassIsKeptAndListsItsTables) {
+  const Topology two = MakeTopology(2), four = MakeTopology(4), one = MakeTopology(1);
+  ASSERT_EQ(two.topology_class, four.topology_class);  // 2 and 4 nodes over TCP: one class
+  ASSERT_NE(two.topology_class, one.topology_class);   // one node: no network between nodes
+  for (const Topology& t : {two, four, one}) {
+    ASSERT_TRUE(this->store_->PutTable(Topology{t.fingerprint, t.json}, ThreeEntries(), {}).ok());
+  }
+  auto got = this->store_->GetTable(four.fingerprint, 0);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->topology.topology_class, four.topology_class);
+  auto all = this->store_->ListTables();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u);
+  for (const TableSummary& s : *all) {
+    EXPECT_EQ(s.topology.topology_class,
+              s.topology.fingerprint == one.fingerprint ? one.topology_class : two.topology_class);
+  }
+  auto tcp = this->store_->ListTablesOfClass(two.topology_class);
+  ASSERT_TRUE(tcp.ok()) << tcp.status();
+  ASSERT_EQ(tcp->size(), 2u);
+  std::set<std::string> fps{(*tcp)[0].topology.fingerprint, (*tcp)[1].topology.fingerprint};
+  EXPECT_EQ(fps, (std::set<std::string>{two.fingerprint, four.fingerprint}));
+  EXPECT_EQ((*tcp)[0].latest_version, 1);
+  EXPECT_EQ((*tcp)[0].entries, 3u);
+  EXPECT_EQ(this->store_->ListTablesOfClass(one.topology_class)->size(), 1u);
+  EXPECT_TRUE(this->store_->ListTablesOfClass("0123456789abcdef")->empty());
+  EXPECT_EQ(this->store_->ListTablesOfClass("TCP").status().code(), absl::StatusCode::kInvalidArgument);
+  // A deleted table leaves its class.
+  ASSERT_TRUE(this->store_->DeleteTable(four.fingerprint).ok());
+  EXPECT_EQ(this->store_->ListTablesOfClass(two.topology_class)->size(), 1u);
+}
+
+// Only canonical JSON of the current format is stored: one topology, one key. Format 1 is named as such (the
+// daemon and import translate it before it reaches a store).
+TYPED_TEST(TuningStoreConformance, OnlyCanonicalFormat2TopologiesAreStored) {
+  auto put = [&](const std::string& json) {
+    return this->store_->PutTable(Topology{Sha256Hex(json).substr(0, 16), json}, ThreeEntries(), {}).status();
+  };
+  auto s = put(R"({"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1"})");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("format 1"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("af19111ba64fafe7"), std::string::npos) << s;  // its format-2 fingerprint
+  s = put(R"({"format": 2, "inter": [], "intra": ["shm"], "nodes": 1, "ranks_per_node": [2], "release": "0.1",)"
+          R"( "runtime": "hccl-tune"})");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("canonical"), std::string::npos) << s;
+  s = put(R"({"format":2,"inter":[],"intra":["shm"],"nodes":3,"ranks_per_node":[2],"release":"0.1","runtime":"x"})");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  s = put(R"({"format":3,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1"})");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("format 3"), std::string::npos) << s;
+  EXPECT_TRUE(this->store_->ListTables()->empty());
+}
+
+// A file exported before format 2 imports under the format-2 key of each of its topologies.
+TYPED_TEST(TuningStoreConformance, ImportStoresFormat1TablesUnderTheirFormat2Key) {
+  const std::string json1 = R"({"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1"})";
+  Table t{Topology{"201f47a09e7228b1", json1}, 3, "", 1000, ThreeEntries()};
+  auto imported = ImportIntoStore(*this->store_, TablesToJson({t}));
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(*imported, 1);
+  EXPECT_EQ(this->store_->GetTable("201f47a09e7228b1", 0).status().code(), absl::StatusCode::kNotFound);
+  auto got = this->store_->GetTable("af19111ba64fafe7", 0);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->version, 3);
+  EXPECT_EQ(
+      got->topology.json,
+      R"({"format":2,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1","runtime":"hccl-tune"})");
+  EXPECT_EQ(got->topology.topology_class, "0ccf22620ca1e2fc");
 }
 
 TYPED_TEST(TuningStoreConformance, OldVersionsAreBoundedAndRollbackRestores) {

@@ -316,6 +316,9 @@ class RacingStore final : public db::TuningStore {
     return inner_.Lookup(f, c, d, w, b, v);
   }
   absl::StatusOr<std::vector<db::TableSummary>> ListTables() override { return inner_.ListTables(); }
+  absl::StatusOr<std::vector<db::TableSummary>> ListTablesOfClass(absl::string_view c) override {
+    return inner_.ListTablesOfClass(c);
+  }
   absl::StatusOr<uint64_t> DeleteTable(absl::string_view f) override { return inner_.DeleteTable(f); }
   absl::StatusOr<int64_t> Rollback(absl::string_view f, int64_t v) override { return inner_.Rollback(f, v); }
   absl::Status RecordLiveSamples(absl::string_view f, absl::Span<const db::LiveSample> s) override {
@@ -345,7 +348,8 @@ TEST(Winners, PutMergedMergesIntoAVersionPublishedMeanwhile) {
   using R = std::vector<std::tuple<std::string, uint64_t, uint64_t>>;
   const auto ar = Collective::kAllreduce;
   db::Topology topo;
-  topo.json = R"({"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1"})";
+  topo.json =
+      R"({"format":2,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1","runtime":"hccl-tune"})";
   topo.fingerprint = db::Sha256Hex(topo.json).substr(0, 16);
   db::InMemoryTuningStore inner;
   auto v1 = inner.PutTable(topo, {MergeTestEntry(ar, 0, kUnbounded, "ring")}, {});
@@ -368,7 +372,8 @@ TEST(Winners, PutMergedMergesIntoAVersionPublishedMeanwhile) {
       << "the version published meanwhile must not be overwritten";
   // Without a table yet: the first put creates it (expected version -1).
   db::Topology other = topo;
-  other.json = R"({"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[4],"release":"0.1"})";
+  other.json =
+      R"({"format":2,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[4],"release":"0.1","runtime":"hccl-tune"})";
   other.fingerprint = db::Sha256Hex(other.json).substr(0, 16);
   auto first = PutMerged(inner, other, {MergeTestEntry(ar, 0, kUnbounded, "one_shot")});
   ASSERT_TRUE(first.ok()) << first.status();
