@@ -66,6 +66,22 @@ got=$("$cli" get --coll allreduce --dtype fp32 --bytes 1M --world 4 --topology "
 [[ $got == ring\(chunk=1M* ]] || fail "get returned '$got'"
 "$cli" export "$tmp/out1.json" --daemon "$target"
 "$cli" show --daemon "$target" | grep -q "one_shot" || fail "show lacks the table"
+# The topology class (the JSON without nodes and ranks_per_node): show and status print it, get --class lists it.
+cls=$(printf '%s' '{"format":2,"inter":[],"intra":["shm"],"release":"0.1","runtime":"hccl-tune"}' | sha256sum | cut -c1-16)
+"$cli" show --daemon "$target" | grep -q "^topology $fp  class $cls " || fail "show does not print class $cls"
+"$cli" status --daemon "$target" > "$tmp/status.txt"
+grep -q "^  class $cls " "$tmp/status.txt" || fail "status does not print class $cls: $(cat "$tmp/status.txt")"
+grep -q "^topology_format: 2$" "$tmp/status.txt" || fail "status does not print the topology format"
+"$cli" get --class "$cls" --daemon "$target" > "$tmp/class.txt" || fail "get --class $cls"
+grep -q "^  $fp  *1  4 " "$tmp/class.txt" || fail "get --class does not list $fp (1 node, 4 ranks): $(cat "$tmp/class.txt")"
+"$cli" get --class "$cls" --json --daemon "$target" | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert [t["fingerprint"] for t in j["tables"]] == [sys.argv[1]] and j["tables"][0]["ranks_per_node"] == [4], j
+assert j["class"] == sys.argv[2] and "nodes" not in json.loads(j["topology"]), j' "$fp" "$cls" ||
+  fail "get --class --json"
+if "$cli" get --class 0123456789abcdef --daemon "$target" 2>"$tmp/err"; then fail "get --class of no table: exit 0"; fi
+grep -q "no tuned tables of topology class 0123456789abcdef" "$tmp/err" || fail "get --class: $(cat "$tmp/err")"
 
 # A second daemon on the same socket is refused; the first keeps serving.
 if "$tuned" --socket "$sock" --db "$tmp/other.db" 2>"$tmp/second.log"; then fail "second daemon started"; fi

@@ -82,4 +82,18 @@ sqlite3 "$d/r.db" "INSERT INTO sweeps(id, params, status, progress, started_ms, 
   VALUES ('sw-live', '$params', 'running', 0.5, $(date +%s%3N), 0, '')"
 expect_fail "resume of a sweep whose owner runs" "pid $owner" "$bin" sweep --resume sw-live --db "$d/r.db"
 grep -qF -- "--force" "$d/err" || fail "the refusal does not mention --force: $(cat "$d/err")"
+
+# 6. A file exported before fingerprint format 2 imports under each topology's format-2 key, and the class lists it.
+old='{"format":1,"inter":[],"intra":["shm"],"nodes":1,"ranks_per_node":[2],"release":"0.1"}'
+file "$(table "$(printf '%s' "$old" | sha256sum | cut -c1-16)" "$old" 1 one_shot)" > "$d/format1.json"
+"$bin" import "$d/format1.json" --db "$d/f.db" 2> "$d/err" || fail "import of a format-1 file: $(cat "$d/err")"
+"$bin" show --db "$d/f.db" > "$d/show.txt"
+cls=$(printf '%s' '{"format":2,"inter":[],"intra":["shm"],"release":"0.1","runtime":"hccl-tune"}' | sha256sum | cut -c1-16)
+grep -q "^topology $fp  class $cls " "$d/show.txt" || fail "format-1 import not under $fp, class $cls: $(cat "$d/show.txt")"
+grep -qF "$topo" "$d/show.txt" || fail "format-1 import did not store the format-2 JSON: $(cat "$d/show.txt")"
+"$bin" get --class "$cls" --db "$d/f.db" | grep -q "^  $fp " || fail "get --class --db does not list $fp"
+"$bin" status --db "$d/f.db" | grep -q "^  class $cls " || fail "status --db does not print class $cls"
+expect_fail "get --class with a malformed class" "16 lower-case hex digits" "$bin" get --class TCP --db "$d/f.db"
+expect_fail "get --class with --topology" "excludes" "$bin" get --class "$cls" --topology "$fp" --db "$d/f.db"
+expect_fail "get without a topology or class" "--class" "$bin" get --coll allreduce --db "$d/f.db"
 echo "PASS"

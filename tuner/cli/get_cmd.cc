@@ -1,30 +1,102 @@
-// `hccl-tune get`: the tuned configuration for one call.
+// `hccl-tune get`: the tuned configuration for one call, or (--class) the tables of one topology class.
+#include <algorithm>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "runtime/common/fingerprint.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
 
 namespace hccltune::cli {
+namespace {
+
+// `get --class`: every table whose topology is of the class, one line each (or JSON); NotFound when none.
+absl::Status ListClass(db::TuningStore& store, const std::string& where, const std::string& topology_class,
+                       bool as_json) {
+  auto tables = store.ListTablesOfClass(topology_class);
+  if (!tables.ok()) return tables.status();
+  if (tables->empty()) {
+    return absl::NotFoundError(absl::StrCat("no tuned tables of topology class ", topology_class, " in ", where));
+  }
+  nlohmann::json out = {{"class", topology_class}, {"topology", ""}, {"tables", nlohmann::json::array()}};
+  for (const db::TableSummary& t : *tables) {
+    auto d = ParseTopologyJson(t.topology.json);
+    if (d.ok()) out["topology"] = TopologyClassJson(*d);
+    std::vector<int> rpn = d.ok() ? d->ranks_per_node : std::vector<int>();
+    std::sort(rpn.begin(), rpn.end());
+    out["tables"].push_back({{"fingerprint", t.topology.fingerprint},
+                             {"topology", t.topology.json},
+                             {"nodes", rpn.size()},
+                             {"ranks_per_node", rpn},
+                             {"latest_version", t.latest_version},
+                             {"versions", t.versions},
+                             {"entries", t.entries},
+                             {"updated_unix_ms", t.updated_unix_ms}});
+  }
+  if (as_json) {
+    std::cout << out.dump(2) << "\n";
+    return absl::OkStatus();
+  }
+  std::cout << absl::StrFormat("class %s  %s\n", topology_class, out["topology"].get<std::string>());
+  std::cout << absl::StrFormat("  %-16s %5s  %-16s %7s %7s  %s\n", "topology", "nodes", "ranks_per_node", "version",
+                               "entries", "updated");
+  for (const auto& t : out["tables"]) {
+    std::cout << absl::StrFormat(
+        "  %-16s %5d  %-16s %7d %7d  %s\n", t["fingerprint"].get<std::string>(), t["nodes"].get<int>(),
+        absl::StrJoin(t["ranks_per_node"].get<std::vector<int>>(), ","), t["latest_version"].get<int64_t>(),
+        t["entries"].get<uint64_t>(),
+        absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(t["updated_unix_ms"].get<int64_t>()),
+                         absl::UTCTimeZone()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 void RegisterGet(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("get", "Look up the tuned configuration for one call");
   struct Args {
     StoreFlags store;
-    std::string coll, dtype, bytes, topology;
+    std::string coll, dtype, bytes, topology, topology_class;
     int world = 0;
     int64_t version = 0;
+    bool json = false;
   };
   auto a = std::make_shared<Args>();
   AddStoreFlags(cmd, &a->store);
-  cmd->add_option("--coll", a->coll, "Collective, e.g. allreduce")->required();
-  cmd->add_option("--dtype", a->dtype, "Data type, e.g. fp32")->required();
-  cmd->add_option("--bytes", a->bytes, "Size in bytes (suffixes K, M, G)")->required();
-  cmd->add_option("--world", a->world, "World size")->required();
-  cmd->add_option("--topology", a->topology, "Topology fingerprint")->required();
-  cmd->add_option("--version", a->version, "Table version (default latest)");
+  const std::vector<CLI::Option*> lookup = {
+      cmd->add_option("--coll", a->coll, "Collective, e.g. allreduce"),
+      cmd->add_option("--dtype", a->dtype, "Data type, e.g. fp32"),
+      cmd->add_option("--bytes", a->bytes, "Size in bytes (suffixes K, M, G)"),
+      cmd->add_option("--world", a->world, "World size"),
+      cmd->add_option("--topology", a->topology, "Topology fingerprint"),
+      cmd->add_option("--version", a->version, "Table version (default latest)"),
+  };
+  auto* by_class = cmd->add_option("--class", a->topology_class,
+                                   "List the tables of this topology class instead (16 hex digits, as show prints)");
+  auto* json = cmd->add_flag("--json", a->json, "With --class: print JSON");
+  for (CLI::Option* o : lookup) o->excludes(by_class);
+  json->needs(by_class);
   cmd->callback([a, exit_code] {
+    if (!a->topology_class.empty()) {
+      auto opened = OpenStore(a->store);
+      absl::Status s =
+          opened.ok() ? ListClass(*opened->store, opened->where, a->topology_class, a->json) : opened.status();
+      *exit_code = s.ok() ? 0 : ReportError(s);
+      return;
+    }
+    if (a->coll.empty() || a->dtype.empty() || a->bytes.empty() || a->world == 0 || a->topology.empty()) {
+      *exit_code = ReportError(absl::InvalidArgumentError(
+          "get needs --coll, --dtype, --bytes, --world and --topology (or --class CLASS to list the tables of a "
+          "topology class)"));
+      return;
+    }
     auto coll = ParseCollective(a->coll);
     auto dtype = ParseDataType(a->dtype);
     auto bytes = ParseBytes(a->bytes);

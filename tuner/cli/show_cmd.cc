@@ -59,8 +59,10 @@ void RegisterShow(CLI::App& app, int* exit_code) {
     }
     if (tables.empty()) std::cout << "no tuned tables in " << opened->where << "\n";
     for (const db::Table& t : tables) {
-      std::cout << absl::StrFormat("topology %s  version %d  %d entries  hash %s\n  %s\n", t.topology.fingerprint,
-                                   t.version, t.entries.size(), t.content_hash.substr(0, 16), t.topology.json);
+      std::cout << absl::StrFormat("topology %s  class %s  version %d  %d entries  hash %s\n  %s\n",
+                                   t.topology.fingerprint,
+                                   t.topology.topology_class.empty() ? "-" : t.topology.topology_class, t.version,
+                                   t.entries.size(), t.content_hash.substr(0, 16), t.topology.json);
       std::cout << absl::StrFormat("  %-13s %-5s %6s %-12s %10s %9s %7s  %s\n", "coll", "dtype", "world", "bytes",
                                    "time_us", "busbw", "margin", "configuration");
       for (const db::TunedEntry& e : t.entries) {

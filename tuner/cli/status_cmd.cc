@@ -6,12 +6,17 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "db/sqlite_store.h"
 #include "nlohmann/json.hpp"
+#include "runtime/common/fingerprint.h"
 #include "runtime/common/sizes.h"
 #include "runtime/common/types.h"
 #include "tuner/cli/commands.h"
@@ -55,6 +60,23 @@ absl::StatusOr<std::unique_ptr<db::TuningStore>> OpenDaemonDatabase(const std::s
   return db::OpenSqliteTuningStore(path);
 }
 
+// The topology classes of `tables`, each with its class JSON and the fingerprints of its tables.
+nlohmann::json Classes(const std::vector<db::TableSummary>& tables) {
+  std::map<std::string, nlohmann::json> by_class;
+  for (const db::TableSummary& t : tables) {
+    const std::string c = t.topology.topology_class.empty() ? "-" : t.topology.topology_class;
+    nlohmann::json& entry = by_class[c];
+    if (entry.is_null()) {
+      auto d = ParseTopologyJson(t.topology.json);
+      entry = {{"class", c}, {"topology", d.ok() ? TopologyClassJson(*d) : ""}, {"tables", nlohmann::json::array()}};
+    }
+    entry["tables"].push_back(t.topology.fingerprint);
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [c, entry] : by_class) out.push_back(std::move(entry));
+  return out;
+}
+
 }  // namespace
 
 void RegisterStatus(CLI::App& app, int* exit_code) {
@@ -90,7 +112,8 @@ void RegisterStatus(CLI::App& app, int* exit_code) {
              {"samples_dropped", st->samples_dropped()},
              {"samples_queued", st->samples_queued()},
              {"connected_clients", st->connected_clients()},
-             {"uptime_s", st->uptime_s()}};
+             {"uptime_s", st->uptime_s()},
+             {"topology_format", st->topology_format() == 0 ? 1 : st->topology_format()}};
     } else {
       auto info = opened->store->Info();
       if (!info.ok()) {
@@ -103,7 +126,16 @@ void RegisterStatus(CLI::App& app, int* exit_code) {
              {"schema_version", info->schema_version},
              {"tables", info->tables},
              {"entries", info->entries},
-             {"live_samples", info->live_samples}};
+             {"live_samples", info->live_samples},
+             {"topology_format", kTopologyFormat}};
+    }
+    {
+      auto tables = opened->store->ListTables();
+      if (!tables.ok()) {
+        *exit_code = ReportError(tables.status());
+        return;
+      }
+      out["classes"] = Classes(*tables);
     }
     bool live_errors = false;
     if (*live) {
@@ -156,8 +188,14 @@ void RegisterStatus(CLI::App& app, int* exit_code) {
       std::cout << out.dump(2) << "\n";
     } else {
       for (auto it = out.begin(); it != out.end(); ++it) {
-        if (it.key() == "live" || it.key() == "live_errors") continue;
+        if (it.key() == "live" || it.key() == "live_errors" || it.key() == "classes") continue;
         std::cout << it.key() << ": " << (it->is_string() ? it->get<std::string>() : it->dump()) << "\n";
+      }
+      std::cout << "topology classes: " << out["classes"].size() << "\n";
+      for (const auto& c : out["classes"]) {
+        std::vector<std::string> fps = c["tables"].get<std::vector<std::string>>();
+        std::cout << "  class " << c["class"].get<std::string>() << "  " << c["topology"].get<std::string>()
+                  << "\n    tables: " << absl::StrJoin(fps, " ") << "\n";
       }
       if (out.contains("live")) {
         std::cout << "live statistics (calls per configuration):\n";

@@ -157,6 +157,9 @@ absl::StatusOr<Storage> OpenStorage(const SweepArgs& a) {
     return absl::UnavailableError(absl::StrCat("no daemon answers at ", s.tables.where, " (", probe.status().message(),
                                                "); start hccl-tuned, pass --daemon TARGET, or use --db PATH"));
   }
+  if (!a.no_table) {  // before measuring: the winners could not be stored
+    if (absl::Status f = s.tables.remote->CheckTopologyFormat("store the sweep's winners"); !f.ok()) return f;
+  }
   if (a.journal.empty()) {
     // The default: samples and progress through the daemon, committed as the sweep goes.
     s.journal = s.tables.store.get();

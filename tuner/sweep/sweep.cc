@@ -19,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "runtime/algorithms/registry.h"
 #include "runtime/common/configuration.h"
+#include "runtime/common/fingerprint.h"
 #include "runtime/common/json_field.h"
 #include "tuner/bench/call.h"
 #include "tuner/sweep/winners.h"
@@ -545,6 +546,13 @@ absl::Status CheckResumable(const db::Sweep& row, int64_t now_unix_ms) {
 
 namespace {
 
+// The fingerprint of the topology a journal row's sweep ran on, in the current format: a sweep journalled by a
+// client of an older format names its topology by that format.
+std::string SweptFingerprint(const json& params) {
+  auto keys = CanonicalTopology(JsonOr(params, "topology", ""));
+  return keys.ok() ? keys->fingerprint : JsonOr(params, "fingerprint", "?");
+}
+
 // Rank 0: the winners, in one transaction, merged into the topology's latest table; the sweep row marked done.
 absl::Status StoreWinners(const Communicator& comm, const RankZeroIo& io, SweepOutcome& out, db::Sweep& sweep_row) {
   auto version = PutMerged(*io.tables, db::Topology{comm.fingerprint(), comm.topology_json()}, out.entries);
@@ -588,10 +596,9 @@ absl::StatusOr<SweepOutcome> RunSweep(Communicator& comm, const SweepSpec& spec_
         json params = json::parse(row.params_json, nullptr, false);
         if (params.is_discarded() || !params.contains("spec")) {
           setup = absl::DataLossError(absl::StrCat("sweep ", io.sweep_id, " has unreadable parameters"));
-        } else if (JsonOr(params, "fingerprint", "") != comm.fingerprint() ||
-                   JsonOr(params, "world", 0) != comm.size()) {
+        } else if (SweptFingerprint(params) != comm.fingerprint() || JsonOr(params, "world", 0) != comm.size()) {
           setup = absl::FailedPreconditionError(absl::StrCat(
-              "sweep ", io.sweep_id, " ran on topology ", JsonOr(params, "fingerprint", "?"), " with ",
+              "sweep ", io.sweep_id, " ran on topology ", SweptFingerprint(params), " with ",
               JsonOr(params, "world", 0), " ranks; this job is ", comm.fingerprint(), " with ", comm.size()));
         } else {
           auto s = SweepSpec::FromJson(params["spec"].dump());
