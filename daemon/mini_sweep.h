@@ -3,7 +3,7 @@
 // topology's current table.
 //
 //   - Which entries: those marked stale (daemon/online_policy.h) in the latest table of a topology whose
-//     fingerprint JSON says "nodes":1 (../shared/CONVENTIONS.md, Topology fingerprint). Entries whose range holds
+//     fingerprint JSON says "nodes":1 (docs/CONVENTIONS.md, Topology fingerprint). Entries whose range holds
 //     no power of two (the sweep measures powers of two) are skipped with one log line.
 //   - When: the node is idle — no tuning client reported live timings for `idle_s` seconds (ActivityTracker;
 //     also not within `idle_s` of the daemon's start, when a running job may not have reported yet) and no sweep
