@@ -76,12 +76,14 @@ absl::StatusOr<db::Topology> TunerHandlers::Resolve(const v1::Topology& t) {
         "topology fingerprint ", fp, " does not match its JSON (which hashes to ", Fingerprint(t.json()), ")"));
   }
   db::Topology current{keys->fingerprint, keys->json, keys->topology_class};
-  if (current.fingerprint != fp) {
-    absl::MutexLock lock(&legacy_mu_);
-    if (legacy_.size() >= kMaxLegacyTopologies) legacy_.clear();
-    legacy_[fp] = current;
-  }
+  if (current.fingerprint != fp) Remember(fp, current);
   return current;
+}
+
+void TunerHandlers::Remember(const std::string& format1, const db::Topology& current) {
+  absl::MutexLock lock(&legacy_mu_);
+  if (legacy_.size() >= kMaxLegacyTopologies) legacy_.clear();
+  legacy_[format1] = current;
 }
 
 std::optional<db::Topology> TunerHandlers::FindFormat1(const std::string& fp) {
@@ -91,9 +93,7 @@ std::optional<db::Topology> TunerHandlers::FindFormat1(const std::string& fp) {
     auto d = ParseTopologyJson(s.topology.json);
     std::optional<std::string> old = d.ok() ? Format1TopologyJson(*d) : std::nullopt;
     if (!old || Fingerprint(*old) != fp) continue;
-    absl::MutexLock lock(&legacy_mu_);
-    if (legacy_.size() >= kMaxLegacyTopologies) legacy_.clear();
-    legacy_[fp] = s.topology;
+    Remember(fp, s.topology);
     return s.topology;
   }
   return std::nullopt;

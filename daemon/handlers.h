@@ -104,6 +104,7 @@ class TunerHandlers {
   absl::StatusOr<db::Topology> Resolve(const v1::Topology& topology);
   // The stored topology whose format-1 fingerprint is `fingerprint`, if any (remembered in legacy_).
   std::optional<db::Topology> FindFormat1(const std::string& fingerprint);
+  void Remember(const std::string& format1_fingerprint, const db::Topology& current);
   // Drops the cached table and wakes watchers.
   void Changed(const std::string& fingerprint);
   absl::StatusOr<std::string> CanonicalConfiguration(const std::string& text);

@@ -201,7 +201,7 @@ class DaemonClient final : public TuningClient {
                                               "; this hccl-tune ", HCCL_TUNE_VERSION, " uses format ", kTopologyFormat);
     if (!old) {
       Log(LogLevel::kWarn, versions, ", and format ", format, " cannot express topology ", ctx_.fingerprint, " ",
-          ctx_.topology_json, ": no tuned table and no live timings until hccl-tuned is upgraded");
+          ctx_.topology_json, ": no tuned table from it until hccl-tuned is upgraded");
       return false;
     }
     key_ = Key{Fingerprint(*old), *std::move(old)};
