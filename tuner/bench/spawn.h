@@ -32,9 +32,9 @@ namespace hccltune::bench {
 
 struct SpawnOptions {
   int ranks = 2;
-  std::vector<std::string> args;  // argv for each child (without argv[0])
-  absl::Duration timeout = absl::Minutes(30);
-  std::optional<absl::Duration> grace;  // nullopt: HCCL_TUNE_KILL_GRACE
+  std::vector<std::string> args;               // argv for each child (without argv[0])
+  absl::Duration timeout = absl::Minutes(30);  // absl::InfiniteDuration(): no deadline
+  std::optional<absl::Duration> grace;         // nullopt: HCCL_TUNE_KILL_GRACE
 };
 
 // OK when every rank exited 0. Otherwise: InvalidArgument for a bad environment variable (before any process

@@ -288,6 +288,9 @@ int RunLocal(SweepArgs a) {
   }
   bench::SpawnOptions so;
   so.ranks = a.ranks;
+  // A sweep's length grows with its range and its candidates: no deadline for the whole job. A rank that stops
+  // making progress is still ended: its peers fail after HCCL_EXEC_TIMEOUT and the job ends after the grace.
+  so.timeout = absl::InfiniteDuration();
   so.args = {"sweep",
              "--launched",
              "--checked",
