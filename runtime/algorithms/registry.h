@@ -54,7 +54,7 @@ std::vector<int> ChannelCandidates();     // 1, 2, 4
 std::vector<Configuration> Candidates(Collective c, absl::string_view algorithm, absl::Span<const LinkSpec> links);
 
 // A simple rule of thumb used when nothing better is known (policies/ replaces it): latency-bound algorithms
-// for small sizes, bandwidth-optimal ones (ring) for large. `bytes` as CONVENTIONS.md defines it.
+// for small sizes, bandwidth-optimal ones (ring) for large. `bytes` as docs/CONVENTIONS.md defines it.
 Configuration BuiltinDefault(Collective c, uint64_t bytes, int world_size, const GroupTopology& topo);
 
 // Checks the call (known algorithm for args.collective, op supported for the dtype, root in range, world size

@@ -78,7 +78,7 @@ void StreamEndpoint::NotePair(const Pair* pair) {
   static const bool bound = BoundToOneCpu();
   if (Oversubscribed(pair->HostRanks())) {
     if (!bound) {
-      // Unbound, ranks that wait by yielding end up on one CPU and stay there (docs/performance-history.md, "Round 4"):
+      // Unbound, ranks that wait by yielding end up on one CPU and stay there:
       // small calls then cost 1.7-1.9x what they cost with the ranks spread. Binding is the launcher's choice.
       static std::once_flag hint;
       std::call_once(hint, [&] {
