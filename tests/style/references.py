@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """The repository stands on its own: every file a user clones (code, comments, docs, tests) is checked for
 
-  outside-path   a path that leaves the repository (`../` climbing above the root, an absolute path into a
-                 developer's machine such as /work/, /home/, /Users/) or a document that does not resolve in it
+  outside-path   a path that leaves the repository (`../` climbing above the root, an absolute path into the
+                 development machine's work area, /work/) or a document that does not resolve in it
                  (`X.md` or `dir/X.md` found neither from the repository's root nor from the file's folder, a
                  markdown link whose target is missing);
+  missing-section
+                 a section cited by name that the document does not have: `docs/X.md, Section` or
+                 `docs/X.md, "Section"` where no heading of docs/X.md starts with Section;
   work-item      a citation of a work item as if the reader could look it up ("issue 7", "PR #12", "#4");
   history        development history told in place of current behaviour ("round 14", "rounds 1-12",
                  "session 2"): history lives in git.
@@ -35,6 +38,8 @@ ABSOLUTE = re.compile(r"(?<![\w.$}])/work/[\w.-]*")
 CLIMB = re.compile(r"(?:(?<![\w.])|(?<=/))((?:\.\./)+[\w.-]+(?:/[\w.-]+)*)")
 # A markdown document named as a path: `X.md`, `docs/X.md`, `./X.md`.
 DOC = re.compile(r"(?<![\w./-])((?:\.{1,2}/)?(?:[\w.-]+/)*[\w.-]+\.md)\b")
+# A section cited after a document: `X.md, Timing` or `X.md, "The seed's case"` (any case, up to , ; : ) or .).
+SECTION = re.compile(r"""([\w./-]+\.md),? (?:"([^"]+)"|([A-Z][\w-]*(?: [a-z][\w-]*)*))""")
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
 
 
@@ -66,6 +71,17 @@ def resolves(root, rel_file, target):
     return False
 
 
+def headings(root, rel_file, target):
+    """The headings of the markdown file `target` named in `rel_file`, lower-cased, or None when unresolved."""
+    here = os.path.dirname(os.path.join(root, rel_file))
+    for base in (here, root):
+        cand = os.path.normpath(os.path.join(base, target))
+        if inside(root, cand) and os.path.isfile(cand):
+            with open(cand, encoding="utf-8", errors="replace") as f:
+                return [l.lstrip("#").strip().lower() for l in f if l.startswith("#")]
+    return None
+
+
 def check_line(root, rel, lineno, line):
     found = []
     for m in HISTORY.finditer(line):
@@ -84,6 +100,11 @@ def check_line(root, rel, lineno, line):
             continue  # reported as a climb out of the repository
         if not resolves(root, rel, m.group(1)):
             found.append(("outside-path", m.group(1) + " (not in the repository)"))
+    for m in SECTION.finditer(line):
+        section = (m.group(2) or m.group(3)).strip().lower()
+        heads = headings(root, rel, m.group(1))
+        if heads is not None and not any(h.startswith(section) for h in heads):
+            found.append(("missing-section", f"{m.group(1)} has no section '{m.group(2) or m.group(3)}'"))
     if rel.endswith(".md"):
         for m in LINK.finditer(line):
             target = m.group(1)

@@ -33,6 +33,8 @@ expect lib/c.sh outside-path 'peers=/work/shared/peers'
 expect lib/d.cc outside-path '// Sizes as CONVENTIONS.md defines them.'
 expect docs/e.md outside-path 'See [the design](ARCHITECTURE.md).'
 expect docs/f.md outside-path 'See ../../other/README.md for more.'
+expect lib/e2.cc missing-section '// Timed as docs/GUIDE.md, Timing says.'
+expect docs/e3.md missing-section 'Measured in GUIDE.md, "What limits us".'
 expect lib/g.cc work-item '// The online policy (issue 7) re-measures.'
 expect lib/h.cc work-item '// Fixed in PR #12.'
 expect docs/i.md work-item 'The daemon was added for #4.'
@@ -43,6 +45,7 @@ expect docs/l.md history 'after the merges of session 2'
 # Clean: references that resolve inside the tree, and words that only look alike.
 cat > "$tmp/lib/clean.cc" <<'CLEAN'
 // Sizes as docs/GUIDE.md defines them (docs/GUIDE.md, Sizes); the guide is ../docs/GUIDE.md from here.
+// A quoted section resolves too (docs/GUIDE.md, "Sizes").
 // In round k every rank exchanges with rank r xor 2^k; the colour is "#444" and the ring turns around.
 CLEAN
 printf 'See [the guide](GUIDE.md) and [sizes](GUIDE.md#sizes), or https://example.org/x.md.\n' > "$tmp/docs/clean.md"
