@@ -28,7 +28,7 @@ import sys
 EXEMPT = {"tests/style/references.py", "tests/style/references_selftest.sh"}
 BINARY_SUFFIXES = (".db", ".png", ".jpg", ".gz", ".pb", ".bin", ".so", ".a")
 
-HISTORY = re.compile(r"\b(?:rounds?|sessions?)\s+\d+(?:\s*(?:[-–]|to|and)\s*\d+)?\b", re.IGNORECASE)
+HISTORY = re.compile(r"\b(?:rounds?|sessions?)(?:\s+|-)\d+(?:\s*(?:[-–]|to|and)\s*\d+)?\b", re.IGNORECASE)
 WORK_ITEM = re.compile(
     r"\b(?:issues?|PRs?|pull requests?|work items?|bugs?)\s*#?\d+\b|(?:^|(?<=[\s(\[,;]))#\d+\b",
     re.IGNORECASE,

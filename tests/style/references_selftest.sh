@@ -41,6 +41,7 @@ expect docs/i.md work-item 'The daemon was added for #4.'
 expect lib/j.cc history '// 4 ranks 6% faster (docs/GUIDE.md, round 16).'
 expect docs/k.md history 'Rounds 1-12 ran on another machine.'
 expect docs/l.md history 'after the merges of session 2'
+expect lib/m.cc history '// the round-18 build, in place'
 
 # Clean: references that resolve inside the tree, and words that only look alike.
 cat > "$tmp/lib/clean.cc" <<'CLEAN'
