@@ -1,4 +1,6 @@
-# Every dependency comes from Debian 12. See ../shared/ARCHITECTURE.md for the CMake notes.
+# Every dependency comes from Debian 12 (deploy/install-deps.sh installs them). Debian ships no protobuf CMake
+# config, so Protobuf is found in MODULE mode; gRPC and Abseil through their CMake configs; libibverbs through
+# pkg-config.
 find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 find_package(absl CONFIG REQUIRED)

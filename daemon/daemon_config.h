@@ -1,5 +1,5 @@
 // hccl-tuned's settings: built-in defaults (system mode when run as root, user mode otherwise; paths per
-// ../shared/CONVENTIONS.md, Daemon discovery), then the config file, then command-line flags.
+// docs/CONVENTIONS.md, Daemon discovery), then the config file, then command-line flags.
 //
 // Config file: `key = value` lines, `#` comments, blank lines ignored; an unknown key or a bad value is an
 // error naming the file and line. Keys: socket, listen, db, log_level, max_versions, ingest_queue_samples,

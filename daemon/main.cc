@@ -1,4 +1,4 @@
-// hccl-tuned: the per-node tuning daemon (../shared/ARCHITECTURE.md). Serves hccltune.v1.Tuner on a unix socket
+// hccl-tuned: the per-node tuning daemon (docs/ARCHITECTURE.md). Serves hccltune.v1.Tuner on a unix socket
 // (and optionally TCP), keeps the tuning database, aggregates live timings.
 //
 // Signals: SIGTERM/SIGINT stop cleanly (stop accepting, end streams, persist queued samples, close the database,

@@ -1,4 +1,4 @@
-// MiniSweeper: the online policy's other re-measure path (issue #7): a stale entry of a single-node topology is
+// MiniSweeper: the online policy's other re-measure path: a stale entry of a single-node topology is
 // re-measured by a local mini-sweep when the node is idle, and the winners for its range are merged into the
 // topology's current table.
 //

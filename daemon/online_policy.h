@@ -1,4 +1,4 @@
-// OnlinePolicy: the daemon's side of tuning at training time (issue #7). It watches the live timings that
+// OnlinePolicy: the daemon's side of tuning at training time. It watches the live timings that
 // running jobs report, compares them with the sweep baseline of the table entry that chose the configuration,
 // and re-tunes a running job through the table versions the job already follows:
 //

@@ -106,7 +106,7 @@ struct PutOptions {
   int64_t expected_version = 0;
 };
 
-// One live sample: a per-rank call duration (CONVENTIONS.md, Timing).
+// One live sample: a per-rank call duration (docs/CONVENTIONS.md, Timing).
 struct LiveSample {
   Collective collective = Collective::kAllreduce;
   DataType dtype = DataType::kFloat32;

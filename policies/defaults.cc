@@ -15,9 +15,9 @@ constexpr absl::string_view kDefaults = R"(
 # collective   world    bytes    configuration
 # one_shot / direct below 16385 bytes (16 KiB included, the shm mailbox's capacity) for 3-8 ranks: on one node
 # one mailbox exchange (runtime/transport/mailbox.h), 18-40% faster than the algorithms of several rounds. At 2
-# ranks since round 16 (a repeated call runs the algorithm's mailbox form): allreduce up to 2 KiB 10-45% faster
+# ranks (a repeated call runs the algorithm's mailbox form): allreduce up to 2 KiB 10-45% faster
 # than recursive_doubling, allgather 10-45% up to 4 KiB and even above, reducescatter 20-45% up to 16 KiB; at 3
-# ranks allgather and reducescatter below 2 KiB 15-17% (docs/PERFORMANCE.md, round 16). Round 17: alltoall `direct`
+# ranks allgather and reducescatter below 2 KiB 15-17% (tests/perf/compare-peers.sh). Alltoall `direct`
 # (one exchange while the whole input fits 16 KiB, else every message at once) against the better of bruck and
 # pairwise up to 16 KiB: 2 ranks 20-38% less time up to 2 KiB and even above, 3 ranks 15-27%, 4 ranks 17-52%,
 # 8 ranks 50-75%; above 16 KiB at 4 ranks 3-23% up to 128 KiB and even from 256 KiB, at 8 ranks 13-43% up to
@@ -25,10 +25,10 @@ constexpr absl::string_view kDefaults = R"(
 # rows apply (as allgather's), also unmeasured.
 allreduce      2        0-2049   one_shot
 allreduce      3-8      0-16385  one_shot
-# halving_doubling since round 19 (it reduces out of the shm ring, input never copied first), against ring(chunk=1M)
+# halving_doubling (it reduces out of the shm ring, input never copied first), against ring(chunk=1M)
 # in two interleaved runs each: 3 ranks 1.28-1.92x faster at 16K-4M and 1.03-1.33x to 64M (recursive_doubling
 # even with it to 128K); 4 ranks 1.05-1.23x at 256K-1M, even from 2M; 5 ranks 1.07-1.31x at 512K-1M, mixed at 2M;
-# 8 ranks 1.17-1.70x at 32K-256K, even at 512K, slower from 1M (docs/PERFORMANCE.md, round 19). Measured on one
+# 8 ranks 1.17-1.70x at 32K-256K, even at 512K, slower from 1M (tests/perf/compare-configs.py). Measured on one
 # node (the rows apply to any world of that size); 6-7 ranks unmeasured, they keep the ring. The 4-rank row's
 # lower bound is the one_shot row's (16K) in effect.
 allreduce      3        32K-     halving_doubling
@@ -56,9 +56,9 @@ broadcast      5-8      0-4M     linear
 broadcast      5-8      4M-      binomial_tree
 broadcast      9-       0-1M     binomial_tree
 broadcast      9-       1M-      scatter_allgather
-# reduce since round 19 (binomial_tree reduces out of the shm ring, input never copied first): faster than
+# reduce: binomial_tree (it reduces out of the shm ring, input never copied first): faster than
 # reducescatter_gather at every size measured on one node, 2 and 4 ranks 64K-64M 1.4-3.0x and 1.1-1.8x, 3 and 8
-# ranks 256K-16M 1.1-2.4x (docs/PERFORMANCE.md, round 19); 5-7 ranks and several nodes unmeasured. Larger worlds
+# ranks 256K-16M 1.1-2.4x (tests/perf/compare-configs.py); 5-7 ranks and several nodes unmeasured. Larger worlds
 # keep the bandwidth-optimal one for large buffers (a tree's root receives log2(n) whole buffers), unmeasured.
 reduce         1-8      0-       binomial_tree
 reduce         9-       0-256K   binomial_tree

@@ -6,7 +6,7 @@
 //       # collective  world  bytes   configuration
 //       allreduce     2-8    0-32K   recursive_doubling
 //
-// and HCCL_ALGO (ParseHcclAlgo), HCCL's own grammar, mapped onto our names per ../shared/CONVENTIONS.md.
+// and HCCL_ALGO (ParseHcclAlgo), HCCL's own grammar, mapped onto our names per docs/CONVENTIONS.md.
 // Parse errors name the source, the position and what was expected. Lookups are pure and cheap.
 //
 // Thread-safety: values; const methods may be called concurrently.

@@ -8,7 +8,7 @@
 #
 # Everything (bridges included) lives in namespaces this script creates: nothing is added to the host's
 # network namespace, and the test subnets exist only inside them. Each direction is shaped with tc tbf
-# (node egress on fast0/slow0, switch egress on fK/sK). Node identity follows CONVENTIONS.md: each namespace
+# (node egress on fast0/slow0, switch egress on fK/sK). Node identity follows docs/CONVENTIONS.md: each namespace
 # is its own node, with no extra setting.
 #
 # Each node runs `hccl-tuned --socket DIR/nK/tuned.sock --db DIR/nK/tuning.db` inside its namespace, and

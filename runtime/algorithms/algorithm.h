@@ -1,7 +1,7 @@
 // The contract between the runtime and one collective algorithm.
 //
 // An algorithm is a function that runs one collective call on this rank, given the call's arguments, its
-// configuration (canonical form, see ../shared/CONVENTIONS.md) and a context that hands out endpoints and
+// configuration (canonical form, see docs/CONVENTIONS.md) and a context that hands out endpoints and
 // scratch memory. Every rank of the group calls the same algorithm with the same configuration and matching
 // arguments; the algorithm talks to peers only through Endpoint.
 //
@@ -21,7 +21,7 @@
 // reducescatter/scatter: recv points at block r inside send). Algorithms must support both; for every other overlap
 // of send and recv the communicator hands them a copy of the input.
 //
-// Numerics (CONVENTIONS.md): fp16/bf16 are reduced in fp32 within a step and rounded once per step; every rank
+// Numerics (docs/CONVENTIONS.md): fp16/bf16 are reduced in fp32 within a step and rounded once per step; every rank
 // ends with bit-identical results — a value is computed once and copied, never recomputed in another order.
 // avg (floating types only): fp32/fp64 = sum, then one division by n, applied once to the final sum before it is
 // distributed; fp16/bf16 = the sum of the inputs each scaled by 1/n where it enters the reduction, so partials do
@@ -110,7 +110,7 @@ using AlgorithmFn = absl::Status (*)(const CollectiveArgs& args, const Configura
 // `blocks` (ep.size() pointers of scratch), without an AlgorithmContext. The algorithm's own run takes the same
 // branch through it, so both are one code path. A remembered small call (CommImpl's CallMemo) whose first run
 // was that one exchange and nothing else repeats through it: no context, endpoint lookup or group to set up —
-// each instruction of a 4-rank small call on 2 CPUs counts about three times (docs/PERFORMANCE.md, round 16).
+// each instruction of a 4-rank small call on 2 CPUs counts about three times.
 using ExchangeFn = absl::Status (*)(const CollectiveArgs& args, Endpoint& ep, const void** blocks);
 
 // An InvalidArgument every rank of the call reaches together, after exchanging what decides it (the symmetric

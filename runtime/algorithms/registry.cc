@@ -16,48 +16,65 @@ using C = Collective;
 struct Entry {
   Collective collective;
   absl::string_view name;
+  AlgorithmCost cost;  // registry.h says what the expressions mean
   AlgorithmFn fn;
   ExchangeFn exchange = nullptr;  // the mailbox form, where the algorithm has one
 };
 
 // Registry order = the order AlgorithmsFor() lists and the sweep tries.
 constexpr Entry kEntries[] = {
-    {C::kAllreduce, "ring", &algo::AllreduceRing},
-    {C::kAllreduce, "double_ring", &algo::AllreduceDoubleRing},
-    {C::kAllreduce, "halving_doubling", &algo::AllreduceHalvingDoubling},
-    {C::kAllreduce, "recursive_doubling", &algo::AllreduceRecursiveDoubling},
-    {C::kAllreduce, "binomial_tree", &algo::AllreduceBinomialTree},
-    {C::kAllreduce, "one_shot", &algo::AllreduceOneShot, &algo::AllreduceOneShotExchange},
-    {C::kAllreduce, "hierarchical", &algo::AllreduceHierarchical},
-    {C::kAllreduce, "symmetric", &algo::AllreduceSymmetric},
-    {C::kAllgather, "ring", &algo::AllgatherRing},
-    {C::kAllgather, "recursive_doubling", &algo::AllgatherRecursiveDoubling},
-    {C::kAllgather, "bruck", &algo::AllgatherBruck},
-    {C::kAllgather, "direct", &algo::AllgatherDirect, &algo::AllgatherDirectExchange},
-    {C::kAllgather, "symmetric", &algo::AllgatherSymmetric},
-    {C::kAllgatherv, "ring", &algo::AllgathervRing},
-    {C::kAllgatherv, "direct", &algo::AllgathervDirect},
-    {C::kReducescatter, "ring", &algo::ReducescatterRing},
-    {C::kReducescatter, "halving_doubling", &algo::ReducescatterHalvingDoubling},
-    {C::kReducescatter, "direct", &algo::ReducescatterDirect, &algo::ReducescatterDirectExchange},
-    {C::kReducescatter, "symmetric", &algo::ReducescatterSymmetric},
-    {C::kBroadcast, "binomial_tree", &algo::BroadcastBinomialTree},
-    {C::kBroadcast, "chain", &algo::BroadcastChain},
-    {C::kBroadcast, "linear", &algo::BroadcastLinear},
-    {C::kBroadcast, "scatter_allgather", &algo::BroadcastScatterAllgather},
-    {C::kBroadcast, "symmetric", &algo::BroadcastSymmetric},
-    {C::kReduce, "binomial_tree", &algo::ReduceBinomialTree},
-    {C::kReduce, "reducescatter_gather", &algo::ReduceReducescatterGather},
-    {C::kGather, "binomial_tree", &algo::GatherBinomialTree},
-    {C::kGather, "linear", &algo::GatherLinear},
-    {C::kScatter, "binomial_tree", &algo::ScatterBinomialTree},
-    {C::kScatter, "linear", &algo::ScatterLinear},
-    {C::kAlltoall, "pairwise", &algo::AlltoallPairwise},
-    {C::kAlltoall, "bruck", &algo::AlltoallBruck},
-    {C::kAlltoall, "direct", &algo::AlltoallDirect, &algo::AlltoallDirectExchange},
-    {C::kAlltoallv, "pairwise", &algo::AlltoallvPairwise},
-    {C::kBarrier, "dissemination", &algo::BarrierDissemination},
-    {C::kBarrier, "one_shot", &algo::BarrierOneShot, &algo::BarrierOneShotExchange},
+    {C::kAllreduce, "ring", {"2*(p-1)", "2*(p-1)*n/p"}, &algo::AllreduceRing},
+    {C::kAllreduce, "double_ring", {"2*(p-1)", "2*(p-1)*n/p"}, &algo::AllreduceDoubleRing},
+    {C::kAllreduce,
+     "halving_doubling",
+     {"2*floor(log2(p))+2*fold(p)", "2*(pow2(p)-1)*n/pow2(p)+fold(p)*n"},
+     &algo::AllreduceHalvingDoubling},
+    {C::kAllreduce,
+     "recursive_doubling",
+     {"floor(log2(p))+2*fold(p)", "(floor(log2(p))+fold(p))*n"},
+     &algo::AllreduceRecursiveDoubling},
+    {C::kAllreduce, "binomial_tree", {"2*ceil(log2(p))", "ceil(log2(p))*n"}, &algo::AllreduceBinomialTree},
+    {C::kAllreduce, "one_shot", {"min(1,p-1)", "(p-1)*n"}, &algo::AllreduceOneShot, &algo::AllreduceOneShotExchange},
+    {C::kAllreduce, "hierarchical", {"2*(l-1)+2*(m-1)", "2*(l-1)*n/l+2*(m-1)*n/(m*l)"}, &algo::AllreduceHierarchical},
+    {C::kAllreduce, "symmetric", {"2*min(1,p-1)", "0"}, &algo::AllreduceSymmetric},
+    {C::kAllgather, "ring", {"p-1", "(p-1)*n/p"}, &algo::AllgatherRing},
+    {C::kAllgather,
+     "recursive_doubling",
+     {"floor(log2(p))+2*fold(p)", "(pow2(p)-1)*n/pow2(p)+fold(p)*n"},
+     &algo::AllgatherRecursiveDoubling},
+    {C::kAllgather, "bruck", {"ceil(log2(p))", "(p-1)*n/p"}, &algo::AllgatherBruck},
+    {C::kAllgather, "direct", {"min(1,p-1)", "(p-1)*n/p"}, &algo::AllgatherDirect, &algo::AllgatherDirectExchange},
+    {C::kAllgather, "symmetric", {"2*min(1,p-1)", "0"}, &algo::AllgatherSymmetric},
+    {C::kAllgatherv, "ring", {"p-1", "(p-1)*n/p"}, &algo::AllgathervRing},
+    {C::kAllgatherv, "direct", {"min(1,p-1)", "(p-1)*n/p"}, &algo::AllgathervDirect},
+    {C::kReducescatter, "ring", {"p-1", "(p-1)*n/p"}, &algo::ReducescatterRing},
+    {C::kReducescatter,
+     "halving_doubling",
+     {"floor(log2(p))+2*fold(p)", "(pow2(p)-1)*n/pow2(p)+fold(p)*n"},
+     &algo::ReducescatterHalvingDoubling},
+    {C::kReducescatter,
+     "direct",
+     {"min(1,p-1)", "(p-1)*n/p"},
+     &algo::ReducescatterDirect,
+     &algo::ReducescatterDirectExchange},
+    {C::kReducescatter, "symmetric", {"2*min(1,p-1)", "0"}, &algo::ReducescatterSymmetric},
+    {C::kBroadcast, "binomial_tree", {"ceil(log2(p))", "ceil(log2(p))*n"}, &algo::BroadcastBinomialTree},
+    {C::kBroadcast, "chain", {"max(0,p-2+ceil(n/c))", "min(1,p-1)*n"}, &algo::BroadcastChain},
+    {C::kBroadcast, "linear", {"min(1,p-1)", "(p-1)*n"}, &algo::BroadcastLinear},
+    {C::kBroadcast, "scatter_allgather", {"min(1,p-1)+p-1", "2*(p-1)*n/p"}, &algo::BroadcastScatterAllgather},
+    {C::kBroadcast, "symmetric", {"2*min(1,p-1)", "0"}, &algo::BroadcastSymmetric},
+    {C::kReduce, "binomial_tree", {"ceil(log2(p))", "ceil(log2(p))*n"}, &algo::ReduceBinomialTree},
+    {C::kReduce, "reducescatter_gather", {"p-1+min(1,p-1)", "2*(p-1)*n/p"}, &algo::ReduceReducescatterGather},
+    {C::kGather, "binomial_tree", {"ceil(log2(p))", "(p-1)*n/p"}, &algo::GatherBinomialTree},
+    {C::kGather, "linear", {"min(1,p-1)", "(p-1)*n/p"}, &algo::GatherLinear},
+    {C::kScatter, "binomial_tree", {"ceil(log2(p))", "(p-1)*n/p"}, &algo::ScatterBinomialTree},
+    {C::kScatter, "linear", {"min(1,p-1)", "(p-1)*n/p"}, &algo::ScatterLinear},
+    {C::kAlltoall, "pairwise", {"p-1", "(p-1)*n/p"}, &algo::AlltoallPairwise},
+    {C::kAlltoall, "bruck", {"ceil(log2(p))", "ceil(log2(p))*n/2"}, &algo::AlltoallBruck},
+    {C::kAlltoall, "direct", {"min(1,p-1)", "(p-1)*n/p"}, &algo::AlltoallDirect, &algo::AlltoallDirectExchange},
+    {C::kAlltoallv, "pairwise", {"p-1", "(p-1)*n/p"}, &algo::AlltoallvPairwise},
+    {C::kBarrier, "dissemination", {"ceil(log2(p))", "0"}, &algo::BarrierDissemination},
+    {C::kBarrier, "one_shot", {"min(1,p-1)", "0"}, &algo::BarrierOneShot, &algo::BarrierOneShotExchange},
 };
 
 // Built-in rule of thumb: below `below` bytes use `small`, otherwise `large` (hierarchical first when valid).
@@ -96,6 +113,13 @@ AlgorithmFn Find(Collective c, absl::string_view name) {
       if (ci < static_cast<size_t>(kNumCollectives)) last[ci] = &e;
       return e.fn;
     }
+  }
+  return nullptr;
+}
+
+const AlgorithmCost* Cost(Collective c, absl::string_view name) {
+  for (const Entry& e : kEntries) {
+    if (e.collective == c && e.name == name) return &e.cost;
   }
   return nullptr;
 }

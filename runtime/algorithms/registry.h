@@ -29,6 +29,21 @@ ExchangeFn FindExchange(Collective c, absl::string_view name);
 // Names of the algorithms implemented for `c`, in registry order (empty for kSendRecv).
 std::vector<std::string> AlgorithmsFor(Collective c);
 
+// An algorithm's cost in the alpha-beta model, written once beside its registry entry and shown by
+// docs/ALGORITHMS.md (a test keeps the two equal). Both are expressions over
+//   p  ranks, n  the call's bytes (docs/CONVENTIONS.md, Sizes), l  ranks per node, m  nodes (p = l*m),
+//   c  the configuration's chunk bytes,
+// with integers, + - * / (real division), parentheses and the functions log2, ceil, floor, min, max,
+// pow2(x) = the largest power of two <= x, fold(x) = 1 when x is not a power of two, else 0.
+//   steps  message rounds one after another on the critical path (the alpha term);
+//   bytes  the most bytes any one rank sends, or receives, over the whole call (the beta term).
+struct AlgorithmCost {
+  absl::string_view steps;
+  absl::string_view bytes;
+};
+// The cost of `name` for `c`, or nullptr when the registry has no such algorithm.
+const AlgorithmCost* Cost(Collective c, absl::string_view name);
+
 // The tunable parameters of an algorithm, in canonical order (the catalogue's AlgorithmSpec::params).
 std::vector<ParamKind> Params(absl::string_view name);
 
@@ -54,7 +69,7 @@ std::vector<int> ChannelCandidates();     // 1, 2, 4
 std::vector<Configuration> Candidates(Collective c, absl::string_view algorithm, absl::Span<const LinkSpec> links);
 
 // A simple rule of thumb used when nothing better is known (policies/ replaces it): latency-bound algorithms
-// for small sizes, bandwidth-optimal ones (ring) for large. `bytes` as CONVENTIONS.md defines it.
+// for small sizes, bandwidth-optimal ones (ring) for large. `bytes` as docs/CONVENTIONS.md defines it.
 Configuration BuiltinDefault(Collective c, uint64_t bytes, int world_size, const GroupTopology& topo);
 
 // Checks the call (known algorithm for args.collective, op supported for the dtype, root in range, world size

@@ -125,7 +125,7 @@ uint64_t Sum(absl::Span<const size_t> counts) {
   return total;
 }
 
-// Bytes as CONVENTIONS.md defines them for a call.
+// Bytes as docs/CONVENTIONS.md defines them for a call.
 uint64_t CallBytes(const CollectiveArgs& a, int n) {
   const uint64_t es = DataTypeSize(a.dtype);
   switch (a.collective) {
@@ -278,7 +278,7 @@ absl::StatusOr<const Configuration*> CommImpl::Choose(const CollectiveArgs& args
   if (repeats != nullptr) *repeats = true;
   if (IsAutoConfig(opt)) {
     // alltoallv: each rank knows only its own counts, so its size differs between ranks and cannot pick the
-    // configuration (CONVENTIONS.md, Sizes): every rank looks up size 0.
+    // configuration (docs/CONVENTIONS.md, Sizes): every rank looks up size 0.
     const uint64_t bytes = args.collective == Collective::kAlltoallv ? 0 : CallBytes(args, size_);
     if (explored == nullptr) return selector_->Choose(args.collective, args.dtype, bytes).config;
     const Selector::Choice choice = selector_->ChooseForCall(args.collective, args.dtype, bytes);

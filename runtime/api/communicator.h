@@ -8,7 +8,7 @@
 // everything deciding a configuration (HCCL_ALGO, HCCL_TUNE_ALGO, HCCL_BUFFSIZE, HCCL_TUNE_MODE, table
 // version) is identical everywhere.
 //
-// Calls: every collective takes a configuration in canonical form (CONVENTIONS.md) or "auto" (the selector's
+// Calls: every collective takes a configuration in canonical form (docs/CONVENTIONS.md) or "auto" (the selector's
 // choice). Buffer layout per collective: runtime/algorithms/algorithm.h. In place: pass the same pointer as
 // send and recv (for allgather/gather the send block inside recv); for buffers that overlap any other way the
 // input is copied first (a warning, once). Every rank ends with bit-identical results
@@ -45,10 +45,10 @@
 namespace hccltune {
 
 inline constexpr uint32_t kWireProtocolVersion = 1;
-// "auto" runs a collective on symmetric buffers with `symmetric` from this many bytes (CONVENTIONS.md, Sizes):
+// "auto" runs a collective on symmetric buffers with `symmetric` from this many bytes (docs/CONVENTIONS.md, Sizes):
 // below it the two message rounds cost more than the copies they save. Measured with `hccl-tune bench
-// --symmetric --algo symmetric` against auto on ordinary buffers, 3 interleaved runs (docs/performance-history.md,
-// round 7): 2 ranks win from 1 KiB (allreduce) or 2 KiB; 4 ranks on 2 cores pay ~7 us for the two rounds and
+// --symmetric --algo symmetric` against auto on ordinary buffers, 3 interleaved runs on a 2-core VM:
+// 2 ranks win from 1 KiB (allreduce) or 2 KiB; 4 ranks on 2 cores pay ~7 us for the two rounds and
 // win from 4 KiB (allreduce), 8 KiB (reducescatter), 16 KiB (allgather, broadcast).
 inline constexpr uint64_t SymmetricFromBytes(Collective c, int ranks) {
   const bool two = ranks <= 2;
@@ -64,7 +64,7 @@ struct CallOptions {
   std::string config = "auto";  // canonical configuration string, or "auto"
 };
 
-// What the runtime reports for every collective call (CONVENTIONS.md, Timing: per-rank call duration).
+// What the runtime reports for every collective call (docs/CONVENTIONS.md, Timing: per-rank call duration).
 struct TimingSample {
   Collective collective;
   DataType dtype;
@@ -108,7 +108,7 @@ class Communicator {
   virtual int local_rank() const = 0;
   virtual int local_size() const = 0;
   virtual int num_nodes() const = 0;
-  // Topology fingerprint and its canonical JSON (CONVENTIONS.md).
+  // Topology fingerprint and its canonical JSON (docs/CONVENTIONS.md).
   virtual const std::string& fingerprint() const = 0;
   virtual const std::string& topology_json() const = 0;
   // The configuration "auto" resolves to for a call (what would run).

@@ -231,7 +231,7 @@ class CommImpl final : public Communicator {
   // for that size; Selector::Repeats), not symmetric, not a v-collective. Used while the arguments are equal
   // and the selector's generation is the same; symmetric allocations clear it (valid = false: config_copy stays,
   // last_config() may read it). Guarded by exec_mu_. Measured:
-  // 2-rank 8-64 B allreduce 0.26 -> 0.23-0.24 us, 4 ranks 3-5% (docs/PERFORMANCE.md, round 14).
+  // 2-rank 8-64 B allreduce 0.26 -> 0.23-0.24 us, 4 ranks 3-5%.
   struct CallMemo {
     bool valid = false;
     Collective collective{};
@@ -249,7 +249,7 @@ class CommImpl final : public Communicator {
     AlgorithmFn fn = nullptr;
     // And when that first run was exactly one mailbox exchange (CallContext::SoleExchange): the algorithm's
     // mailbox form (ExchangeFn) and the endpoint it ran on, which a repeat calls with no context at all —
-    // 4-rank 8-256 B allreduce 6% faster (docs/PERFORMANCE.md, round 16).
+    // 4-rank 8-256 B allreduce 6% faster.
     ExchangeFn exchange = nullptr;
     StreamEndpoint* ep = nullptr;
     // *config, copied once when remembered: what last_config() reports after a repeat (no copy per call).

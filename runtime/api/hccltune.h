@@ -4,7 +4,7 @@
  * 3 invalid argument, 4 deadline exceeded, 9 failed precondition, 10 aborted, 14 unavailable, ...);
  * hccltune_last_error() then returns the message for the calling thread (valid until its next call).
  * Counts are in elements; buffer layouts are those of runtime/algorithms/algorithm.h. `config` is a
- * configuration string in canonical form (../shared/CONVENTIONS.md) or NULL / "auto".
+ * configuration string in canonical form (docs/CONVENTIONS.md) or NULL / "auto".
  *
  * Thread-safety: calls on one communicator are serialised internally; handles may be used from any thread.
  */

@@ -93,7 +93,7 @@ const Configuration* CommImpl::ChooseSymmetric(const CollectiveArgs& args, const
     case Collective::kBroadcast: recv = block; break;  // the root's send is copied into its recv first
     default: return nullptr;
   }
-  const uint64_t call_bytes = send == all || recv == all ? all : block;  // CONVENTIONS.md, Sizes
+  const uint64_t call_bytes = send == all || recv == all ? all : block;  // docs/CONVENTIONS.md, Sizes
   if (block == 0 || call_bytes < SymmetricFromBytes(args.collective, size_)) return nullptr;
   SymmetricBuffer b;
   if (send > 0 && !FindSymmetric(args.send, send, &b)) return nullptr;

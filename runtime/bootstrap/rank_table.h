@@ -1,4 +1,4 @@
-// HCCL rank table (RANK_TABLE_FILE, version 1.0) bootstrap (../shared/CONVENTIONS.md, Node identity).
+// HCCL rank table (RANK_TABLE_FILE, version 1.0) bootstrap (docs/CONVENTIONS.md, Node identity).
 //
 //   {"version": "1.0", "server_count": "2", "status": "completed",
 //    "server_list": [{"server_id": "node-a",

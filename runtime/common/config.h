@@ -1,4 +1,4 @@
-// The one place environment variables are read (../shared/CONVENTIONS.md, Environment variables). Every
+// The one place environment variables are read (docs/CONVENTIONS.md, Environment variables). Every
 // variable is parsed and validated here; a bad value is an error naming the variable, the value and what is
 // accepted. Other modules receive an `Environment` value and never call getenv.
 //

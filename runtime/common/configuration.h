@@ -1,5 +1,5 @@
 // A configuration names one way to run a collective: an algorithm and its tunable parameters. Its one text
-// form (../shared/CONVENTIONS.md) is used everywhere — bench output, registry, DB, logs, overrides:
+// form (docs/CONVENTIONS.md) is used everywhere — bench output, registry, DB, logs, overrides:
 //
 //   ring(chunk=1M,channels=2,link=shm)
 //   hierarchical(intra=ring(link=shm),inter=halving_doubling(link=tcp@10.20.0.0/16))

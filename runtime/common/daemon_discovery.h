@@ -1,4 +1,4 @@
-// Where the tuning daemon is (../shared/CONVENTIONS.md, Daemon discovery). One implementation shared by the CLI,
+// Where the tuning daemon is (docs/CONVENTIONS.md, Daemon discovery). One implementation shared by the CLI,
 // the daemon's own defaults and the runtime's tuning client:
 //
 //   HCCL_TUNE_DAEMON (or a --daemon flag) = "unix:/path/to.sock" | "host:port" | "off"

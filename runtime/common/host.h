@@ -39,7 +39,8 @@ uint64_t LastLevelCacheBytesIn(const std::string& cpu_dir);
 // inputs and rings the next step reads, so streaming the output past the cache wins; below, the written output
 // is still cached when the caller reads it. Clamped to [4 MiB, 32 MiB] (32 MiB: the measured default on a VM
 // with a very large shared L3); llc_bytes 0 (unknown) or fewer than 2 host ranks (no shm peers, unmeasured)
-// give 32 MiB. Measured in docs/PERFORMANCE.md, round 14.
+// give 32 MiB. Measured with tests/perf/compare-peers.sh -B (2-rank allreduce of 16 MiB 1.61-1.72 -> 1.20-1.24 ms
+// with a 32 MiB L3).
 uint64_t AutoNtStoresBytes(uint64_t llc_bytes, int host_ranks);
 
 // Bytes of each shm ring (one per other rank of a communicator on the node) for HCCL_BUFFSIZE = `buffsize_bytes`
@@ -47,7 +48,7 @@ uint64_t AutoNtStoresBytes(uint64_t llc_bytes, int host_ranks);
 // longer messages are staged through it in pieces), and at most 1 MiB when the communicator's `host_ranks` on the
 // node outnumber its `host_cpus` — a writer may run a whole ring ahead of a reader waiting for its CPU, and what
 // it wrote then comes back from memory rather than the cache (4 ranks on 2 CPUs: most collectives 10-50% faster
-// at 256 KiB - 16 MiB, even or mixed within noise at 32-64 MiB; docs/PERFORMANCE.md, round 17). The communicator
+// at 256 KiB - 16 MiB, even or mixed within noise at 32-64 MiB, tests/perf/compare-peers.sh -B). The communicator
 // passes the fewest CPUs any of its local ranks sees, so all of them map the same layout.
 // REQUIRES: host_ranks >= 2, host_cpus >= 1.
 size_t ShmRingBytes(uint64_t buffsize_bytes, int host_ranks, int host_cpus);

@@ -1,4 +1,4 @@
-// Byte sizes and half-open byte ranges as ../shared/CONVENTIONS.md writes them: binary suffixes K, M, G
+// Byte sizes and half-open byte ranges as docs/CONVENTIONS.md writes them: binary suffixes K, M, G
 // (1K = 1024), ranges "[min, max)" written "0-64K", an open upper end "64K-".
 //
 // Thread-safety: pure functions.
@@ -13,7 +13,7 @@
 
 namespace hccltune {
 
-// Which suffixes a size may carry. kConventions: K, M and G, the ones CONVENTIONS.md defines — what people write
+// Which suffixes a size may carry. kConventions: K, M and G, the ones docs/CONVENTIONS.md defines — what people write
 // in the override grammars (HCCL_TUNE_ALGO, rule tables). kAny also reads T (2^40), which FormatBytes prints
 // for multiples of 2^40, so that what this program wrote (table exports, sweep state) reads back.
 enum class SizeSuffixes : uint8_t { kAny, kConventions };

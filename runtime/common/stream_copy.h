@@ -3,8 +3,9 @@
 // A plain store first reads the destination line into the cache (read for ownership) and later writes it
 // back: a copy of S bytes moves 3S through memory. A non-temporal store writes whole lines straight to memory:
 // 2S. On this project's reference machine a 64 MiB copy runs at 12 GB/s this way against 7 GB/s with memcpy
-// on one core (18 vs 13 on two; docs/performance-history.md, round 5). The price: the data is not in the cache
-// afterwards, so these are only for large outputs (the communicator decides per call, HCCL_TUNE_NT_STORES).
+// on one core (18 vs 13 on two; BM_Memcpy and BM_CopyStreaming in tests/perf/kernels_bench.cc). The price: the data is
+// not in the cache afterwards, so these are only for large outputs (the communicator decides per call,
+// HCCL_TUNE_NT_STORES).
 //
 // CopyStreaming ends with a store fence: once it returns, the bytes are visible to other processes like ordinary
 // stores (a flag or ring index published after it cannot overtake them). ReduceStreaming (kernels.h) is the

@@ -1,5 +1,5 @@
 // Vocabulary shared by every part of hccl-tune: collectives, data types and reduction operators, with the
-// one spelling of each name (../shared/CONVENTIONS.md). Everything that prints or parses these goes through
+// one spelling of each name (docs/CONVENTIONS.md). Everything that prints or parses these goes through
 // the functions below.
 //
 // Thread-safety: all functions are pure and safe to call concurrently.
@@ -64,7 +64,7 @@ absl::Span<const ReduceOp> AllReduceOps();
 // OK when `op` applies to `t`; avg needs a floating type, band/bor/bxor an integer type.
 absl::Status CheckReduceSupported(ReduceOp op, DataType t);
 
-// nccl-tests bus-bandwidth factor for a collective on `world` ranks (CONVENTIONS.md, Timing).
+// nccl-tests bus-bandwidth factor for a collective on `world` ranks (docs/CONVENTIONS.md, Timing).
 double BusBandwidthFactor(Collective c, int world);
 
 }  // namespace hccltune

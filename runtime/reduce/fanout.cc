@@ -3,7 +3,7 @@
 // Why fused: for the symmetric allreduce at 64 MiB (2 ranks), reducing a tile into L1 and then streaming it to
 // each output took 8.1-8.6 ms, the same loop with every load and store in one pass 5.9 ms (AVX-512; AVX2 6.6):
 // with reads and writes interleaved the memory controller keeps both directions busy, while a tile's
-// read-only then write-only phases leave it idle in turn (docs/performance-history.md, round 7).
+// read-only then write-only phases leave it idle in turn.
 //
 // fp32 sum / prod / min / max only (the and the common training case); other types and ops return
 // false and the caller tiles with Reduce. Bit-identical to chained Reduce (up to which NaN payload survives when

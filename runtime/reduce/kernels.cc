@@ -306,7 +306,7 @@ __attribute__((target("avx2,f16c"))) void Reduce16Fused(ReduceOp op, void* out, 
 // what bounds it (fp16 has its conversions in hardware and runs at fp32's speed on AVX2). Still bound by vector
 // ALU ops (two ports for 512-bit work): 32 elements by unpacking and packing instead of widening and narrowing,
 // and the NaN case folded into the rounding, took 11.5-11.7 GB/s of output in L2 to 12.9-13.1 (kernels bench).
-// AVX512_BF16's VCVTNE2PS2BF16 would round 32 lanes in one instruction but treats subnormal inputs as zero,
+// AVX512_BF16's VCVTNE2PS2BF16 would convert 32 lanes in one instruction but treats subnormal inputs as zero,
 // which the portable FloatToBf16 does not.
 // The _maskz_ forms with every lane set: GCC 12's plain forms pass an undefined vector that -Wmaybe-uninitialized
 // (an error here) reports.

@@ -1,5 +1,5 @@
 // The selector: which configuration a collective call runs, decided in-process with no RPC, in precedence
-// order (../shared/CONVENTIONS.md):
+// order (docs/CONVENTIONS.md):
 //   1. a configuration passed on the call
 //   2. HCCL_TUNE_ALGO (per collective and byte range)
 //   3. HCCL_ALGO (HCCL's level0/level1 names, mapped to ours)
@@ -65,7 +65,7 @@ class Selector {
   // have is an error naming the variable, and so is an HCCL_TUNE_ALGO rule that cannot run on this topology
   // (symmetric on several nodes). Every input is identical on every rank, so is the verdict.
   //
-  // HCCL_ALGO (CONVENTIONS.md: level0 = inside a node, level1 = between nodes):
+  // HCCL_ALGO (docs/CONVENTIONS.md: level0 = inside a node, level1 = between nodes):
   //  - one node: level0 applies, level1 does not;
   //  - several nodes, where hierarchical is valid for the collective (registry::IsValid): level0 is its intra
   //    step and level1 its inter step — level1:X gives hierarchical(intra=<level0 or chosen as usual>,inter=X),
@@ -82,7 +82,7 @@ class Selector {
     const Configuration* config;
     ChoiceSource source;
   };
-  // The choice for a call without a configuration of its own. `bytes` as CONVENTIONS.md defines them.
+  // The choice for a call without a configuration of its own. `bytes` as docs/CONVENTIONS.md defines them.
   // Pure: never explores, counts nothing (used to print what would run and by sub-collectives).
   Choice Choose(Collective c, DataType dtype, uint64_t bytes) const;
   // The choice for the next collective operation of the communicator: as Choose, but applies the installed

@@ -23,10 +23,10 @@ namespace {
 
 // Which collectives' messages may travel by single copy (CMA). Reductions never do: they already reduce
 // straight out of the ring (one copy), and with single copy a 2-rank fp32 allreduce lost 1.4-1.9x at 4-16 MiB
-// (each 256 KiB piece read from memory, then combined) and 1.6x at 128 KiB (docs/performance-history.md, "Single copy
-// and large calls"). Point-to-point sends stay eager: a user's blocking Send must complete into the ring before
-// the peer posts its Recv. Every other collective copies each byte once this way instead of twice (writer ->
-// ring -> reader), at every size from the pair's threshold up (measured per size, same section).
+// (each 256 KiB piece read from memory, then combined) and 1.6x at 128 KiB. Point-to-point sends stay eager: a user's
+// blocking Send must complete into the ring before the peer posts its Recv. Every other collective copies each byte
+// once this way instead of twice (writer -> ring -> reader), at every size from the pair's threshold up (measured per
+// size).
 bool SingleCopyCollective(Collective c) { return c != Collective::kSendRecv && !IsReducing(c); }
 // Idle waiting (nothing moved): spin, then yield, then block. Times, not pass counts: a pass over many queues
 // costs more than one over a few.
@@ -36,14 +36,14 @@ constexpr int64_t kSpinNs = 50'000;  // every rank may have a CPU (not bound): r
 // waits for the CPU's other task (a compiler) to give it up. A 2-rank 2-8 MiB single-copy broadcast, whose root
 // waits while the peer reads, lost 100-500 us to that wake-up with the 50 us spin. Only for these waits: spinning
 // 2 ms on every wait made a 2-rank 16-32 MiB allreduce 1.3-2x slower under load (the spin spends the rank's
-// share of the CPU that its reduction then lacks). docs/PERFORMANCE.md.
+// share of the CPU that its reduction then lacks).
 constexpr int64_t kAckSpinNs = 2'000'000;
 constexpr int64_t kYieldNs = 200'000;  // then sched_yield until this much idle time, then the doorbell
 // More shm ranks than CPUs (4 ranks on 2 cores): no spin at all — the peer may need this very CPU — and a long
 // yield window before the futex: a wake-up costs tens of microseconds here (VM), and ranks that wake each other
 // get pulled onto one CPU. Open MPI under oversubscription also yields and never sleeps. Against spin 1 us /
 // yield 50 us, a 4-rank 8 B-4 KiB allreduce went from 13.5-30 to 11.6-21 us (6 interleaved runs, load 10) and,
-// all four ranks on one CPU, from 19-40 to 16-27 us; sleeping at once took 190-290 us (docs/PERFORMANCE.md).
+// all four ranks on one CPU, from 19-40 to 16-27 us; sleeping at once took 190-290 us.
 constexpr int64_t kOverSpinNs = 0;
 constexpr int64_t kMinSpinNs = 1'000;  // the adaptive spin of a rank that does not share its CPU never goes below
 constexpr int64_t kOverYieldNs = 2'000'000;
@@ -78,7 +78,7 @@ void StreamEndpoint::NotePair(const Pair* pair) {
   static const bool bound = BoundToOneCpu();
   if (Oversubscribed(pair->HostRanks())) {
     if (!bound) {
-      // Unbound, ranks that wait by yielding end up on one CPU and stay there (docs/performance-history.md, "Round 4"):
+      // Unbound, ranks that wait by yielding end up on one CPU and stay there:
       // small calls then cost 1.7-1.9x what they cost with the ranks spread. Binding is the launcher's choice.
       static std::once_flag hint;
       std::call_once(hint, [&] {

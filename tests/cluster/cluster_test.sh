@@ -75,7 +75,7 @@ case $case_ in
       "${CLUSTER[@]}" exec --name "$NAME" "$k" -- sh -c "$TUNE status --daemon \$HCCL_TUNE_DAEMON" >/dev/null ||
         fail "node $k: hccl-tuned does not answer"
     done
-    # Node identity: two namespaces are two nodes (CONVENTIONS.md).
+    # Node identity: two namespaces are two nodes (docs/CONVENTIONS.md).
     id0=$(ip netns exec "$NAME-n0" readlink /proc/self/ns/net)
     id1=$(ip netns exec "$NAME-n1" readlink /proc/self/ns/net)
     [[ $id0 != "$id1" ]] || fail "nodes 0 and 1 share a network namespace"
@@ -116,7 +116,7 @@ case $case_ in
       ((do_ < need / 20)) || fail "$other carried $do_ bytes: traffic leaked to the network not chosen"
     done
     if [[ $mode == both ]]; then
-      # The user's HCCL_SOCKET_IFNAME comes before the configuration's network (CONVENTIONS.md): asked for the
+      # The user's HCCL_SOCKET_IFNAME comes before the configuration's network (docs/CONVENTIONS.md): asked for the
       # fast subnet, the bytes still go over slow0.
       c0=$(tx_sum slow0) o0=$(tx_sum fast0)
       out=$(HCCL_SOCKET_IFNAME=slow0 "$root/deploy/cluster/launch.sh" --name "$NAME" --ranks-per-node "$rpn" \

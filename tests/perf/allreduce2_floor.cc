@@ -5,7 +5,7 @@
 //           copies the half of its input the other one reduces into a slot, reduces its own half with the slot
 //           the other filled (writing its output and a second slot), and copies the other's reduced half out of
 //           that slot; slots of CHUNK bytes, SLOTS of them per direction.
-//   return  the runtime's 2-rank flow since round 18 (RingAllreduceReturned): each thread copies the half the
+//   return  the runtime's 2-rank flow over shm (RingAllreduceReturned): each thread copies the half the
 //           other reduces into a slot; the other reduces it with its own half into its output and writes the
 //           result back over the slot, from which the first copies it into its output; one set of slots per
 //           direction instead of two.
@@ -13,9 +13,9 @@
 //           would allow: each thread reduces its half straight from both inputs into its output, then copies the
 //           other half from the other thread's output as that thread finishes each chunk.
 //   memcpy  each thread copies S bytes from its input to its output (the same working set, the plain copy).
-// Timed as the peers' benchmark and `hccl-tune bench` time (CONVENTIONS.md, Timing): a barrier, one timed call,
-// the median over calls of the maximum over the threads. Round 17 of docs/PERFORMANCE.md compares it with
-// `hccl-tune bench` in alternating runs.
+// Timed as the peers' benchmark and `hccl-tune bench` time (docs/CONVENTIONS.md, Timing): a barrier, one timed call,
+// the median over calls of the maximum over the threads; run it next to `hccl-tune bench` of the same sizes,
+// alternating, to see how far the runtime is from the floor.
 //
 // STORES `plain` writes the outputs with ordinary stores (memcpy for the copies) instead.
 //

@@ -1,6 +1,6 @@
 // What a 2-rank fp32 sum allreduce of ordinary (private, malloc'd) buffers costs when each rank reads the peer's
 // memory with the kernel's single copy (process_vm_readv) instead of through shared rings: the design the ring
-// would have to lose to before single copy is worth building for allreduce (docs/PERFORMANCE.md, round 13).
+// would have to lose to before single copy is worth building for allreduce.
 //
 // Two processes, each bound to its own CPU. Rank r owns half r of the vector. Per call, for each chunk of its half:
 // process_vm_readv of the peer's input chunk into a cache-sized tile, then out = own input + tile (AVX2; streamed

@@ -1,8 +1,7 @@
 #!/usr/bin/env python3
 """Our configurations head to head: `hccl-tune bench --algo CFG` for each CFG, interleaved run by run (A B C,
 C B A, A B C, ...), so every configuration sees the same load; prints the median time per size and the ratio
-first / each (> 1: that configuration is faster than the first). What decides a default in policies/defaults.cc
-(docs/performance-history.md, round 10).
+first / each (> 1: that configuration is faster than the first). What decides a default in policies/defaults.cc.
 
   tests/perf/compare-configs.py -c allgather -n 4 -l 1M -h 64M -r 7 direct recursive_doubling
   HCCL_TUNE_SINGLE_COPY=off tests/perf/compare-configs.py -c broadcast -n 4 'chain(chunk=1M)' linear

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# One invocation: hccl-tune bench and the peer baselines (../shared/peers: Open MPI, MPICH, torch's Gloo) for the
+# One invocation: hccl-tune bench and the peer baselines (Open MPI, MPICH, torch's Gloo; see PEERS_DIR) for the
 # same collective, ranks and sizes, interleaved repetition by repetition (ours, ompi, mpich, gloo, ours, ...),
 # plus the machine's copy bandwidth measured in the same run (memcpy of 64 MiB on 1 and 2 threads, before and
 # after). Prints one table: the median over repetitions of each figure (each figure itself the median of its
-# iterations, time = max over ranks, CONVENTIONS.md), the ratio best-peer-time / our-time (> 1: we are faster),
+# iterations, time = max over ranks, docs/CONVENTIONS.md), the ratio best-peer-time / our-time (> 1: we are faster),
 # our busbw, and our fraction of the memory bound.
 #
 # Usage: tests/perf/compare-peers.sh [-c COLL] [-n RANKS] [-l MIN_BYTES] [-h MAX_BYTES] [-r REPS]
 #                                    [-p "ompi mpich gloo"] [-a ALGO] [-b BUILD_DIR] [-B BASE_BUILD_DIR] [-S] [-F] [-A]
+#                                    [-P PEERS_DIR]
+#   PEERS_DIR (or the environment's PEERS_DIR) the peer benchmarks, which are not part of this repository: a folder
+#        with run-peers.sh COLL RANKS MIN_BYTES MAX_BYTES PEER that prints `coll ranks bytes time_us algbw busbw`
+#        per size for PEER = ompi | mpich | gloo, each timed as `hccl-tune bench` times (docs/CONVENTIONS.md, Timing)
 #   COLL allreduce | allgather | reducescatter | broadcast | alltoall   (default allreduce, 2 ranks, 8..64M, 5 reps)
 #   PEERS also `ompi:N`: Open MPI with its coll_tuned algorithm N forced for COLL (OMPI_MCA_coll_tuned_use_dynamic_rules=1
 #        OMPI_MCA_coll_tuned_<coll>_algorithm=N), a column of its own
@@ -30,11 +34,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 coll=allreduce n=2 lo=8 hi=67108864 reps=5 peers="ompi mpich gloo" algo=auto build=$root/build base= sym= forced= all=
-while getopts c:n:l:h:r:p:a:b:B:SFA o; do
+peers_dir=${PEERS_DIR:-}
+while getopts c:n:l:h:r:p:a:b:B:P:SFA o; do
   case $o in
     c) coll=$OPTARG ;; n) n=$OPTARG ;; l) lo=$OPTARG ;; h) hi=$OPTARG ;; r) reps=$OPTARG ;;
-    p) peers=$OPTARG ;; a) algo=$OPTARG ;; b) build=$OPTARG ;; B) base=$OPTARG ;; S) sym=1 ;; F) forced=1 ;; A) all=1 ;;
-    *) sed -n '2,28p' "$0"; exit 2 ;;
+    p) peers=$OPTARG ;; a) algo=$OPTARG ;; b) build=$OPTARG ;; B) base=$OPTARG ;; P) peers_dir=$OPTARG ;; S) sym=1 ;; F) forced=1 ;; A) all=1 ;;
+    *) sed -n '2,32p' "$0"; exit 2 ;;
   esac
 done
 # Open MPI 4.1's coll_tuned parameter and algorithm count per collective (ompi_info --param coll tuned --level 9).
@@ -49,8 +54,11 @@ esac
 if [[ -n $forced ]]; then
   for ((a = 1; a <= ompi_algs; a++)); do peers+=" ompi:$a"; done
 fi
-peers_dir=${PEERS_DIR:-$root/../shared/peers}
-[[ -d $peers_dir ]] || peers_dir=/work/shared/peers
+[[ -n $peers_dir && -x $peers_dir/run-peers.sh ]] || {
+  echo "compare-peers.sh: no peer benchmarks: pass -P DIR or PEERS_DIR=DIR, a folder with an executable" \
+    "run-peers.sh (got '${peers_dir}')" >&2
+  exit 2
+}
 tune=$build/tuner/hccl-tune
 kbench=$build/tests/perf/hccltune-kernels-bench
 [[ -x $tune ]] || { echo "no $tune: build first" >&2; exit 2; }

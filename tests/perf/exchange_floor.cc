@@ -1,9 +1,9 @@
 // The mailbox exchange alone: N processes, each with the runtime's shm domain and StreamEndpoint, time one
 // StreamEndpoint::Exchange of a 4-byte block (and sum the blocks) after an exchange used as a barrier — the
 // transport's share of a small allreduce, without the communicator (argument checks, configuration choice,
-// dispatch) or the bench around it. Timed as hccltune-mailbox-floor and `hccl-tune bench` time (CONVENTIONS.md,
+// dispatch) or the bench around it. Timed as hccltune-mailbox-floor and `hccl-tune bench` time (docs/CONVENTIONS.md,
 // Timing): the median over calls of the maximum over ranks. Between the two floors: what the exchange costs above
-// bare slots, and what the layers above it cost (docs/PERFORMANCE.md, round 14).
+// bare slots, and what the layers above it cost.
 //
 //   hccltune-exchange-floor [RANKS=4] [CALLS=2000]      (rank r bound to CPU r mod CPUs, as hccl-tune bench does)
 #include <sched.h>

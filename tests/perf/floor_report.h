@@ -1,5 +1,5 @@
 // What the floor programs (mailbox_floor.cc, exchange_floor.cc) share: reaping the forked ranks and reporting the
-// median over calls of the maximum over ranks (CONVENTIONS.md, Timing), as `hccl-tune bench` times a call.
+// median over calls of the maximum over ranks (docs/CONVENTIONS.md, Timing), as `hccl-tune bench` times a call.
 #pragma once
 
 #include <sys/wait.h>

@@ -146,7 +146,7 @@ void BM_Avg4(benchmark::State& state) {
 // and streams what it reads from the other's ring into its output (non-temporal stores); no reduction, no
 // headers, no doorbell. A 2-rank ring allreduce of S bytes on ordinary buffers moves S bytes per direction the
 // same way (half its input, then half the result) and reduces on top; CopyStreaming on two threads is the same
-// two copies per byte without the rings (docs/performance-history.md, round 10). bytes_per_second: both directions.
+// two copies per byte without the rings. bytes_per_second: both directions.
 struct ExchangeRings {
   static constexpr size_t kRing = 4u << 20;
   static constexpr size_t kPiece = 16u << 10;

@@ -1,10 +1,9 @@
 // The floor of a small allreduce on this machine: N processes, each with two 64-byte slots (one per call parity)
 // in one shared mapping and nothing else. A call writes the rank's value and the call number into its slot, then
 // reads every other rank's slot, yielding (sched_yield) while one has not arrived, and sums. Timed as the peers'
-// benchmark and `hccl-tune bench` time (CONVENTIONS.md, Timing): a barrier of the same kind, then one timed call;
+// benchmark and `hccl-tune bench` time (docs/CONVENTIONS.md, Timing): a barrier of the same kind, then one timed call;
 // the figure is the median over calls of the maximum over ranks. What the runtime's mailbox exchange
-// (runtime/transport/mailbox.h) costs above this is the runtime's own per-call work
-// (docs/performance-history.md, round 11).
+// (runtime/transport/mailbox.h) costs above this is the runtime's own per-call work.
 //
 //   hccltune-mailbox-floor [RANKS=4] [CALLS=2000]      (rank r bound to CPU r mod CPUs, as hccl-tune bench does)
 #include <sched.h>

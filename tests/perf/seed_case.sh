@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The seed's case on the emulated cluster (issue #9; docs/PERFORMANCE.md "The seed's case on the emulated cluster"):
+# The seed's case on the emulated cluster (docs/PERFORMANCE.md, "The seed's case on the emulated cluster"):
 # 4 ranks (2 nodes x 2 by default), 32 MiB fp16 allreduce, ring against binomial tree, with the slow network
 # as the default route between nodes. Steps:
 #   1. build the cluster (deploy/cluster/cluster.sh up --default-net slow);

@@ -6,7 +6,7 @@
 //
 //   hccltune-train-loop [--bytes 32M] [--dtype fp16] [--steps 5] [--warmup 1] [--compute-reps 8] [--json]
 //
-// Timing (CONVENTIONS.md): each step starts after a barrier; a step's compute, allreduce and total times are
+// Timing (docs/CONVENTIONS.md): each step starts after a barrier; a step's compute, allreduce and total times are
 // the maximum over ranks; the printed figures are medians over the timed steps (warm-up steps not counted).
 // Every step checks the reduced gradient on every rank (sampled elements, exact: integer values), so a wrong
 // result fails the run (exit 3) rather than producing a fast number. Rank 0 prints one line (or JSON) with the

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Mini-sweep of a stale entry on an idle single-node topology, end to end with real processes (issue #7, "a
-# single-node topology: a local mini-sweep when the node is idle"):
+# Mini-sweep of a stale entry on an idle single-node topology, end to end with real processes:
 #  - hccl-tuned holds a single-node 2-rank table; its 8-16 B allreduce/int32 winner is ring, whose runner-up was
 #    swept 4x slower (not explorable), so a regression can only mark the entry stale;
 #  - the test hook HCCL_TUNE_TEST_DELAY slows ring by 1 ms per call. The daemon is started with the same

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Online tuning, end to end with real processes (issue #7, "a regression injected into one configuration"):
+# Online tuning, end to end with real processes, a regression injected into one configuration:
 # a daemon holds a table whose allreduce winner is ring (runner-up one_shot); the test hook
 # HCCL_TUNE_TEST_DELAY slows ring by 1 ms per call. A 2-rank job (online mode, the default) must
 #  - be moved by the daemon's online policy: a version with an exploration plan, then a version whose winner is

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `hccl-tune bench --launched --check` under a real torchrun launch with 2 ranks (issue 3). torchrun's agent
+# `hccl-tune bench --launched --check` under a real torchrun launch with 2 ranks. torchrun's agent
 # serves its TCPStore on MASTER_PORT; hccl-tune's env:// bootstrap rendezvouses on MASTER_PORT+1 (rank 0
 # serves it), so both must work side by side. `--redirects 9:0 --tee 9:0` works around Debian's torchrun 1.13
 # bug on Python 3.11 (Std.from_str returns None).

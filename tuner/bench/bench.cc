@@ -137,7 +137,7 @@ absl::StatusOr<std::vector<BenchRow>> RunBench(Communicator& comm, const BenchOp
       } else if (spec.in_place && comm.rank() == o.root) {
         std::memcpy(b.recv.data(), b.send.data(), count * DataTypeSize(o.dtype));
       }
-      // Adaptive counts as in the peers' benchmark (../shared/peers/mpi_coll_bench.c): 200 iterations below
+      // Adaptive counts as in the peers' benchmark (the MPI benchmark compare-peers.sh runs): 200 iterations below
       // 1 MiB, 40 below 16 MiB, 10 above, after 5 warm-up calls.
       const int iters = o.iters > 0 ? o.iters : (bytes < (1u << 20) ? 200 : bytes < (16u << 20) ? 40 : 10);
       const int warmup = o.warmup > 0 ? o.warmup : 5;

@@ -1,6 +1,6 @@
-// `hccl-tune bench`: times collectives the way nccl-tests (and ../shared/peers) do — every iteration starts
-// after a barrier, its time is the maximum over ranks, a figure is the median of the iterations, warm-up
-// iterations are not counted — and optionally checks every rank's output against an independent reference.
+// `hccl-tune bench`: times collectives the way nccl-tests (and the peer benchmarks of tests/perf/compare-peers.sh) do —
+// every iteration starts after a barrier, its time is the maximum over ranks, a figure is the median of the iterations,
+// warm-up iterations are not counted — and optionally checks every rank's output against an independent reference.
 //
 // Thread-safety: RunBench drives one communicator from the calling thread.
 #pragma once

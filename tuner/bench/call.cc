@@ -6,7 +6,7 @@
 
 namespace hccltune::bench {
 
-// Elements per rank block for a byte size (CONVENTIONS.md, Sizes).
+// Elements per rank block for a byte size (docs/CONVENTIONS.md, Sizes).
 size_t CountFor(Collective c, uint64_t bytes, DataType t, int n) {
   const uint64_t es = DataTypeSize(t);
   switch (c) {

@@ -1,4 +1,4 @@
-// One collective call of the bench/sweep at a byte size (CONVENTIONS.md, Sizes), with its buffers.
+// One collective call of the bench/sweep at a byte size (docs/CONVENTIONS.md, Sizes), with its buffers.
 // Shared by `hccl-tune bench` and `hccl-tune sweep` so both time exactly the same call.
 #pragma once
 
@@ -12,7 +12,7 @@
 
 namespace hccltune::bench {
 
-// Elements per rank block for a byte size (CONVENTIONS.md, Sizes).
+// Elements per rank block for a byte size (docs/CONVENTIONS.md, Sizes).
 size_t CountFor(Collective c, uint64_t bytes, DataType t, int n);
 
 // A call buffer: heap memory, or a view of memory the communicator handed out (`--symmetric`: AllocSymmetric).

@@ -162,7 +162,7 @@ absl::Status LocalJob::Start(const std::vector<std::string>& args, const std::st
   // spreads forked children only after milliseconds, which turns every wait into a context switch).
   // More ranks than CPUs: rank r is bound to CPU r mod n (4 ranks on 2 CPUs: 2 + 2). Unbound, ranks that wait
   // by yielding stay runnable and cache-hot, so the load balancer never moves them apart once the bootstrap's
-  // wake-ups have pulled them together: all four ran on one CPU in every sample (docs/PERFORMANCE.md).
+  // wake-ups have pulled them together: all four ran on one CPU in every sample.
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
   std::vector<int> cpus;

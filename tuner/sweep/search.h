@@ -1,6 +1,6 @@
 // The sweep's measurement protocol and search, independent of how a candidate is run (tuner/sweep/).
 //
-// Protocol (../shared/CONVENTIONS.md, Timing): a Measurer runs `iters` timed iterations of one configuration
+// Protocol (docs/CONVENTIONS.md, Timing): a Measurer runs `iters` timed iterations of one configuration
 // after `warmup` untimed ones, each after a barrier, and returns each iteration's time as the maximum over ranks.
 // A candidate's figure is the median of its iterations. Iterations are added in batches, and the candidates of
 // one point (collective, dtype, bytes) are interleaved batch by batch (the order rotates every round), so drift

@@ -34,7 +34,7 @@ std::vector<db::TunedEntry> BuildEntries(const std::vector<PointResult>& results
     e.configuration = w.config;
     e.time_us = w.stat.median;
     // The per-rank median next to the max-over-ranks one: the online policy compares live samples (per-rank
-    // call durations) with it (CONVENTIONS.md, Timing).
+    // call durations) with it (docs/CONVENTIONS.md, Timing).
     if (!w.rank_time_us.empty()) e.rank_time_us = MedianWithCI(w.rank_time_us).median;
     const double algbw = w.stat.median > 0 ? static_cast<double>(r.point.bytes) / w.stat.median / 1e3 : 0;
     e.busbw_gbps = algbw * BusBandwidthFactor(r.point.collective, ctx.world_size);

@@ -22,7 +22,7 @@
 // two phases (its owned block is divided in between). Two ranks over shm (Endpoint::SupportsReturn) take one
 // message per chunk instead (RingAllreduceReturned): the peer reduces the chunk and hands the result back in
 // place in the ring it arrived in, so the results need no second ring (13-30% faster at 1-64 MiB than the
-// pipelined ring in alternating runs, docs/PERFORMANCE.md round 18).
+// pipelined ring in alternating runs of tests/perf/compare-peers.sh -B).
 // config.channels is accepted (striping is the transport's business).
 #include "runtime/algorithms/all_algorithms.h"
 #include "runtime/algorithms/ring_engine.h"

@@ -3,9 +3,9 @@
 //
 // Why measured: the kernel pins every 4 KiB page it copies, and what that costs next to a memcpy differs by
 // machine. On the reference Intel VM (memcpy ~6 GB/s from memory) a 64 KiB process_vm_readv took ~2x a memcpy
-// and single copy won from 8 KiB messages (docs/performance-history.md, round 3); on an AMD EPYC VM (memcpy
+// and single copy won from 8 KiB messages; on an AMD EPYC VM (memcpy
 // 65-130 GB/s in cache) it took 8-20x, and two copies through the ring won up to 2-4 MiB messages — 2-2.5x at
-// 64 KiB - 2 MiB for 4-rank broadcast and allgather (docs/PERFORMANCE.md, round 14). Single copy still wins there
+// 64 KiB - 2 MiB for 4-rank broadcast and allgather (tests/perf/compare-peers.sh). Single copy still wins there
 // for large buffers, which HCCL_TUNE_THP puts in 2 MiB pages (one pin per 2 MiB).
 //
 // Thread-safety: SingleCopyCostRatio measures once per process (thread-safe static); the rest are pure.

@@ -68,7 +68,7 @@ struct alignas(kLine) RingControl {
 };
 
 // The state of a shared single copy's front part (RingControl::help, low bits).
-static_assert(sizeof(RingControl) == 4 * kLine, "four lines: a fifth moves the mailbox slots (round 18)");
+static_assert(sizeof(RingControl) == 4 * kLine, "four lines: a fifth moves the mailbox slots");
 
 enum HelpState : uint64_t { kHelpAsked = 1, kHelpWriting = 2, kHelpWritten = 3, kHelpReaderTook = 4, kHelpFailed = 5 };
 constexpr uint64_t Help(uint64_t ticket, HelpState s) { return ticket << 3 | s; }

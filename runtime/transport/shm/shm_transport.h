@@ -46,7 +46,7 @@ struct ShmOptions {
   bool single_copy = true;  // HCCL_TUNE_SINGLE_COPY=off turns it off
   // Smaller messages stream through the ring. 8 KiB: a 2-rank broadcast of 8-32 KiB took 1.6-2.6 us single-copied
   // against 3.3-9.3 us through the ring, an allgather of 16-64 KiB 2.5-4.5 against 3.6-10.5 us; an allgather's
-  // 2-4 KiB messages were faster through the ring (docs/performance-history.md, round 3, Intel VM). The
+  // 2-4 KiB messages were faster through the ring (on an Intel VM with memcpy at ~6 GB/s). The
   // communicator sets it from what a process_vm_readv costs on the machine (cma_cost.h) or from
   // HCCL_TUNE_SINGLE_COPY=<size>.
   size_t single_copy_min_bytes = 8u << 10;

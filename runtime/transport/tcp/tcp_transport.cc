@@ -186,7 +186,7 @@ absl::StatusOr<std::string> TcpDomain::AddressFor(int peer, const std::string& n
   auto it = peers_.find(peer);
   if (it == peers_.end()) return absl::InternalError(absl::StrCat("tcp: no address of rank ", peer));
   const TcpPeerInfo& info = it->second;
-  // Precedence (CONVENTIONS.md, Networks): the user's HCCL_SOCKET_IFNAME, then the configuration's network (the
+  // Precedence (docs/CONVENTIONS.md, Networks): the user's HCCL_SOCKET_IFNAME, then the configuration's network (the
   // tuned table or an override), then the route to the peer.
   if (!ifname_.empty()) {
     for (const auto& i : info.interfaces) {

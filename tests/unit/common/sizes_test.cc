@@ -32,7 +32,7 @@ TEST(Sizes, ParseErrors) {
 
 TEST(Sizes, TerabytesOnlyWhereDataIsRead) {
   // FormatBytes prints T for multiples of 2^40 and what it wrote must read back (table exports, sweep state);
-  // what people write follows CONVENTIONS.md: K, M and G.
+  // what people write follows docs/CONVENTIONS.md: K, M and G.
   EXPECT_EQ(*ParseBytes("2T"), uint64_t{2} << 40);
   auto t = ParseBytes("2T", SizeSuffixes::kConventions);
   ASSERT_FALSE(t.ok());

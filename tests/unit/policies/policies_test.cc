@@ -61,7 +61,7 @@ TEST(TuneAlgo, RefusesAmbiguousInput) {
       {"allreduce:0-=ring,64K-=one_shot", "allreduce range 64K- overlaps 0- given before it"},
       {"allreduce:0-1M=ring,64K-2M=one_shot", "range 64K-2M overlaps 0-1M"},
       {"allgather:1M-=ring,0-4M=direct", "range 0-4M overlaps 1M-"},
-      // CONVENTIONS.md defines K, M and G only, and a size is one word.
+      // docs/CONVENTIONS.md defines K, M and G only, and a size is one word.
       {"allreduce:0-1T=ring", "the suffixes are K, M and G"},
       {"allreduce:1 K-=ring", "no spaces inside a size"},
       {"allreduce:0-6 4K=ring", "no spaces inside a size"},
@@ -266,7 +266,7 @@ TEST(Selector, HcclAlgoLevel0OnSeveralNodesStaysInsideTheNodes) {
 }
 
 TEST(Selector, HcclAlgoLevel1LeavesTheIntraStepToTheUsualChoice) {
-  // level0:NA: intra is "chosen as usual" (CONVENTIONS.md) — the table's step where the table chooses
+  // level0:NA: intra is "chosen as usual" (docs/CONVENTIONS.md) — the table's step where the table chooses
   // hierarchical, not always a pinned ring.
   Environment env;
   env.hccl_algo = "level0:NA;level1:H-D_R";
