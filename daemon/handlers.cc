@@ -4,9 +4,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "daemon/proto_convert.h"
 #include "db/store_util.h"
 #include "hccltune/version.h"
+#include "rpc/proto_convert.h"
 #include "runtime/common/configuration.h"
 #include "runtime/common/fingerprint.h"
 #include "runtime/common/logging.h"
