@@ -9,7 +9,12 @@ script="$src/tests/style/check_layers.py"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$src"
-git ls-files --cached --others --exclude-standard -- '*.h' '*.cc' '*.c' 'tests/style/layers.txt' | while read -r f; do
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  list() { git ls-files --cached --others --exclude-standard -- '*.h' '*.cc' '*.c' 'tests/style/layers.txt'; }
+else  # a source tree without git (a release tarball)
+  list() { find . -path './build*' -prune -o \( -name '*.h' -o -name '*.cc' -o -name '*.c' -o -path ./tests/style/layers.txt \) -print; }
+fi
+list | while read -r f; do
   mkdir -p "$tmp/$(dirname "$f")" && cp "$f" "$tmp/$f"
 done
 fail() { echo "FAIL: $*" >&2; exit 1; }
