@@ -2,7 +2,8 @@
 # (find_package(hccltune CONFIG) -> hccltune::runtime) and a pkg-config file (hccltune.pc).
 include(CMakePackageConfigHelpers)
 
-set(HCCL_TUNE_INSTALL_LIBS hccltune_common hccltune_policies hccltune_algorithms hccltune_transport hccltune_runtime)
+set(HCCL_TUNE_INSTALL_LIBS hccltune_common hccltune_policies hccltune_algorithms hccltune_selector hccltune_transport
+  hccltune_runtime)
 # Components (one Debian package each, cmake/Packaging.cmake): `tune` = the CLI, the runtime libraries, headers and
 # the CMake and pkg-config files; `tuned` = the daemon with its unit, system user and config; `torch` = the PyTorch
 # backend (python/CMakeLists.txt).

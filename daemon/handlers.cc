@@ -4,25 +4,19 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "daemon/proto_convert.h"
 #include "db/store_util.h"
 #include "hccltune/version.h"
+#include "rpc/proto_convert.h"
 #include "runtime/common/configuration.h"
 #include "runtime/common/fingerprint.h"
 #include "runtime/common/logging.h"
+#include "runtime/common/status_macros.h"
 
 namespace hccltune::daemon {
 namespace {
 
 constexpr size_t kMaxCanonicalCache = 4096;
 constexpr size_t kMaxLegacyTopologies = 4096;
-
-#define HT_RETURN_IF_ERROR(expr)              \
-  do {                                        \
-    if (absl::Status _s = (expr); !_s.ok()) { \
-      return _s;                              \
-    }                                         \
-  } while (0)
 
 absl::Status CheckVersion(int64_t v, absl::string_view field) {
   if (v < 0) return absl::InvalidArgumentError(absl::StrCat(field, " ", v, " must not be negative"));

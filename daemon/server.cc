@@ -11,9 +11,9 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/proto_convert.h"
-#include "daemon/remote_store.h"
 #include "db/sqlite_store.h"
+#include "rpc/channel.h"
+#include "rpc/proto_convert.h"
 #include "runtime/common/daemon_discovery.h"
 #include "runtime/common/logging.h"
 

@@ -2,8 +2,8 @@
 // table handlers so the sweep work stays self-contained.
 #include "absl/strings/str_cat.h"
 #include "daemon/handlers.h"
-#include "daemon/sweep_convert.h"
 #include "db/store_util.h"
+#include "rpc/sweep_convert.h"
 
 namespace hccltune::daemon {
 

@@ -21,21 +21,10 @@
 #include "db/sqlite_stmt.h"
 #include "db/store_util.h"
 #include "runtime/common/configuration.h"
+#include "runtime/common/status_macros.h"
 
 namespace hccltune::db {
 namespace {
-
-#define HT_RETURN_IF_ERROR(expr)              \
-  do {                                        \
-    if (absl::Status _s = (expr); !_s.ok()) { \
-      return _s;                              \
-    }                                         \
-  } while (0)
-
-#define HT_ASSIGN_OR_RETURN(lhs, expr)          \
-  auto lhs##_or = (expr);                       \
-  if (!lhs##_or.ok()) return lhs##_or.status(); \
-  auto& lhs = *lhs##_or
 
 absl::StatusOr<Collective> ColumnCollective(Stmt& st, int c) {
   auto v = ParseCollective(st.Text(c));

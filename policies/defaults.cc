@@ -5,15 +5,21 @@
 // its collective in the registry.
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "policies/rules.h"
+#include "runtime/common/mailbox_block.h"
 
 namespace hccltune::policies {
 namespace {
 
 constexpr absl::string_view kDefaults = R"(
 # collective   world    bytes    configuration
-# one_shot / direct below 16385 bytes (16 KiB included, the shm mailbox's capacity) for 3-8 ranks: on one node
+# MAILBOX is one shm mailbox block (kMailboxBlockBytes, runtime/common/mailbox_block.h: 16 KiB); `0-MAILBOX+1` is every
+# call whose per-rank block fits one mailbox exchange.
+# one_shot / direct up to one mailbox block (16 KiB included) for 3-8 ranks: on one node
 # one mailbox exchange (runtime/transport/mailbox.h), 18-40% faster than the algorithms of several rounds. At 2
 # ranks (a repeated call runs the algorithm's mailbox form): allreduce up to 2 KiB 10-45% faster
 # than recursive_doubling, allgather 10-45% up to 4 KiB and even above, reducescatter 20-45% up to 16 KiB; at 3
@@ -24,7 +30,7 @@ constexpr absl::string_view kDefaults = R"(
 # 512 KiB, at 3 ranks pairwise ahead from 32 KiB. 5-7 ranks follow 4 and 8 unmeasured; on several nodes the same
 # rows apply (as allgather's), also unmeasured.
 allreduce      2        0-2049   one_shot
-allreduce      3-8      0-16385  one_shot
+allreduce      3-8      0-MAILBOX+1  one_shot
 # halving_doubling (it reduces out of the shm ring, input never copied first), against ring(chunk=1M)
 # in two interleaved runs each: 3 ranks 1.28-1.92x faster at 16K-4M and 1.03-1.33x to 64M (recursive_doubling
 # even with it to 128K); 4 ranks 1.05-1.23x at 256K-1M, even from 2M; 5 ranks 1.07-1.31x at 512K-1M, mixed at 2M;
@@ -44,7 +50,7 @@ allgather      4        4M-32M   recursive_doubling
 allgather      2-8      0-       direct
 allgather      1-        0-       ring(chunk=1M)
 allgatherv     1-        0-       ring(chunk=1M)
-reducescatter  2-8      0-16385  direct
+reducescatter  2-8      0-MAILBOX+1  direct
 reducescatter  1-8      0-16K    halving_doubling
 reducescatter  1-        0-       ring(chunk=1M)
 broadcast      1-2      0-       binomial_tree
@@ -65,7 +71,7 @@ reduce         9-       0-256K   binomial_tree
 reduce         9-       256K-    reducescatter_gather
 gather         1-        0-       binomial_tree
 scatter        1-        0-       binomial_tree
-alltoall       2-8      0-16385  direct
+alltoall       2-8      0-MAILBOX+1  direct
 alltoall       4-8      16K-256K direct
 alltoall       1-        0-4K     bruck
 alltoall       1-        4K-      pairwise
@@ -76,11 +82,15 @@ barrier        9-        0-       dissemination
 
 }  // namespace
 
-absl::string_view BuiltinDefaultsText() { return kDefaults; }
+absl::string_view BuiltinDefaultsText() {
+  static const std::string* text =
+      new std::string(absl::StrReplaceAll(kDefaults, {{"MAILBOX+1", absl::StrCat(kMailboxBlockBytes + 1)}}));
+  return *text;
+}
 
 const RuleSet& BuiltinDefaults() {
   static const RuleSet* set = [] {
-    auto parsed = ParseRuleTable(kDefaults, "built-in defaults");
+    auto parsed = ParseRuleTable(BuiltinDefaultsText(), "built-in defaults");
     if (!parsed.ok()) {  // a defect of this file, caught by policies_test
       std::fprintf(stderr, "hccl-tune: %s\n", std::string(parsed.status().message()).c_str());
       std::abort();

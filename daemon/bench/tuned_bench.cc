@@ -11,10 +11,11 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
-#include "daemon/proto_convert.h"
-#include "daemon/remote_store.h"
 #include "db/store_util.h"
 #include "hccltune/version.h"
+#include "rpc/channel.h"
+#include "rpc/proto_convert.h"
+#include "rpc/remote_store.h"
 #include "runtime/common/fingerprint.h"
 
 namespace {

@@ -9,13 +9,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/algorithms/algorithm.h"
+#include "runtime/common/status_macros.h"
 #include "runtime/reduce/kernels.h"
-
-#define HT_RETURN_IF_ERROR(expr)             \
-  do {                                       \
-    const absl::Status _ht_status = (expr);  \
-    if (!_ht_status.ok()) return _ht_status; \
-  } while (0)
 
 namespace hccltune::algo {
 

@@ -13,12 +13,25 @@ namespace {
 
 using C = Collective;
 
+// What an algorithm needs before it is meaningful for a group (IsValid); every algorithm runs correctly anywhere.
+enum class Needs : uint8_t {
+  kNothing,
+  kSymmetricBuffers,  // the call's buffers in symmetric memory: the communicator picks it itself for those
+  kSeveralLevels,     // at least 2 nodes and a node with at least 2 ranks (a step per level)
+};
+
+// The inter-node steps the sweep tries for a hierarchical algorithm (its intra step is its default, on link=auto).
+constexpr absl::string_view kHierarchicalInterSteps[] = {"ring", "halving_doubling", "recursive_doubling"};
+
 struct Entry {
   Collective collective;
   absl::string_view name;
   AlgorithmCost cost;  // registry.h says what the expressions mean
   AlgorithmFn fn;
   ExchangeFn exchange = nullptr;  // the mailbox form, where the algorithm has one
+  Needs needs = Needs::kNothing;
+  // For an algorithm of steps (intra/inter parameters): the algorithms the sweep tries for the inter step.
+  absl::Span<const absl::string_view> inter_steps = {};
 };
 
 // Registry order = the order AlgorithmsFor() lists and the sweep tries.
@@ -35,8 +48,14 @@ constexpr Entry kEntries[] = {
      &algo::AllreduceRecursiveDoubling},
     {C::kAllreduce, "binomial_tree", {"2*ceil(log2(p))", "ceil(log2(p))*n"}, &algo::AllreduceBinomialTree},
     {C::kAllreduce, "one_shot", {"min(1,p-1)", "(p-1)*n"}, &algo::AllreduceOneShot, &algo::AllreduceOneShotExchange},
-    {C::kAllreduce, "hierarchical", {"2*(l-1)+2*(m-1)", "2*(l-1)*n/l+2*(m-1)*n/(m*l)"}, &algo::AllreduceHierarchical},
-    {C::kAllreduce, "symmetric", {"2*min(1,p-1)", "0"}, &algo::AllreduceSymmetric},
+    {C::kAllreduce,
+     "hierarchical",
+     {"2*(l-1)+2*(m-1)", "2*(l-1)*n/l+2*(m-1)*n/(m*l)"},
+     &algo::AllreduceHierarchical,
+     nullptr,
+     Needs::kSeveralLevels,
+     kHierarchicalInterSteps},
+    {C::kAllreduce, "symmetric", {"2*min(1,p-1)", "0"}, &algo::AllreduceSymmetric, nullptr, Needs::kSymmetricBuffers},
     {C::kAllgather, "ring", {"p-1", "(p-1)*n/p"}, &algo::AllgatherRing},
     {C::kAllgather,
      "recursive_doubling",
@@ -44,7 +63,7 @@ constexpr Entry kEntries[] = {
      &algo::AllgatherRecursiveDoubling},
     {C::kAllgather, "bruck", {"ceil(log2(p))", "(p-1)*n/p"}, &algo::AllgatherBruck},
     {C::kAllgather, "direct", {"min(1,p-1)", "(p-1)*n/p"}, &algo::AllgatherDirect, &algo::AllgatherDirectExchange},
-    {C::kAllgather, "symmetric", {"2*min(1,p-1)", "0"}, &algo::AllgatherSymmetric},
+    {C::kAllgather, "symmetric", {"2*min(1,p-1)", "0"}, &algo::AllgatherSymmetric, nullptr, Needs::kSymmetricBuffers},
     {C::kAllgatherv, "ring", {"p-1", "(p-1)*n/p"}, &algo::AllgathervRing},
     {C::kAllgatherv, "direct", {"min(1,p-1)", "(p-1)*n/p"}, &algo::AllgathervDirect},
     {C::kReducescatter, "ring", {"p-1", "(p-1)*n/p"}, &algo::ReducescatterRing},
@@ -57,12 +76,17 @@ constexpr Entry kEntries[] = {
      {"min(1,p-1)", "(p-1)*n/p"},
      &algo::ReducescatterDirect,
      &algo::ReducescatterDirectExchange},
-    {C::kReducescatter, "symmetric", {"2*min(1,p-1)", "0"}, &algo::ReducescatterSymmetric},
+    {C::kReducescatter,
+     "symmetric",
+     {"2*min(1,p-1)", "0"},
+     &algo::ReducescatterSymmetric,
+     nullptr,
+     Needs::kSymmetricBuffers},
     {C::kBroadcast, "binomial_tree", {"ceil(log2(p))", "ceil(log2(p))*n"}, &algo::BroadcastBinomialTree},
     {C::kBroadcast, "chain", {"max(0,p-2+ceil(n/c))", "min(1,p-1)*n"}, &algo::BroadcastChain},
     {C::kBroadcast, "linear", {"min(1,p-1)", "(p-1)*n"}, &algo::BroadcastLinear},
     {C::kBroadcast, "scatter_allgather", {"min(1,p-1)+p-1", "2*(p-1)*n/p"}, &algo::BroadcastScatterAllgather},
-    {C::kBroadcast, "symmetric", {"2*min(1,p-1)", "0"}, &algo::BroadcastSymmetric},
+    {C::kBroadcast, "symmetric", {"2*min(1,p-1)", "0"}, &algo::BroadcastSymmetric, nullptr, Needs::kSymmetricBuffers},
     {C::kReduce, "binomial_tree", {"ceil(log2(p))", "ceil(log2(p))*n"}, &algo::ReduceBinomialTree},
     {C::kReduce, "reducescatter_gather", {"p-1+min(1,p-1)", "2*(p-1)*n/p"}, &algo::ReduceReducescatterGather},
     {C::kGather, "binomial_tree", {"ceil(log2(p))", "(p-1)*n/p"}, &algo::GatherBinomialTree},
@@ -77,28 +101,37 @@ constexpr Entry kEntries[] = {
     {C::kBarrier, "one_shot", {"min(1,p-1)", "0"}, &algo::BarrierOneShot, &algo::BarrierOneShotExchange},
 };
 
-// Built-in rule of thumb: below `below` bytes use `small`, otherwise `large` (hierarchical first when valid).
-struct DefaultRule {
-  Collective collective;
-  uint64_t below;
-  absl::string_view small;
-  absl::string_view large;
-};
-constexpr DefaultRule kDefaults[] = {
-    {C::kAllreduce, 64 * 1024, "recursive_doubling", "ring"},
-    {C::kAllgather, 64 * 1024, "bruck", "ring"},
-    {C::kAllgatherv, 0, "ring", "ring"},
-    {C::kReducescatter, 64 * 1024, "halving_doubling", "ring"},
-    {C::kBroadcast, 256 * 1024, "binomial_tree", "scatter_allgather"},
-    {C::kReduce, 256 * 1024, "binomial_tree", "reducescatter_gather"},
-    {C::kGather, 64 * 1024, "binomial_tree", "linear"},
-    {C::kScatter, 64 * 1024, "binomial_tree", "linear"},
-    {C::kAlltoall, 8 * 1024, "bruck", "pairwise"},
-    {C::kAlltoallv, 0, "pairwise", "pairwise"},
-    {C::kBarrier, 0, "dissemination", "dissemination"},
-};
-constexpr uint64_t kHierarchicalFrom = 1024 * 1024;
-constexpr uint64_t kDefaultRingChunk = 1024 * 1024;
+const Entry* FindEntry(Collective c, absl::string_view name) {
+  for (const Entry& e : kEntries) {
+    if (e.collective == c && e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+// OK when the nodes of `topo` give a step per level: at least 2 nodes, and a node with at least 2 ranks.
+absl::Status CheckSeveralLevels(absl::string_view algorithm, int world_size, const GroupTopology& topo) {
+  if (static_cast<int>(topo.node_of.size()) != world_size) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(algorithm, " needs the topology of all ", world_size, " ranks, got ", topo.node_of.size()));
+  }
+  std::vector<int> per_node(static_cast<size_t>(std::max(topo.num_nodes, 0)), 0);
+  for (int node : topo.node_of) {
+    if (node < 0 || node >= topo.num_nodes) return absl::InvalidArgumentError("topology node index out of range");
+    ++per_node[static_cast<size_t>(node)];
+  }
+  int biggest = 0;
+  for (int k : per_node) biggest = std::max(biggest, k);
+  if (topo.num_nodes < 2) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(algorithm, " needs at least 2 nodes; all ", world_size, " ranks are on one node"));
+  }
+  if (biggest < 2) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(algorithm, " needs a node with at least 2 ranks; every one of the ", topo.num_nodes,
+                     " nodes has one rank (the inter-node step alone would be the whole collective)"));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -125,10 +158,8 @@ const AlgorithmCost* Cost(Collective c, absl::string_view name) {
 }
 
 ExchangeFn FindExchange(Collective c, absl::string_view name) {
-  for (const Entry& e : kEntries) {
-    if (e.collective == c && e.name == name) return e.exchange;
-  }
-  return nullptr;
+  const Entry* e = FindEntry(c, name);
+  return e == nullptr ? nullptr : e->exchange;
 }
 
 std::vector<std::string> AlgorithmsFor(Collective c) {
@@ -145,39 +176,22 @@ std::vector<ParamKind> Params(absl::string_view name) {
 }
 
 absl::Status IsValid(Collective c, absl::string_view algorithm, int world_size, const GroupTopology& topo) {
-  if (Find(c, algorithm) == nullptr) {
+  const Entry* e = FindEntry(c, algorithm);
+  if (e == nullptr) {
     return absl::NotFoundError(absl::StrCat("no algorithm '", algorithm, "' for ", CollectiveName(c),
                                             "; accepted: ", absl::StrJoin(AlgorithmsFor(c), ", ")));
   }
   if (world_size < 1) return absl::InvalidArgumentError(absl::StrCat("world size ", world_size, " < 1"));
-  if (algorithm == "symmetric") {
-    // Not a candidate for the sweep or `--algo all`: it needs the call's buffers in symmetric memory, and the
-    // communicator picks it by itself for those (CommImpl::ChooseSymmetric).
-    return absl::FailedPreconditionError(
-        "symmetric runs only on buffers from Communicator::AllocSymmetric (hccltune_mem_alloc); `auto` picks it "
-        "for such buffers");
-  }
-  if (algorithm == "hierarchical") {
-    if (static_cast<int>(topo.node_of.size()) != world_size) {
+  switch (e->needs) {
+    case Needs::kNothing: return absl::OkStatus();
+    case Needs::kSymmetricBuffers:
+      // Not a candidate for the sweep or `--algo all`: it needs the call's buffers in symmetric memory, and the
+      // communicator picks it by itself for those (CommImpl::ChooseSymmetric).
       return absl::FailedPreconditionError(
-          absl::StrCat("hierarchical needs the topology of all ", world_size, " ranks, got ", topo.node_of.size()));
-    }
-    std::vector<int> per_node(static_cast<size_t>(std::max(topo.num_nodes, 0)), 0);
-    for (int node : topo.node_of) {
-      if (node < 0 || node >= topo.num_nodes) return absl::InvalidArgumentError("topology node index out of range");
-      ++per_node[static_cast<size_t>(node)];
-    }
-    int biggest = 0;
-    for (int k : per_node) biggest = std::max(biggest, k);
-    if (topo.num_nodes < 2) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("hierarchical needs at least 2 nodes; all ", world_size, " ranks are on one node"));
-    }
-    if (biggest < 2) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("hierarchical needs a node with at least 2 ranks; every one of the ", topo.num_nodes,
-                       " nodes has one rank (the inter-node step alone would be the whole collective)"));
-    }
+          absl::StrCat(algorithm,
+                       " runs only on buffers from Communicator::AllocSymmetric (hccltune_mem_alloc); `auto` picks it "
+                       "for such buffers"));
+    case Needs::kSeveralLevels: return CheckSeveralLevels(algorithm, world_size, topo);
   }
   return absl::OkStatus();
 }
@@ -200,19 +214,21 @@ std::vector<Configuration> Candidates(Collective c, absl::string_view algorithm,
   if (link_values.empty()) link_values.push_back(LinkSpec{});
   absl::StatusOr<Configuration> base = Configuration::Default(algorithm);
   if (!base.ok()) return out;
-  if (algorithm == "hierarchical") {
-    for (absl::string_view inter : {"ring", "halving_doubling", "recursive_doubling"}) {
+  if (base->Has(ParamKind::kIntra) || base->Has(ParamKind::kInter)) {
+    // An algorithm of steps: its default intra step on link=auto (inside a node `auto` is shared memory; the
+    // sweep's links are the networks between nodes, and a flat tcp@NET intra step would send node-local traffic
+    // through the TCP stack), each listed inter step on every link.
+    const Entry* e = FindEntry(c, algorithm);
+    for (absl::string_view inter : e->inter_steps) {
       for (const LinkSpec& link : link_values) {
         Configuration cfg = *base;
-        auto intra = Configuration::Default("ring");
         auto in = Configuration::Default(inter);
-        if (!intra.ok() || !in.ok()) continue;
-        // Inside a node `auto` is shared memory; the sweep's links are the networks between nodes (a flat
-        // tcp@NET intra step would send node-local traffic through the TCP stack).
-        intra->link = LinkSpec{};
+        if (!in.ok() || cfg.intra == nullptr) continue;
+        Configuration intra = *cfg.intra;
+        intra.link = LinkSpec{};
         in->link = link;
-        cfg.intra = std::make_shared<const Configuration>(*intra);
-        cfg.inter = std::make_shared<const Configuration>(*in);
+        cfg.intra = std::make_shared<const Configuration>(std::move(intra));
+        cfg.inter = std::make_shared<const Configuration>(*std::move(in));
         out.push_back(cfg);
       }
     }
@@ -234,20 +250,6 @@ std::vector<Configuration> Candidates(Collective c, absl::string_view algorithm,
       }
     }
   }
-  return out;
-}
-
-Configuration BuiltinDefault(Collective c, uint64_t bytes, int world_size, const GroupTopology& topo) {
-  absl::string_view name = "ring";
-  for (const DefaultRule& rule : kDefaults) {
-    if (rule.collective == c) name = bytes < rule.below ? rule.small : rule.large;
-  }
-  if (c == C::kAllreduce && bytes >= kHierarchicalFrom && IsValid(c, "hierarchical", world_size, topo).ok()) {
-    name = "hierarchical";
-  }
-  absl::StatusOr<Configuration> cfg = Configuration::Default(name);
-  Configuration out = cfg.ok() ? *cfg : Configuration{};
-  if (out.Has(ParamKind::kChunk)) out.chunk = kDefaultRingChunk;
   return out;
 }
 

@@ -1,5 +1,6 @@
 // The algorithm registry: which algorithms exist for each collective, their tunable parameters (from the
-// common catalogue), sweep candidates, validity per world size and topology, and a built-in default choice.
+// common catalogue), sweep candidates and validity per world size and topology — what is *valid*. Which valid
+// configuration is *preferred* is policies/' business (the built-in defaults), applied by the selector.
 //
 // Every rank must make the same choices: all functions here are deterministic functions of their arguments.
 // Thread-safety: the registry is immutable after static initialisation; every function is safe to call
@@ -67,10 +68,6 @@ std::vector<int> ChannelCandidates();     // 1, 2, 4
 // inter in {ring, halving_doubling, recursive_doubling}, each with default chunk/channels, intra on link=auto
 // (shared memory inside a node) and inter on every link.
 std::vector<Configuration> Candidates(Collective c, absl::string_view algorithm, absl::Span<const LinkSpec> links);
-
-// A simple rule of thumb used when nothing better is known (policies/ replaces it): latency-bound algorithms
-// for small sizes, bandwidth-optimal ones (ring) for large. `bytes` as docs/CONVENTIONS.md defines it.
-Configuration BuiltinDefault(Collective c, uint64_t bytes, int world_size, const GroupTopology& topo);
 
 // Checks the call (known algorithm for args.collective, op supported for the dtype, root in range, world size
 // from topo.node_of) and runs the algorithm. The one entry point the communicator and RunSubCollective use.

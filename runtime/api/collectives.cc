@@ -77,6 +77,7 @@ class CallContext final : public AlgorithmContext {
     return -1;
   }
   void* Scratch(size_t bytes) override { return comm_.Scratch(depth_, bytes); }
+  const CommImpl& comm() const { return comm_; }
   bool FindSymmetric(const void* p, size_t bytes, SymmetricBuffer* out) const override {
     return depth_ == 0 && comm_.FindSymmetric(p, bytes, out);
   }
@@ -90,6 +91,9 @@ class CallContext final : public AlgorithmContext {
     for (int m : members) global.push_back(group()[static_cast<size_t>(m)]);
     CallContext sub(comm_, depth_ + 1, config.channels, std::move(global));
     return registry::Run(args, config, sub);
+  }
+  absl::StatusOr<Configuration> ChooseStep(Collective c, uint64_t bytes, int group_size) override {
+    return Selector::ChooseStep(c, bytes, group_size);
   }
 
   // Notes the endpoints this call opens, for SoleExchange (depth 0; off by default: a stats copy per open).
@@ -366,6 +370,17 @@ double CommImpl::TestDelayUs(Collective c, const Configuration& config) const {
   return us;
 }
 
+absl::Status CommImpl::RunWithTestDelay(const CollectiveArgs& args, const Configuration& config,
+                                        AlgorithmContext& ctx) {
+  absl::Status s = registry::Run(args, config, ctx);
+  const CommImpl& comm = static_cast<CallContext&>(ctx).comm();
+  if (!s.ok() || comm.internal_call_) return s;
+  // Test hook (HCCL_TUNE_TEST_DELAY): this configuration is slow on purpose.
+  const double delay = comm.TestDelayUs(args.collective, config);
+  if (delay > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(delay));
+  return s;
+}
+
 std::vector<std::string> CommImpl::ValidAlgorithms(Collective c) const { return registry::ListValid(c, size_, topo_); }
 
 std::string CommImpl::last_config() const {
@@ -485,20 +500,17 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     // mailbox form when that run was one mailbox exchange and nothing else.
     const bool first = memo.valid && memo.fn == nullptr;
     if (first) ctx.WatchExchange();
-    s = memo_hit && memo.fn != nullptr ? memo.fn(run, *config, ctx) : registry::Run(run, *config, ctx);
+    s = memo_hit && memo.fn != nullptr ? memo.fn(run, *config, ctx) : run_(run, *config, ctx);
     if (first && s.ok()) {
-      memo.fn = registry::Find(args.collective, config->algorithm);
-      memo.ep = ctx.SoleExchange();
+      // Under the test hook a repeat goes through run_ as well (its delay), never straight to the algorithm.
+      const bool plain = run_ == &registry::Run;
+      memo.fn = plain ? registry::Find(args.collective, config->algorithm) : run_;
+      memo.ep = plain ? ctx.SoleExchange() : nullptr;
       memo.exchange = memo.ep != nullptr ? registry::FindExchange(args.collective, config->algorithm) : nullptr;
       if (memo.exchange != nullptr && exchange_blocks_.size() < static_cast<size_t>(size_)) {
         exchange_blocks_.resize(static_cast<size_t>(size_));
       }
     }
-  }
-  if (!env_.test_delays.empty() && !internal_call_ && s.ok()) {
-    // Test hook (HCCL_TUNE_TEST_DELAY): this configuration is slow on purpose.
-    const double delay = TestDelayUs(args.collective, *config);
-    if (delay > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(delay));
   }
   const double us =
       timed ? std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() : 0.0;

@@ -369,6 +369,7 @@ absl::Status CommImpl::Setup() {
   if (!selector.ok()) return selector.status();
   selector_.emplace(*std::move(selector));
 
+  run_ = env_.test_delays.empty() ? &registry::Run : &CommImpl::RunWithTestDelay;
   nt_other_bytes_ = env_.nt_stores_bytes;
   nt_reduce_bytes_ = env_.nt_stores_auto
                          ? AutoNtStoresBytes(LastLevelCacheBytes(), static_cast<int>(local_ranks_.size()))

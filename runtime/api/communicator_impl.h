@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/algorithms/algorithm.h"
+#include "runtime/algorithms/registry.h"
 #include "runtime/api/communicator.h"
 #include "runtime/common/huge_page_advisor.h"
 #include "runtime/selector/selector.h"
@@ -155,6 +156,9 @@ class CommImpl final : public Communicator {
                                               bool* explored = nullptr, bool* repeats = nullptr) const;
   // HCCL_TUNE_TEST_DELAY: the delay for `config` of `c` in microseconds (0 = none).
   double TestDelayUs(Collective c, const Configuration& config) const;
+  // run_ when HCCL_TUNE_TEST_DELAY is set: registry::Run, then (on success, outside internal calls) the test
+  // delay of the configuration that ran. `ctx` is a CallContext of the communicator that chose it.
+  static absl::Status RunWithTestDelay(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx);
   // Bad arguments. *aliased_input (when given): the bytes of `send` to copy before the call because send and
   // recv overlap other than in the documented in-place layouts (0: none).
   absl::Status Validate(const CollectiveArgs& args, uint64_t* aliased_input = nullptr) const;
@@ -201,6 +205,9 @@ class CommImpl final : public Communicator {
   uint32_t sync_interval_ = 0;  // operations between checkpoints
   bool internal_call_ = false;  // a table broadcast in progress (not sampled, no checkpoint)
   uint64_t sample_every_ = 0;   // 0 = never
+  // How a call runs its chosen configuration: registry::Run, or RunWithTestDelay when HCCL_TUNE_TEST_DELAY is set
+  // (decided once at init, so the production path never looks at the test hook).
+  AlgorithmFn run_ = &registry::Run;
   uint64_t sample_countdown_ = 0;
   // Configurations passed on calls, parsed once (guarded by exec_mu_).
   mutable std::map<std::string, Configuration> parsed_configs_;

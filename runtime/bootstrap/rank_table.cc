@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
-#include "runtime/transport/tcp/tcp_transport.h"
+#include "runtime/net/interfaces.h"
 
 namespace hccltune {
 namespace {

@@ -19,7 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "runtime/transport/tcp/socket_io.h"
+#include "runtime/net/socket_io.h"
 
 namespace hccltune {
 namespace {

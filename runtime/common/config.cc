@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "runtime/common/configuration.h"
+#include "runtime/common/status_macros.h"
 
 namespace hccltune {
 namespace {
@@ -32,7 +33,7 @@ absl::Status ReadInt(const Environment::Source& src, const std::string& var, int
 template <typename T>
 absl::Status ReadIntInto(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi, T& out) {
   std::optional<int64_t> v;
-  if (absl::Status s = ReadInt(src, var, lo, hi, v); !s.ok()) return s;
+  HT_RETURN_IF_ERROR(ReadInt(src, var, lo, hi, v));
   if (v) out = static_cast<T>(*v);
   return absl::OkStatus();
 }
@@ -41,7 +42,7 @@ template <typename T>
 absl::Status ReadOptInt(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi,
                         std::optional<T>& out) {
   std::optional<int64_t> v;
-  if (absl::Status s = ReadInt(src, var, lo, hi, v); !s.ok()) return s;
+  HT_RETURN_IF_ERROR(ReadInt(src, var, lo, hi, v));
   if (v) out = static_cast<T>(*v);
   return absl::OkStatus();
 }
@@ -173,7 +174,7 @@ absl::StatusOr<bool> Environment::LoadTorchAlias() { return LoadTorchAliasFrom(P
 
 absl::StatusOr<bool> Environment::LoadTorchAliasFrom(const Source& source) {
   bool alias = Environment{}.torch_alias;
-  if (absl::Status s = ReadTorchAlias(source, alias); !s.ok()) return s;
+  HT_RETURN_IF_ERROR(ReadTorchAlias(source, alias));
   return alias;
 }
 
@@ -187,24 +188,18 @@ absl::StatusOr<Environment> Environment::LoadFrom(const std::map<std::string, st
 
 absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
   Environment e;
-  absl::Status s;
-#define HT_TRY(expr)       \
-  do {                     \
-    s = (expr);            \
-    if (!s.ok()) return s; \
-  } while (0)
 
   e.hccl_algo = ReadString(src, "HCCL_ALGO");
   {
     std::optional<int64_t> mb;
-    HT_TRY(ReadInt(src, "HCCL_BUFFSIZE", 1, 64 * 1024, mb));
+    HT_RETURN_IF_ERROR(ReadInt(src, "HCCL_BUFFSIZE", 1, 64 * 1024, mb));
     if (mb) e.buffsize_bytes = static_cast<uint64_t>(*mb) << 20;
   }
-  HT_TRY(ReadIntInto(src, "HCCL_CONNECT_TIMEOUT", 1, kDay, e.connect_timeout_s));
-  HT_TRY(ReadIntInto(src, "HCCL_EXEC_TIMEOUT", kMinExecTimeoutS, kMaxExecTimeoutS, e.exec_timeout_s));
+  HT_RETURN_IF_ERROR(ReadIntInto(src, "HCCL_CONNECT_TIMEOUT", 1, kDay, e.connect_timeout_s));
+  HT_RETURN_IF_ERROR(ReadIntInto(src, "HCCL_EXEC_TIMEOUT", kMinExecTimeoutS, kMaxExecTimeoutS, e.exec_timeout_s));
   e.socket_ifname = ReadString(src, "HCCL_SOCKET_IFNAME");
   e.rank_table_file = ReadString(src, "RANK_TABLE_FILE");
-  HT_TRY(ReadOptInt(src, "RANK_ID", 0, kMaxRanks - 1, e.rank_id));
+  HT_RETURN_IF_ERROR(ReadOptInt(src, "RANK_ID", 0, kMaxRanks - 1, e.rank_id));
 
   e.tune_algo = ReadString(src, "HCCL_TUNE_ALGO");
   e.daemon = ReadString(src, "HCCL_TUNE_DAEMON");
@@ -239,9 +234,9 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
     if (!found) return Bad("HCCL_TUNE_LOG_LEVEL", *v, "error, warn, info, debug or trace");
   }
   e.node_id = ReadString(src, "HCCL_TUNE_NODE_ID");
-  HT_TRY(ReadOptInt(src, "HCCL_TUNE_DEVICE", 0, 1 << 16, e.device));
+  HT_RETURN_IF_ERROR(ReadOptInt(src, "HCCL_TUNE_DEVICE", 0, 1 << 16, e.device));
   e.master_addr = ReadString(src, "HCCL_TUNE_MASTER_ADDR");
-  HT_TRY(ReadOptInt(src, "HCCL_TUNE_MASTER_PORT", 1, 65535, e.master_port));
+  HT_RETURN_IF_ERROR(ReadOptInt(src, "HCCL_TUNE_MASTER_PORT", 1, 65535, e.master_port));
   e.store = ReadString(src, "HCCL_TUNE_STORE");
   if (!e.store.empty() && e.store.rfind("file://", 0) != 0 && e.store.rfind("tcp://", 0) != 0) {
     return Bad("HCCL_TUNE_STORE", e.store, "file:///path/to/shared/dir or tcp://HOST:PORT (a running hccl-tune store)");
@@ -254,12 +249,12 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
       return Bad("HCCL_TUNE_STORE", e.store, "tcp://HOST:PORT with a PORT from 1 to 65535");
     }
   }
-  HT_TRY(ReadOptInt(src, "HCCL_TUNE_TABLE_VERSION", 1, INT64_MAX, e.table_version));
-  HT_TRY(ReadTorchAlias(src, e.torch_alias));
+  HT_RETURN_IF_ERROR(ReadOptInt(src, "HCCL_TUNE_TABLE_VERSION", 1, INT64_MAX, e.table_version));
+  HT_RETURN_IF_ERROR(ReadTorchAlias(src, e.torch_alias));
 
-  HT_TRY(ReadIntInto(src, "HCCL_TUNE_SYNC_INTERVAL", 1, 1 << 20, e.sync_interval));
-  HT_TRY(ReadIntInto(src, "HCCL_TUNE_FETCH_TIMEOUT_MS", 0, 60000, e.fetch_timeout_ms));
-  HT_TRY(ReadIntInto(src, "HCCL_TUNE_KILL_GRACE", 0, kMaxKillGraceS, e.kill_grace_s));
+  HT_RETURN_IF_ERROR(ReadIntInto(src, "HCCL_TUNE_SYNC_INTERVAL", 1, 1 << 20, e.sync_interval));
+  HT_RETURN_IF_ERROR(ReadIntInto(src, "HCCL_TUNE_FETCH_TIMEOUT_MS", 0, 60000, e.fetch_timeout_ms));
+  HT_RETURN_IF_ERROR(ReadIntInto(src, "HCCL_TUNE_KILL_GRACE", 0, kMaxKillGraceS, e.kill_grace_s));
   if (auto v = src("HCCL_TUNE_TEST_DELAY")) {
     auto delays = ParseTestDelay(*v);
     if (!delays.ok()) return delays.status();
@@ -278,45 +273,45 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
       return Bad("HCCL_TUNE_SINGLE_COPY", *v, "auto, off or the smallest message to single-copy such as 64K");
     }
   }
-  HT_TRY(ReadAutoOffBytes(src, "HCCL_TUNE_NT_STORES", kDefaultNtStoresBytes, "a call size", e.nt_stores_bytes));
+  HT_RETURN_IF_ERROR(
+      ReadAutoOffBytes(src, "HCCL_TUNE_NT_STORES", kDefaultNtStoresBytes, "a call size", e.nt_stores_bytes));
   e.nt_stores_auto = [&] {
     auto v = src("HCCL_TUNE_NT_STORES");
     return !v || absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v)) == "auto";
   }();
-  HT_TRY(
+  HT_RETURN_IF_ERROR(
       ReadAutoOffBytes(src, "HCCL_TUNE_HUGE_PAGES", kDefaultHugePagesBytes, "an allocation size", e.huge_pages_bytes));
-  HT_TRY(ReadAutoOffBytes(src, "HCCL_TUNE_THP", kDefaultThpBytes, "a buffer size", e.thp_bytes));
+  HT_RETURN_IF_ERROR(ReadAutoOffBytes(src, "HCCL_TUNE_THP", kDefaultThpBytes, "a buffer size", e.thp_bytes));
 
   // Launchers, in order of precedence: torchrun (RANK/WORLD_SIZE), Open MPI, Slurm.
   if (src("RANK") || src("WORLD_SIZE")) {
     e.launcher = "torchrun";
-    HT_TRY(ReadOptInt(src, "RANK", 0, kMaxRanks - 1, e.rank));
-    HT_TRY(ReadOptInt(src, "WORLD_SIZE", 1, kMaxRanks, e.world_size));
-    HT_TRY(ReadOptInt(src, "LOCAL_RANK", 0, kMaxRanks - 1, e.local_rank));
-    HT_TRY(ReadOptInt(src, "LOCAL_WORLD_SIZE", 1, kMaxRanks, e.local_world_size));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "RANK", 0, kMaxRanks - 1, e.rank));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "WORLD_SIZE", 1, kMaxRanks, e.world_size));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "LOCAL_RANK", 0, kMaxRanks - 1, e.local_rank));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "LOCAL_WORLD_SIZE", 1, kMaxRanks, e.local_world_size));
   } else if (src("OMPI_COMM_WORLD_RANK")) {
     e.launcher = "openmpi";
-    HT_TRY(ReadOptInt(src, "OMPI_COMM_WORLD_RANK", 0, kMaxRanks - 1, e.rank));
-    HT_TRY(ReadOptInt(src, "OMPI_COMM_WORLD_SIZE", 1, kMaxRanks, e.world_size));
-    HT_TRY(ReadOptInt(src, "OMPI_COMM_WORLD_LOCAL_RANK", 0, kMaxRanks - 1, e.local_rank));
-    HT_TRY(ReadOptInt(src, "OMPI_COMM_WORLD_LOCAL_SIZE", 1, kMaxRanks, e.local_world_size));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "OMPI_COMM_WORLD_RANK", 0, kMaxRanks - 1, e.rank));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "OMPI_COMM_WORLD_SIZE", 1, kMaxRanks, e.world_size));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "OMPI_COMM_WORLD_LOCAL_RANK", 0, kMaxRanks - 1, e.local_rank));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "OMPI_COMM_WORLD_LOCAL_SIZE", 1, kMaxRanks, e.local_world_size));
   } else if (src("SLURM_PROCID")) {
     e.launcher = "slurm";
-    HT_TRY(ReadOptInt(src, "SLURM_PROCID", 0, kMaxRanks - 1, e.rank));
-    HT_TRY(ReadOptInt(src, "SLURM_NTASKS", 1, kMaxRanks, e.world_size));
-    HT_TRY(ReadOptInt(src, "SLURM_LOCALID", 0, kMaxRanks - 1, e.local_rank));
-    HT_TRY(ReadOptInt(src, "SLURM_NTASKS_PER_NODE", 1, kMaxRanks, e.local_world_size));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "SLURM_PROCID", 0, kMaxRanks - 1, e.rank));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "SLURM_NTASKS", 1, kMaxRanks, e.world_size));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "SLURM_LOCALID", 0, kMaxRanks - 1, e.local_rank));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "SLURM_NTASKS_PER_NODE", 1, kMaxRanks, e.local_world_size));
   }
   if (e.rank && e.world_size && *e.rank >= *e.world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", *e.rank, " from ", e.launcher, " is not below the world size ", *e.world_size));
   }
   e.launcher_master_addr = ReadString(src, "MASTER_ADDR");
-  HT_TRY(ReadOptInt(src, "MASTER_PORT", 1, 65535, e.launcher_master_port));
+  HT_RETURN_IF_ERROR(ReadOptInt(src, "MASTER_PORT", 1, 65535, e.launcher_master_port));
   e.xdg_runtime_dir = ReadString(src, "XDG_RUNTIME_DIR");
   e.xdg_state_home = ReadString(src, "XDG_STATE_HOME");
   e.home = ReadString(src, "HOME");
-#undef HT_TRY
   return e;
 }
 

@@ -77,6 +77,18 @@ absl::StatusOr<TunedTable> TunedTable::Deserialize(absl::string_view text) {
 
 namespace {
 
+// The default configuration of the first algorithm valid for (c, world_size, topo) in registry order: what runs
+// where the built-in defaults have no rule (they end every collective with a catch-all, so only a defect of
+// policies/ gets here). A collective without algorithms of its own (point-to-point) gets a configuration that
+// only carries its link: the catalogue's default step (ring).
+Configuration FirstValid(Collective c, int world_size, const GroupTopology& topo) {
+  for (const std::string& name : registry::ListValid(c, world_size, topo)) {
+    if (absl::StatusOr<Configuration> d = Configuration::Default(name); d.ok()) return *std::move(d);
+  }
+  absl::StatusOr<Configuration> step = Configuration::Default("ring");
+  return step.ok() ? *std::move(step) : Configuration{};
+}
+
 // Whether an HCCL_TUNE_ALGO configuration can run on this communicator. registry::IsValid refuses more: it also
 // calls pointless configurations "not valid" (hierarchical on one node), and those run correctly — and one
 // HCCL_TUNE_ALGO reaches every communicator of a job, its one-node sub-communicators too — so they are only
@@ -166,10 +178,16 @@ absl::StatusOr<Selector> Selector::Create(const Environment& env, int world_size
                                                      "'; accepted: ", absl::StrJoin(registry::AlgorithmsFor(c), ", ")));
     }
   }
-  for (Collective c : AllCollectives()) {
-    s.fallback_[static_cast<size_t>(c)] = registry::BuiltinDefault(c, 0, world_size, topo);
-  }
+  for (Collective c : AllCollectives()) s.fallback_[static_cast<size_t>(c)] = FirstValid(c, world_size, topo);
   return s;
+}
+
+Configuration Selector::ChooseStep(Collective c, uint64_t bytes, int group_size) {
+  GroupTopology level;  // one level: never a hierarchical configuration again
+  level.node_of.assign(static_cast<size_t>(std::max(group_size, 1)), 0);
+  const Configuration* cfg = policies::BuiltinDefaults().Find(c, group_size, bytes);
+  if (cfg != nullptr && registry::IsValid(c, cfg->algorithm, group_size, level).ok()) return *cfg;
+  return FirstValid(c, group_size, level);
 }
 
 void Selector::SetTable(std::shared_ptr<const TunedTable> table, bool explore) {

@@ -21,7 +21,6 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "runtime/api/communicator.h"
 #include "runtime/common/config.h"
 #include "runtime/selector/selector.h"
 

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "hccltune/v1/tuner.grpc.pb.h"
 #include "hccltune/version.h"
+#include "rpc/channel.h"
 #include "runtime/common/daemon_discovery.h"
 #include "runtime/common/fingerprint.h"
 #include "runtime/common/logging.h"
@@ -89,7 +90,7 @@ class DaemonClient final : public TuningClient {
   DaemonClient(const TuningContext& ctx, DaemonTarget target)
       : ctx_(ctx),
         target_(std::move(target)),
-        channel_(grpc::CreateChannel(target_.grpc_target, grpc::InsecureChannelCredentials())),
+        channel_(rpc::MakeChannel(target_.grpc_target)),
         stub_(v1::Tuner::NewStub(channel_)),
         pid_(::getpid()) {
     reporter_ = std::thread([this] { ReportLoop(); });

@@ -1,15 +1,15 @@
 // `hccl-tune links`: measured link type, interface, bandwidth and latency for every rank pair
-// (runtime/topology/link_inspector.h). Spawns local ranks, or joins a launched job with --launched.
+// (tuner/links/link_inspector.h). Spawns local ranks, or joins a launched job with --launched.
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "absl/strings/str_format.h"
 #include "runtime/common/sizes.h"
-#include "runtime/topology/link_inspector.h"
 #include "tuner/bench/rank_report.h"
 #include "tuner/bench/spawn.h"
 #include "tuner/cli/commands.h"
+#include "tuner/links/link_inspector.h"
 
 namespace hccltune::cli {
 namespace {

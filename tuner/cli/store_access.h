@@ -7,8 +7,8 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
-#include "daemon/remote_store.h"
 #include "db/tuning_store.h"
+#include "rpc/remote_store.h"
 
 namespace hccltune::cli {
 

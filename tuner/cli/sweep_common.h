@@ -7,9 +7,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "daemon/remote_store.h"
 #include "db/tuning_store.h"
 #include "nlohmann/json.hpp"
+#include "rpc/remote_store.h"
 #include "runtime/common/config.h"
 #include "tuner/sweep/search.h"
 #include "tuner/sweep/sweep.h"

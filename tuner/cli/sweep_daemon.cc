@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "rpc/channel.h"
 #include "runtime/common/json_field.h"
 #include "tuner/cli/sweep_common.h"
 

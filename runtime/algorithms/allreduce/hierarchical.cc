@@ -17,9 +17,10 @@
 // into recv (or the padded scratch) before the first step, which then runs in place (internal.h). Every element's final
 // value is computed by one sub-allreduce (bit-identical among its members) and then only copied, so all ranks agree bit
 // for bit. The intra configuration is used for every intra-node step; when its algorithm does not exist for a step's
-// collective (e.g. intra=ring for reduce/broadcast), that step uses the registry's built-in default for the
-// step, on the intra link. Missing intra/inter parts mean ring. Works for any topology (one node degenerates to
-// intra steps around a one-rank inter step); the registry marks it valid only with >= 2 nodes and a node with
+// collective (e.g. intra=ring for reduce/broadcast), that step uses what the selector chooses for it
+// (AlgorithmContext::ChooseStep: the built-in defaults for that collective, size and group), on the intra link. Missing
+// intra/inter parts mean ring. Works for any topology (one node degenerates to intra steps around a one-rank inter
+// step); the registry marks it valid only with >= 2 nodes and a node with
 // >= 2 ranks, where it is not pointless.
 #include <memory>
 #include <vector>
@@ -31,25 +32,25 @@
 namespace hccltune::algo {
 namespace {
 
-GroupTopology OneRankPerNode(size_t n) {
-  GroupTopology t;
-  t.num_nodes = static_cast<int>(n);
-  for (size_t i = 0; i < n; ++i) t.node_of.push_back(static_cast<int>(i));
-  return t;
-}
-
-GroupTopology OneNode(size_t n) {
-  GroupTopology t;
-  t.node_of.assign(n, 0);
-  return t;
-}
-
-Configuration StepConfig(const std::shared_ptr<const Configuration>& given, Collective c, uint64_t bytes,
-                         const GroupTopology& sub) {
+// The configuration of one step: `given` (the configuration's intra or inter part) when it exists for the step's
+// collective `c`, else the selector's choice for the step, on given's link.
+absl::StatusOr<Configuration> StepConfig(AlgorithmContext& ctx, const std::shared_ptr<const Configuration>& given,
+                                         Collective c, uint64_t bytes, size_t group_size) {
   if (given != nullptr && registry::Find(c, given->algorithm) != nullptr) return *given;
-  Configuration d = registry::BuiltinDefault(c, bytes, static_cast<int>(sub.node_of.size()), sub);
-  if (given != nullptr && given->Has(ParamKind::kLink) && d.Has(ParamKind::kLink)) d.link = given->link;
+  absl::StatusOr<Configuration> d = ctx.ChooseStep(c, bytes, static_cast<int>(group_size));
+  if (!d.ok()) return d.status();
+  if (given != nullptr && given->Has(ParamKind::kLink) && d->Has(ParamKind::kLink)) d->link = given->link;
   return d;
+}
+
+// Runs step `c` of `bytes` among `members` (group ranks) with StepConfig's configuration.
+absl::Status RunStep(AlgorithmContext& ctx, CollectiveArgs& sub, Collective c,
+                     const std::shared_ptr<const Configuration>& given, uint64_t bytes,
+                     const std::vector<int>& members) {
+  sub.collective = c;
+  absl::StatusOr<Configuration> step = StepConfig(ctx, given, c, bytes, members.size());
+  if (!step.ok()) return step.status();
+  return ctx.RunSubCollective(sub, *step, members);
 }
 
 }  // namespace
@@ -75,7 +76,6 @@ absl::Status AllreduceHierarchical(const CollectiveArgs& args, const Configurati
   for (const auto& node : nodes) uniform = uniform && node.size() == mine.size();
 
   const ReduceOp step_op = args.op == ReduceOp::kAvg ? ReduceOp::kSum : args.op;
-  const GroupTopology intra_topo = OneNode(mine.size());
   CollectiveArgs sub;
   sub.dtype = args.dtype;
   sub.op = step_op;
@@ -96,24 +96,18 @@ absl::Status AllreduceHierarchical(const CollectiveArgs& args, const Configurati
     char* my_block = At(base, block * static_cast<size_t>(local), dsize);
     std::vector<int> cross;  // rank with the same local index on every node
     for (const auto& node : nodes) cross.push_back(node[static_cast<size_t>(local)]);
-    const GroupTopology inter_topo = OneRankPerNode(cross.size());
 
-    sub.collective = Collective::kReducescatter;
     sub.send = entered ? base : args.send;
     sub.recv = my_block;
     sub.count = block;
-    HT_RETURN_IF_ERROR(ctx.RunSubCollective(sub, StepConfig(config.intra, sub.collective, bytes, intra_topo), mine));
+    HT_RETURN_IF_ERROR(RunStep(ctx, sub, Collective::kReducescatter, config.intra, bytes, mine));
 
-    sub.collective = Collective::kAllreduce;
     sub.send = my_block;
-    HT_RETURN_IF_ERROR(
-        ctx.RunSubCollective(sub, StepConfig(config.inter, sub.collective, block * dsize, inter_topo), cross));
+    HT_RETURN_IF_ERROR(RunStep(ctx, sub, Collective::kAllreduce, config.inter, block * dsize, cross));
     MaybeFinalizeAvg(args, my_block, block, n);
 
-    sub.collective = Collective::kAllgather;
     sub.recv = base;
-    HT_RETURN_IF_ERROR(
-        ctx.RunSubCollective(sub, StepConfig(config.intra, sub.collective, block * L * dsize, intra_topo), mine));
+    HT_RETURN_IF_ERROR(RunStep(ctx, sub, Collective::kAllgather, config.intra, block * L * dsize, mine));
     if (padded) CopyBytes(args.recv, base, bytes);
     return absl::OkStatus();
   }
@@ -122,24 +116,20 @@ absl::Status AllreduceHierarchical(const CollectiveArgs& args, const Configurati
   for (const auto& node : nodes) leaders.push_back(node[0]);
   sub.count = args.count;
   sub.root = 0;
-  sub.collective = Collective::kReduce;
   sub.send = args.send;
   if (ScalesInputs(args)) {  // reduce in place, on the scaled input
     EnterInput(args, args.recv, args.send, args.count, n);
     sub.send = args.recv;
   }
   sub.recv = args.recv;
-  HT_RETURN_IF_ERROR(ctx.RunSubCollective(sub, StepConfig(config.intra, sub.collective, bytes, intra_topo), mine));
+  HT_RETURN_IF_ERROR(RunStep(ctx, sub, Collective::kReduce, config.intra, bytes, mine));
   if (local == 0) {
-    sub.collective = Collective::kAllreduce;
     sub.send = args.recv;
-    HT_RETURN_IF_ERROR(ctx.RunSubCollective(
-        sub, StepConfig(config.inter, sub.collective, bytes, OneRankPerNode(leaders.size())), leaders));
+    HT_RETURN_IF_ERROR(RunStep(ctx, sub, Collective::kAllreduce, config.inter, bytes, leaders));
     MaybeFinalizeAvg(args, args.recv, args.count, n);
   }
-  sub.collective = Collective::kBroadcast;
   sub.send = args.recv;
-  return ctx.RunSubCollective(sub, StepConfig(config.intra, sub.collective, bytes, intra_topo), mine);
+  return RunStep(ctx, sub, Collective::kBroadcast, config.intra, bytes, mine);
 }
 
 }  // namespace hccltune::algo

@@ -37,6 +37,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "runtime/common/mailbox_block.h"
 #include "runtime/transport/mailbox.h"
 #include "runtime/transport/pair.h"
 
@@ -53,8 +54,10 @@ struct ShmOptions {
   size_t single_copy_max_bytes = SIZE_MAX;  // no upper limit (tests narrow the window)
 };
 
-// Bytes of one mailbox slot: the endpoint's slot header and a block of up to 16 KiB (two per rank).
-inline constexpr size_t kMailboxSlotBytes = (16u << 10) + 64;
+// Bytes of one mailbox slot (two per rank): room for the endpoint's slot header and a block of up to
+// kMailboxBlockBytes (runtime/common/sizes.h).
+inline constexpr size_t kMailboxSlotHeaderBytes = 64;
+inline constexpr size_t kMailboxSlotBytes = kMailboxBlockBytes + kMailboxSlotHeaderBytes;
 
 // Removes the segments ("hccltune-<pid>-...") in `dir` (the POSIX shared-memory directory) that a process left
 // behind when it was killed during setup — a segment is unlinked as soon as every local rank has mapped it, so

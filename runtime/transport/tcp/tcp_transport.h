@@ -24,20 +24,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "runtime/net/interfaces.h"
 #include "runtime/transport/pair.h"
 
 namespace hccltune {
-
-struct InterfaceAddress {
-  std::string name;            // eth0
-  std::string address;         // 10.20.0.2
-  int prefix = 32;             // 16
-  std::string Subnet() const;  // 10.20.0.0/16
-};
-// IPv4 interfaces that are up (loopback included, last).
-std::vector<InterfaceAddress> ListInterfaces();
-// Whether `address` lies in `subnet` ("10.20.0.0/16").
-bool InSubnet(const std::string& address, const std::string& subnet);
 
 struct TcpPeerInfo {
   int port = 0;

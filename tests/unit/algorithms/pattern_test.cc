@@ -4,7 +4,9 @@
 
 #include <vector>
 
+#include "policies/rules.h"
 #include "runtime/algorithms/registry.h"
+#include "runtime/selector/selector.h"
 #include "thread_endpoint.h"
 
 namespace hccltune::testing {
@@ -178,18 +180,45 @@ TEST(RegistryTest, CandidatesAndDefaults) {
   for (const Configuration& c : registry::Candidates(Collective::kAllreduce, "ring", nets)) {
     EXPECT_EQ(c.link.kind, LinkKind::kTcp) << c.ToString();
   }
+}
+
+// A hierarchical step the configuration names no algorithm for is the selector's choice: the built-in defaults
+// (policies/) for that collective, size and group, valid on one level — never hierarchical again.
+TEST(RegistryTest, StepsComeFromTheSelector) {
   for (Collective c : AllCollectives()) {
     if (c == Collective::kSendRecv) continue;
-    for (uint64_t bytes : {uint64_t{0}, uint64_t{1024}, uint64_t{1} << 20, uint64_t{64} << 20}) {
-      for (const GroupTopology& t : {SingleNode(4), Nodes({0, 0, 1, 1})}) {
-        const Configuration d = registry::BuiltinDefault(c, bytes, 4, t);
-        EXPECT_TRUE(registry::IsValid(c, d.algorithm, 4, t).ok()) << d.ToString();
+    for (int group : {1, 2, 3, 4, 8, 16}) {
+      for (uint64_t bytes : {uint64_t{0}, uint64_t{1024}, uint64_t{1} << 20, uint64_t{64} << 20}) {
+        const Configuration d = Selector::ChooseStep(c, bytes, group);
+        EXPECT_TRUE(registry::IsValid(c, d.algorithm, group, SingleNode(group)).ok())
+            << CollectiveName(c) << " " << group << " ranks " << bytes << " B: " << d.ToString();
+        const Configuration* policy = policies::BuiltinDefaults().Find(c, group, bytes);
+        ASSERT_NE(policy, nullptr) << CollectiveName(c);
+        EXPECT_EQ(d.ToString(), policy->ToString()) << CollectiveName(c) << " " << group << " ranks " << bytes;
       }
     }
   }
-  EXPECT_EQ(registry::BuiltinDefault(Collective::kAllreduce, 64 << 20, 4, Nodes({0, 0, 1, 1})).algorithm,
-            "hierarchical");
-  EXPECT_EQ(registry::BuiltinDefault(Collective::kAllreduce, 64 << 20, 4, SingleNode(4)).algorithm, "ring");
+  // reduce and broadcast have no `ring`: hierarchical(intra=ring) on uneven nodes takes theirs from the selector.
+  EXPECT_EQ(registry::Find(Collective::kReduce, "ring"), nullptr);
+  EXPECT_EQ(Selector::ChooseStep(Collective::kReduce, 1 << 20, 2).ToString(),
+            policies::BuiltinDefaults().Find(Collective::kReduce, 2, 1 << 20)->ToString());
+}
+
+// Validity is data in the registry: an algorithm of steps needs several levels, symmetric needs its buffers.
+TEST(RegistryTest, ValidityFollowsWhatAnAlgorithmNeeds) {
+  EXPECT_TRUE(registry::IsValid(Collective::kAllreduce, "hierarchical", 4, Nodes({0, 0, 1, 1})).ok());
+  const absl::Status one_node = registry::IsValid(Collective::kAllreduce, "hierarchical", 4, SingleNode(4));
+  EXPECT_EQ(one_node.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(one_node.message().find("at least 2 nodes"), std::string::npos) << one_node;
+  const absl::Status singles = registry::IsValid(Collective::kAllreduce, "hierarchical", 2, Nodes({0, 1}));
+  EXPECT_NE(singles.message().find("a node with at least 2 ranks"), std::string::npos) << singles;
+  for (Collective c :
+       {Collective::kAllreduce, Collective::kAllgather, Collective::kReducescatter, Collective::kBroadcast}) {
+    const absl::Status s = registry::IsValid(c, "symmetric", 2, SingleNode(2));
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << CollectiveName(c);
+    EXPECT_NE(s.message().find("AllocSymmetric"), std::string::npos) << s;
+  }
+  EXPECT_EQ(registry::IsValid(Collective::kAllreduce, "warp", 2, SingleNode(2)).code(), absl::StatusCode::kNotFound);
 }
 
 TEST(RegistryTest, RunRejectsBadCalls) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/algorithms/registry.h"
 #include "runtime/algorithms/sub_endpoint.h"
+#include "runtime/selector/selector.h"
 
 namespace hccltune::testing {
 
@@ -97,6 +98,10 @@ absl::Status TestContext::RunSubCollective(const CollectiveArgs& args, const Con
   absl::Status s = registry::Run(args, config, sub);
   --depth_;
   return s;
+}
+
+absl::StatusOr<Configuration> TestContext::ChooseStep(Collective c, uint64_t bytes, int group_size) {
+  return Selector::ChooseStep(c, bytes, group_size);
 }
 
 GroupTopology SingleNode(int n) {

@@ -79,6 +79,8 @@ class TestContext : public AlgorithmContext {
   void* Scratch(size_t bytes) override { return Grow(0, bytes); }
   absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,
                                 absl::Span<const int> members) override;
+  // What the communicator's selector chooses for a step (Selector::ChooseStep).
+  absl::StatusOr<Configuration> ChooseStep(Collective c, uint64_t bytes, int group_size) override;
   int sub_collectives() const { return sub_calls_; }
 
  private:

@@ -8,8 +8,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "daemon/proto_convert.h"
 #include "db/memory_store.h"
+#include "rpc/proto_convert.h"
 #include "runtime/common/configuration.h"
 #include "tests/unit/db/test_util.h"
 

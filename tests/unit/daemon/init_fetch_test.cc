@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "daemon/remote_store.h"
 #include "daemon/server.h"
+#include "rpc/remote_store.h"
 #include "runtime/selector/tuning.h"
 #include "runtime/tuning_client/tuning_client.h"
 #include "tests/unit/db/test_util.h"

@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "daemon/remote_store.h"
 #include "db/sqlite_store.h"
 #include "db/table_json.h"
+#include "rpc/remote_store.h"
 #include "runtime/common/daemon_discovery.h"
 #include "tests/unit/db/test_util.h"
 

@@ -16,8 +16,8 @@
 #include "daemon/activity.h"
 #include "daemon/grpc_service.h"
 #include "daemon/handlers.h"
-#include "daemon/sweep_convert.h"
 #include "db/memory_store.h"
+#include "rpc/sweep_convert.h"
 
 namespace hccltune::daemon {
 namespace {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -721,6 +722,43 @@ TEST(CommunicatorApi, RepeatedMailboxCallsStayCorrectOnEveryRank) {
         MailboxAlgorithms);
     for (const auto& s : st) EXPECT_TRUE(s.ok()) << n << " ranks: " << s;
   }
+}
+
+// HCCL_TUNE_TEST_DELAY (read once at init into the communicator's run function): every call of the slowed
+// configuration takes at least the delay — the first, and the repeats that would otherwise go straight to the
+// algorithm's mailbox form — with every rank's result still right; another configuration's calls are not slowed
+// (their results checked; no upper bound on a loaded machine's time).
+TEST(CommunicatorApi, TestDelaySlowsEveryCallOfItsConfiguration) {
+  constexpr auto kDelay = std::chrono::milliseconds(20);
+  auto env = [](int) {
+    Environment e = TestEnv();
+    e.tune_algo = "allreduce:0-=one_shot";
+    auto delays = ParseTestDelay("allreduce:one_shot=20ms");
+    EXPECT_TRUE(delays.ok()) << delays.status();
+    if (delays.ok()) e.test_delays = *delays;
+    return e;
+  };
+  auto st = RunRanks(
+      2,
+      [&](int rank, Communicator& comm) -> absl::Status {
+        std::vector<float> in(8), out(8);
+        for (int round = 0; round < 4; ++round) {
+          std::fill(in.begin(), in.end(), static_cast<float>(rank + round));
+          const auto t0 = std::chrono::steady_clock::now();
+          absl::Status s = comm.Allreduce(in.data(), out.data(), in.size(), DataType::kFloat32, ReduceOp::kSum, {});
+          if (!s.ok()) return s;
+          EXPECT_GE(std::chrono::steady_clock::now() - t0, kDelay) << "rank " << rank << ", round " << round;
+          EXPECT_EQ(comm.last_config(), "one_shot(channels=1,link=auto)");
+          for (float v : out) EXPECT_EQ(v, static_cast<float>(1 + 2 * round)) << "rank " << rank;
+        }
+        absl::Status s = comm.Allreduce(in.data(), out.data(), in.size(), DataType::kFloat32, ReduceOp::kSum,
+                                        {"recursive_doubling"});
+        if (!s.ok()) return s;
+        for (float v : out) EXPECT_EQ(v, 7.0f) << "rank " << rank;
+        return absl::OkStatus();
+      },
+      env);
+  for (const auto& s : st) EXPECT_TRUE(s.ok()) << s;
 }
 
 // A rank that departs from a call the others repeat through its mailbox form is named by count, as on a first call.

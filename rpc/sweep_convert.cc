@@ -1,7 +1,7 @@
-#include "daemon/sweep_convert.h"
+#include "rpc/sweep_convert.h"
 
 #include "absl/strings/str_cat.h"
-#include "daemon/proto_convert.h"
+#include "rpc/proto_convert.h"
 
 namespace hccltune::rpc {
 

@@ -1,4 +1,4 @@
-#include "daemon/proto_convert.h"
+#include "rpc/proto_convert.h"
 
 #include "absl/strings/str_cat.h"
 #include "db/store_util.h"

@@ -1,4 +1,4 @@
-#include "runtime/topology/link_inspector.h"
+#include "tuner/links/link_inspector.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/common/json_field.h"
+#include "runtime/net/interfaces.h"
 #include "runtime/topology/topology.h"
-#include "runtime/transport/tcp/tcp_transport.h"
 
 namespace hccltune {
 namespace {
