@@ -90,7 +90,7 @@ class AlgorithmContext {
   virtual absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,
                                         absl::Span<const int> members) = 0;
   // The configuration the communicator's selector chooses for one step of a hierarchical algorithm whose own
-  // configuration names none for the step's collective: collective `c` of `bytes` (CONVENTIONS.md) among the
+  // configuration names none for the step's collective: collective `c` of `bytes` (docs/CONVENTIONS.md) among the
   // `group_size` ranks of one level (one node, or one rank per node). The same answer on every rank.
   virtual absl::StatusOr<Configuration> ChooseStep(Collective c, uint64_t bytes, int group_size) = 0;
   // Whether [p, p + bytes) lies inside one of this rank's symmetric allocations; fills *out when it does.
