@@ -126,6 +126,10 @@ std::string TablesToJson(const std::vector<Table>& tables) {
 }
 
 absl::StatusOr<std::vector<Table>> TablesFromJson(absl::string_view text) {
+  if (text.size() > kMaxTableFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table file of ", text.size(), " bytes is over the limit of ", kMaxTableFileBytes, " bytes"));
+  }
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError("table file is not valid JSON");
   if (!j.is_object() || JsonOr(j, "format", "") != "hccl-tune-tables") {
@@ -141,6 +145,10 @@ absl::StatusOr<std::vector<Table>> TablesFromJson(absl::string_view text) {
   auto tables = j.find("tables");
   if (tables == j.end() || !tables->is_array())
     return absl::InvalidArgumentError("table file: 'tables' must be an array");
+  if (tables->size() > kMaxTableFileTables) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table file: ", tables->size(), " tables, over the limit of ", kMaxTableFileTables));
+  }
   std::vector<Table> out;
   for (size_t i = 0; i < tables->size(); ++i) {
     const json& tj = (*tables)[i];
@@ -155,6 +163,10 @@ absl::StatusOr<std::vector<Table>> TablesFromJson(absl::string_view text) {
     auto entries = tj.find("entries");
     if (entries == tj.end() || !entries->is_array()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": 'entries' must be an array"));
+    }
+    if (entries->size() > kMaxTableEntries) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", entries->size(), " entries, over the limit of ", kMaxTableEntries));
     }
     for (size_t k = 0; k < entries->size(); ++k) {
       auto e = EntryFromJson((*entries)[k], absl::StrCat(where, ".entries[", k, "]"));

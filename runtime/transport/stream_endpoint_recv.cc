@@ -71,6 +71,15 @@ absl::Status StreamEndpoint::CheckHeader(const Header& h, int peer, uint64_t byt
   if (h.magic != kHeaderMagic) {
     return absl::DataLossError(absl::StrCat(me(), " received a corrupt message header from ", them()));
   }
+  // The fields name table entries: each is checked against its table before anything prints it.
+  const auto corrupt = [&](absl::string_view field, unsigned value, unsigned limit) {
+    return absl::DataLossError(absl::StrCat(me(), " received a corrupt message header from ", them(), ": ", field, " ",
+                                            value, " (valid: below ", limit, ")"));
+  };
+  if (h.collective >= kNumCollectives) return corrupt("collective", h.collective, kNumCollectives);
+  if (h.dtype >= kNumDataTypes) return corrupt("dtype", h.dtype, kNumDataTypes);
+  if (h.op >= kNumReduceOps) return corrupt("reduce op", h.op, kNumReduceOps);
+  if (h.flags & ~(kFlagSingleCopy | kFlagReturn)) return corrupt("flags", h.flags, kFlagReturn * 2);
   const auto coll = static_cast<Collective>(h.collective);
   if (h.sequence != call_.sequence) {
     auto describe = [](Collective c, int32_t root) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "runtime/transport/pair.h"
@@ -47,6 +48,22 @@ struct TcpPeerInfo {
 };
 nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs, bool ifname_set);
 TcpPeerInfo TcpInfoFromJson(const nlohmann::json& j);
+
+// The hello that opens every TCP link, sent by the connecting (lower) rank: u32 magic "HTCP", u64 communicator
+// tag, i32 rank, i32 lane, u32 key length, then the key ("network#channels"). Host byte order.
+inline constexpr size_t kTcpHelloHeadBytes = 24;
+// A key is a subnet in CIDR form, '#' and a channel count.
+inline constexpr size_t kMaxTcpHelloKeyBytes = 256;
+struct TcpHello {
+  int rank = 0;
+  int lane = 0;
+  uint32_t key_bytes = 0;
+};
+// Parses and checks a hello's fixed part (kTcpHelloHeadBytes bytes) for the communicator with `tag` whose ranks
+// are 0..world-1, received by rank `self`: the magic, the tag, a rank of the communicator other than `self`, a
+// lane below kMaxChannels, a key of at most kMaxTcpHelloKeyBytes. InvalidArgument names the first field that is
+// wrong and what was expected; a connection from another communicator (another tag) is FailedPrecondition.
+absl::StatusOr<TcpHello> ParseTcpHelloHead(absl::string_view head, uint64_t tag, int self, int world);
 
 class TcpDomain {
  public:
@@ -75,6 +92,8 @@ class TcpDomain {
   using Key = std::tuple<std::string, int, int>;  // network, channels, peer
   absl::StatusOr<std::string> AddressFor(int peer, const std::string& network) const;
   absl::Status Aborted();
+  // Reads and checks the hello of an accepted connection, waiting at most `timeout_ms` for it: the hello and its key.
+  absl::StatusOr<std::pair<TcpHello, std::string>> ReadHello(int fd, int64_t timeout_ms) const;
   absl::Status AcceptUntil(const std::map<std::pair<std::string, int>, std::vector<int>>& wanted, absl::Time deadline);
 
   int rank_ = 0;
