@@ -1,5 +1,8 @@
 #include "db/table_json.h"
 
+#include <limits>
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
 #include "db/store_util.h"
 #include "nlohmann/json.hpp"
@@ -36,10 +39,28 @@ json EntryToJson(const TunedEntry& e) {
   return j;
 }
 
+// Whether `v` is a JSON integer that T holds.
+template <typename T>
+bool FitsInteger(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  if (!v.is_number_integer()) return false;
+  const int64_t x = v.get<int64_t>();
+  if (x < 0) return std::is_signed_v<T> && x >= static_cast<int64_t>(std::numeric_limits<T>::min());
+  return static_cast<uint64_t>(x) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+}
+
 template <typename T>
 absl::StatusOr<T> Field(const json& j, const char* name, absl::string_view where) {
   auto it = j.find(name);
   if (it == j.end()) return absl::InvalidArgumentError(absl::StrCat(where, ": missing field '", name, "'"));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // Converting a float (1e86) or an integer out of T's range is undefined or silently wrong: refuse both.
+    if (!FitsInteger<T>(*it)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": field '", name, "' is ", it->dump().substr(0, 64),
+                                                     ", expected an integer from ", std::numeric_limits<T>::min(),
+                                                     " to ", std::numeric_limits<T>::max()));
+    }
+  }
   try {
     return it->get<T>();
   } catch (const json::exception& e) {

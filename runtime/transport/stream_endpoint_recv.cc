@@ -237,16 +237,23 @@ absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved)
       op.payload_done = op.front;
     }
   }
+  // A link without single-copy reads (TCP) never carries such a message: the frame is corrupt or not ours.
+  const auto read = [&](uint64_t from, void* to, size_t n) {
+    absl::Status s = pair.ReadPeerMemory(from, to, n);
+    if (!absl::IsUnimplemented(s)) return s;
+    return absl::DataLossError(absl::StrCat("rank ", rank_, " received a single-copy message header from rank ",
+                                            op.peer, " over ", pair.Describe(), ", which has no single-copy reads"));
+  };
   while (op.payload_done < op.bytes) {
     const size_t n =
         op.combiner == nullptr ? op.bytes - op.payload_done : std::min(op.bytes - op.payload_done, kSingleCopyPiece);
     const uint64_t from = op.desc.address + op.payload_done;
     if (op.combiner == nullptr) {
-      if (absl::Status s = pair.ReadPeerMemory(from, op.data + op.payload_done, n); !s.ok()) return s;
+      if (absl::Status s = read(from, op.data + op.payload_done, n); !s.ok()) return s;
     } else {
       // kSingleCopyPiece is a multiple of every element size, so pieces hold whole elements.
       if (stage_.size() < kSingleCopyPiece) stage_.resize(kSingleCopyPiece);
-      if (absl::Status s = pair.ReadPeerMemory(from, stage_.data(), n); !s.ok()) return s;
+      if (absl::Status s = read(from, stage_.data(), n); !s.ok()) return s;
       const Combiner& c = *op.combiner;
       c.combine(c, op.data + op.payload_done, op.local + op.payload_done, stage_.data(), n / c.elem_bytes);
     }

@@ -61,6 +61,17 @@ TEST(StoreBounds, TableFilesOverTheirLimitsStoreNothing) {
   r = ImportIntoStore(store, one);
   EXPECT_TRUE(absl::StrContains(r.status().message(), "tables[0]: 100001 entries, over the limit of 100000"))
       << r.status();
+  // Integers out of their field's range or written as floats (found by the table_file fuzzer: converting 1e86 to an
+  // int64 was undefined).
+  for (const char* version : {"1e86", "1.5", "9223372036854775808"}) {
+    const std::string text =
+        absl::StrCat(R"({"format":"hccl-tune-tables","format_version":1,"tables":[{"fingerprint":")", topo.fingerprint,
+                     R"(","topology":"","version":)", version, R"(,"created_unix_ms":1,"entries":[]}]}")");
+    r = ImportIntoStore(store, text.substr(0, text.size() - 1));
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "tables[0]: field 'version' is "))
+        << version << ": " << r.status();
+    EXPECT_TRUE(absl::StrContains(r.status().message(), "expected an integer from")) << r.status();
+  }
   auto listed = store.ListTables();
   ASSERT_TRUE(listed.ok());
   EXPECT_TRUE(listed->empty());

@@ -150,6 +150,12 @@ TEST(StreamFrames, CorruptHeaderFieldsAreNamedBeforeUse) {
   EXPECT_THAT(std::string(ReceiveFrom(Frame(0, 99, 0, 0, 64)).message()), HasSubstr("dtype 99 (valid: below 8)"));
   EXPECT_THAT(std::string(ReceiveFrom(Frame(0, 6, 77, 0, 64)).message()), HasSubstr("reduce op 77 (valid: below 8)"));
   EXPECT_THAT(std::string(ReceiveFrom(Frame(0, 6, 0, 0x40, 64)).message()), HasSubstr("flags 64"));
+  // A single-copy frame over a link that has no single-copy reads (found by the wire fuzzer).
+  const uint64_t descriptor[2] = {0x1000, 64};  // address, bytes
+  EXPECT_THAT(std::string(ReceiveFrom(Frame(0, 6, 0, 1, 0) +
+                                      std::string(reinterpret_cast<const char*>(descriptor), sizeof(descriptor)))
+                              .message()),
+              HasSubstr("received a single-copy message header from rank 1 over scripted, which has no single-copy"));
   std::string garbage(96, '\xab');
   absl::Status s = ReceiveFrom(garbage);
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
