@@ -619,7 +619,11 @@ absl::StatusOr<StreamEndpoint*> CommImpl::EndpointFor(const LinkSpec& link, int 
       if (link.kind == LinkKind::kTcp || !local || r == rank_) group.push_back(r);
     }
     connecting_ = group;
+    tcp_->SetCallLimit(call_.sequence > 0 || call_.collective == Collective::kSendRecv
+                           ? absl::Seconds(env_.exec_timeout_s)
+                           : absl::InfiniteDuration());
     auto pairs = tcp_->Connect(group, link.network, lanes);
+    tcp_->SetCallLimit(absl::InfiniteDuration());
     connecting_.clear();
     if (!pairs.ok()) return pairs.status();
     for (int r : need_tcp) ep->AttachPair(r, (*pairs)[static_cast<size_t>(r)]);

@@ -329,8 +329,8 @@ absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, 
         auto it = stash_.find(k);
         if (it == stash_.end() || it->second.size() < lanes.size()) absl::StrAppend(&missing, " ", k.second);
       }
-      return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": tcp connections from ranks", missing,
-                                                      " never arrived (HCCL_CONNECT_TIMEOUT)"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank_, ": tcp connections from ranks", missing, " never arrived (", bound_name_, ")"));
     }
     // Another rank that failed (e.g. rank 0 found no address in the requested network) posts an abort: report
     // its error now instead of waiting out HCCL_CONNECT_TIMEOUT for connections that will never come.
@@ -369,7 +369,8 @@ absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, 
 absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ranks, const std::string& network,
                                                       int channels) {
   const std::string key = HelloKey(network, channels);
-  const absl::Time deadline = absl::Now() + connect_timeout_;
+  bound_name_ = call_limit_ < connect_timeout_ ? "HCCL_EXEC_TIMEOUT" : "HCCL_CONNECT_TIMEOUT";
+  const absl::Time deadline = absl::Now() + std::min(connect_timeout_, call_limit_);
   int max_rank = rank_;
   for (int r : ranks) max_rank = std::max(max_rank, r);
   std::vector<Pair*> out(static_cast<size_t>(max_rank) + 1, nullptr);
@@ -417,7 +418,7 @@ absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ra
           for (int f : fds) ::close(f);
           if (!aborted.ok()) return aborted;
           return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": cannot connect to rank ", peer, " at ",
-                                                          where, ": ", std::strerror(err), " (HCCL_CONNECT_TIMEOUT)"));
+                                                          where, ": ", std::strerror(err), " (", bound_name_, ")"));
         }
         absl::SleepFor(absl::Milliseconds(5));
       }

@@ -79,6 +79,11 @@ class TcpDomain {
   // wait with that status.
   void SetAbortProbe(std::function<absl::Status()> probe) { abort_probe_ = std::move(probe); }
 
+  // Connects made inside a collective call wait for their peers at most `limit` as well (HCCL_EXEC_TIMEOUT: a peer
+  // that does not come is a peer that does not arrive at the call): Connect waits min(HCCL_CONNECT_TIMEOUT,
+  // limit) and its error names the bound that applied. InfiniteDuration(): HCCL_CONNECT_TIMEOUT alone.
+  void SetCallLimit(absl::Duration limit) { call_limit_ = limit; }
+
   // Links to every rank in `ranks` (excluding this rank) for (network, channels), connecting on first use.
   // Every rank in `ranks` must call this for the same key around the same time.
   absl::StatusOr<std::vector<Pair*>> Connect(const std::vector<int>& ranks, const std::string& network, int channels);
@@ -100,6 +105,8 @@ class TcpDomain {
   uint64_t tag_ = 0;
   std::string ifname_;
   absl::Duration connect_timeout_;
+  absl::Duration call_limit_ = absl::InfiniteDuration();
+  const char* bound_name_ = "HCCL_CONNECT_TIMEOUT";  // the variable whose bound the current Connect waits
   int listen_fd_ = -1;
   int port_ = 0;
   std::vector<InterfaceAddress> interfaces_;
