@@ -24,6 +24,7 @@
 #include "runtime/api/communicator.h"
 #include "runtime/bootstrap/store.h"
 #include "runtime/common/configuration.h"
+#include "tests/unit/runtime/fault_util.h"
 
 namespace hccltune {
 namespace {
@@ -134,16 +135,6 @@ struct TrialResult {
   std::string log;
 };
 
-size_t SegmentsOf(const std::vector<pid_t>& pids) {
-  size_t count = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
-    for (pid_t p : pids) {
-      if (e.path().filename().string().rfind(absl::StrCat("hccltune-", p, "-"), 0) == 0) ++count;
-    }
-  }
-  return count;
-}
-
 // Collects the children: exits, and the victim's stop. Returns false when survivors were still running at
 // `deadline` (they are killed then).
 bool Reap(std::map<pid_t, int>& alive, pid_t victim, double deadline, std::map<int, int>* exits) {
@@ -245,7 +236,7 @@ TrialResult RunTrial(const Trial& t) {
   }
   // Every process of the job is gone (each was reaped above; a second reap finds none of them).
   for (pid_t p : pids) res.leaked_processes += ::kill(p, 0) == 0 ? 1 : 0;
-  res.leaked_segments = static_cast<int>(SegmentsOf(pids));
+  res.leaked_segments = static_cast<int>(testing::ShmSegmentsOf(pids));
   std::filesystem::remove_all(dir);
   return res;
 }

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/bootstrap/store_protocol.h"
 #include "runtime/bootstrap/tcp_store.h"
+#include "tests/unit/runtime/fault_util.h"
 
 namespace hccltune {
 namespace {
@@ -25,7 +26,8 @@ using store_protocol::ParseStoreRequest;
 using store_protocol::Request;
 using store_protocol::StoreData;
 using store_protocol::StoreLimits;
-using testing::HasSubstr;
+using ::testing::HasSubstr;
+using testing::RawConnect;
 
 std::string U32(uint32_t v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
 std::string Str(const std::string& s) { return U32(static_cast<uint32_t>(s.size())) + s; }
@@ -95,18 +97,6 @@ TEST(StoreProtocol, DataRefusesKeysAndBytesOverItsLimitsAndChangesNothing) {
   reply.clear();
   data.Apply({store_protocol::kAdd, "a", "5"}, &reply);
   EXPECT_EQ(reply, std::string("\x01") + Str("6"));
-}
-
-int RawConnect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0) << std::strerror(errno);
-  timeval tv{5, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  return fd;
 }
 
 // Greets the server on a raw socket; returns the fd.

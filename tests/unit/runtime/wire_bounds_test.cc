@@ -18,12 +18,14 @@
 #include "runtime/transport/stream_endpoint_internal.h"
 #include "runtime/transport/tcp/tcp_transport.h"
 #include "tests/fuzz/scripted_pair.h"
+#include "tests/unit/runtime/fault_util.h"
 
 namespace hccltune {
 namespace {
 
 using fuzz::ScriptedPair;
-using testing::HasSubstr;
+using ::testing::HasSubstr;
+using testing::RawConnect;
 
 constexpr uint32_t kTcpHelloMagic = 0x48544350;  // "HTCP"
 
@@ -57,16 +59,6 @@ TEST(TcpHello, EveryFieldIsChecked) {
   EXPECT_THAT(HelloError(Hello(kTcpHelloMagic, 42, 0, 0, "", 1u << 31)),
               HasSubstr("a key of 2147483648 bytes (the limit is 256)"));
   EXPECT_THAT(HelloError("short"), HasSubstr("a TCP hello of 5 bytes (expected 24)"));
-}
-
-int RawConnect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0) << std::strerror(errno);
-  return fd;
 }
 
 // Bad hellos wait in rank 1's listen queue before rank 0's real one: each is refused, and the link rank 1 makes is
