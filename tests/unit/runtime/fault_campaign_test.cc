@@ -234,9 +234,15 @@ TrialResult RunTrial(const Trial& t) {
     if (t.signal == SIGKILL ? !names_victim : !names_other) ++res.unnamed;
     absl::StrAppend(&res.log, "  rank ", r, " after ", after, " s: ", msg.substr(0, 300), "\n");
   }
-  // Every process of the job is gone (each was reaped above; a second reap finds none of them).
-  for (pid_t p : pids) res.leaked_processes += ::kill(p, 0) == 0 ? 1 : 0;
-  res.leaked_segments = static_cast<int>(testing::ShmSegmentsOf(pids));
+  // Every process of the job is gone: no child is left to reap (checking the pids themselves would count a pid
+  // another test's process reused).
+  pid_t left = 0;
+  while ((left = ::waitpid(-1, nullptr, WNOHANG)) > 0) ++res.leaked_processes;
+  if (left == 0) ++res.leaked_processes;  // a child still running
+  // A segment named after a rank's pid is the job's unless that pid lives again (reused by another process).
+  for (pid_t p : pids) {
+    if (::kill(p, 0) != 0) res.leaked_segments += static_cast<int>(testing::ShmSegmentsOf({p}));
+  }
   std::filesystem::remove_all(dir);
   return res;
 }
