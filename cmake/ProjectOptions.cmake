@@ -28,6 +28,14 @@ if(HCCL_TUNE_SANITIZE)
   add_link_options(${_san_flags})
 endif()
 
+# HCCL_TUNE_FUZZ (clang): every library is built with libFuzzer's coverage instrumentation and ASan+UBSan, so the
+# fuzzers (tests/fuzz/) see the edges of the code they reach, not only of their own file.
+if(HCCL_TUNE_FUZZ)
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
 # Every project target calls this: warnings, include root, generated headers.
 function(hccltune_target target)
   target_link_libraries(${target} PRIVATE $<BUILD_INTERFACE:hccltune_project_options>)

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "runtime/common/bounded_read.h"
 #include "runtime/common/daemon_discovery.h"
 
 namespace hccltune::daemon {
@@ -44,6 +45,10 @@ absl::StatusOr<LogLevel> ParseLogLevel(absl::string_view text) {
 
 absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, DaemonConfig* c,
                              std::vector<std::string>* keys_set) {
+  if (text.size() > kMaxConfigFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": ", text.size(), " bytes, over the limit of ", kMaxConfigFileBytes, " bytes"));
+  }
   int line_no = 0;
   for (absl::string_view raw : absl::StrSplit(text, '\n')) {
     ++line_no;
@@ -56,6 +61,10 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
     }
     const std::string key(absl::StripAsciiWhitespace(line.substr(0, eq)));
     const std::string value(absl::StripAsciiWhitespace(line.substr(eq + 1)));
+    if (value.size() > kMaxConfigValueBytes) {
+      return absl::InvalidArgumentError(absl::StrCat(where(), key.substr(0, 64), ": a value of ", value.size(),
+                                                     " bytes is over the limit of ", kMaxConfigValueBytes, " bytes"));
+    }
     auto int_value = [&](int64_t lo, int64_t hi, int64_t* out) -> absl::Status {
       if (!absl::SimpleAtoi(value, out) || *out < lo || *out > hi) {
         return absl::InvalidArgumentError(
@@ -151,32 +160,9 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
 }
 
 absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* config, std::vector<std::string>* keys_set) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    const std::string what = absl::StrCat("cannot read config file ", path, ": ", std::strerror(err));
-    if (err == ENOENT || err == ENOTDIR) return absl::NotFoundError(what);
-    if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(what);
-    return absl::FailedPreconditionError(what);
-  }
-  std::string text;
-  char buf[8192];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n > 0) {
-      text.append(buf, static_cast<size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {  // EISDIR, EIO: the file is there but cannot be read
-      const int err = errno;
-      ::close(fd);
-      return absl::FailedPreconditionError(absl::StrCat("cannot read config file ", path, ": ", std::strerror(err)));
-    }
-    break;
-  }
-  ::close(fd);
-  return ApplyConfigText(text, path, config, keys_set);
+  auto text = ReadFileAtMost(path, kMaxConfigFileBytes, "config file");
+  if (!text.ok()) return text.status();
+  return ApplyConfigText(*text, path, config, keys_set);
 }
 
 std::vector<std::string> ChangedConfigKeys(const DaemonConfig& a, const DaemonConfig& b) {

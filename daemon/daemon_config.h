@@ -21,6 +21,10 @@
 
 namespace hccltune::daemon {
 
+// A config file holds at most this many bytes, a value (a path, a command) at most kMaxConfigValueBytes.
+inline constexpr size_t kMaxConfigFileBytes = 1u << 20;
+inline constexpr size_t kMaxConfigValueBytes = 4096;
+
 struct DaemonConfig {
   std::string socket;  // unix socket path; "" = no unix socket (then listen must be set)
   std::string listen;  // optional TCP "host:port"
@@ -40,7 +44,8 @@ DaemonConfig DefaultDaemonConfig(const Environment& env, bool system_mode);
 
 // Applies the settings of `path` onto `config`. `keys_set` (optional) receives the keys the file set. NotFound
 // only when the file does not exist; PermissionDenied when it may not be read, FailedPrecondition for other
-// errors (a directory, an I/O error); each names the path and the reason.
+// errors (a directory, an I/O error); each names the path and the reason. InvalidArgument for a file over
+// kMaxConfigFileBytes or a value over kMaxConfigValueBytes, naming the limit.
 absl::Status ApplyConfigFile(const std::string& path, DaemonConfig* config,
                              std::vector<std::string>* keys_set = nullptr);
 // The config-file keys whose values differ between `a` and `b`, in the order the header lists them.

@@ -17,6 +17,8 @@ namespace {
 
 constexpr size_t kMaxCanonicalCache = 4096;
 constexpr size_t kMaxLegacyTopologies = 4096;
+// A reporter's client id ("host:pid/rank").
+constexpr size_t kMaxClientIdBytes = 256;
 
 absl::Status CheckVersion(int64_t v, absl::string_view field) {
   if (v < 0) return absl::InvalidArgumentError(absl::StrCat(field, " ", v, " must not be negative"));
@@ -265,6 +267,7 @@ absl::StatusOr<std::string> TunerHandlers::CanonicalConfiguration(const std::str
     auto it = canonical_.find(text);
     if (it != canonical_.end()) return it->second;
   }
+  if (absl::Status s = db::CheckTextBytes(text, db::kMaxTextBytes, "configuration"); !s.ok()) return s;
   auto parsed = Configuration::Parse(text);
   if (!parsed.ok()) return absl::InvalidArgumentError(parsed.status().message());
   std::string canonical = parsed->ToString();
@@ -282,6 +285,7 @@ absl::Status TunerHandlers::ReportBatch(const v1::TimingBatch& batch, v1::Report
     return absl::InvalidArgumentError(
         absl::StrCat("batch of ", batch.samples_size(), " samples exceeds the limit of ", limits_.max_batch_samples));
   }
+  if (absl::Status s = db::CheckTextBytes(batch.client_id(), kMaxClientIdBytes, "client_id"); !s.ok()) return s;
   const int64_t now = db::NowUnixMs();
   std::vector<db::LiveSample> samples;
   samples.reserve(batch.samples_size());

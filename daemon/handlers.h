@@ -37,7 +37,7 @@ namespace v1 = ::hccltune::v1;
 
 struct HandlerLimits {
   int max_batch_samples = 65536;
-  int max_table_entries = 100000;
+  int max_table_entries = static_cast<int>(db::kMaxTableEntries);
 };
 
 class TunerHandlers {

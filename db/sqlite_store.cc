@@ -11,6 +11,7 @@
 #include <cstring>
 #include <map>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -96,7 +97,7 @@ class SqliteTuningStore final : public TuningStore {
   }
   // One transaction; rolled back when `body` fails.
   template <typename F>
-  auto InTransaction(F&& body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> decltype(body()) {
+  std::invoke_result_t<F&> InTransaction(F&& body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (absl::Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
     auto result = body();
     if (result.ok()) {

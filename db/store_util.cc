@@ -13,12 +13,19 @@
 
 namespace hccltune::db {
 
+absl::Status CheckTextBytes(absl::string_view text, size_t limit, absl::string_view what) {
+  if (text.size() <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " of ", text.size(), " bytes is over the limit of ", limit, " bytes"));
+}
+
 absl::Status ValidateFingerprint(absl::string_view fp) { return ValidateTopologyHash(fp, "topology fingerprint"); }
 
 absl::Status ValidateTopologyClass(absl::string_view c) { return ValidateTopologyHash(c, "topology class"); }
 
 absl::StatusOr<std::string> ValidateTopology(const Topology& t) {
   if (absl::Status s = ValidateFingerprint(t.fingerprint); !s.ok()) return s;
+  if (absl::Status s = CheckTextBytes(t.json, kMaxTopologyJsonBytes, "topology JSON"); !s.ok()) return s;
   if (t.json.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("topology ", t.fingerprint, " has no JSON: it is required when a table is first stored"));
@@ -67,6 +74,7 @@ absl::Status CheckBytes(uint64_t bytes, absl::string_view what) {
 }
 
 absl::StatusOr<std::string> Canonical(absl::string_view config, absl::string_view what) {
+  if (absl::Status s = CheckTextBytes(config, kMaxTextBytes, what); !s.ok()) return s;
   auto parsed = Configuration::Parse(config);
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", parsed.status().message()));
@@ -84,8 +92,14 @@ absl::Status CheckDuration(double us, absl::string_view what) {
 }  // namespace
 
 absl::StatusOr<std::vector<TunedEntry>> NormalizeEntries(absl::Span<const TunedEntry> entries) {
+  if (entries.size() > kMaxTableEntries) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table of ", entries.size(), " entries exceeds the limit of ", kMaxTableEntries));
+  }
   std::vector<TunedEntry> out(entries.begin(), entries.end());
   for (TunedEntry& e : out) {
+    if (absl::Status s = CheckTextBytes(e.sweep_id, kMaxTextBytes, "entry sweep_id"); !s.ok()) return s;
+    if (absl::Status s = CheckTextBytes(e.library_version, kMaxTextBytes, "entry library_version"); !s.ok()) return s;
     if (absl::Status s = CheckWorld(e.key.world_size); !s.ok()) return s;
     if (e.key.range.min >= e.key.range.max) {
       return absl::InvalidArgumentError(
@@ -211,6 +225,8 @@ absl::Status ValidateLiveSample(const LiveSample& s) {
   if (absl::Status st = CheckBytes(s.bytes, "bytes"); !st.ok()) return st;
   if (absl::Status st = CheckDuration(s.duration_us, "duration"); !st.ok()) return st;
   if (s.configuration.empty()) return absl::InvalidArgumentError("live sample without a configuration");
+  if (absl::Status st = CheckTextBytes(s.configuration, kMaxTextBytes, "live sample configuration"); !st.ok())
+    return st;
   return absl::OkStatus();
 }
 
@@ -224,6 +240,8 @@ absl::Status ValidateSweepSample(const SweepSample& s) {
 
 absl::Status ValidateSweep(const Sweep& s) {
   if (s.id.empty() || s.id.size() > 128) return absl::InvalidArgumentError("sweep id must have 1 to 128 characters");
+  if (absl::Status st = CheckTextBytes(s.params_json, kMaxSweepJsonBytes, "sweep parameters JSON"); !st.ok()) return st;
+  if (absl::Status st = CheckTextBytes(s.message, kMaxSweepJsonBytes, "sweep message"); !st.ok()) return st;
   if (!(s.progress >= 0 && s.progress <= 1)) return absl::InvalidArgumentError("sweep progress must be in [0, 1]");
   return absl::OkStatus();
 }

@@ -19,6 +19,9 @@ namespace hccltune::db {
 // Lower-case hex SHA-256 of `data`.
 using ::hccltune::Sha256Hex;
 
+// InvalidArgument "WHAT of N bytes is over the limit of LIMIT bytes" when `text` is longer than `limit`.
+absl::Status CheckTextBytes(absl::string_view text, size_t limit, absl::string_view what);
+
 // OK when `fingerprint` is 16 lower-case hex digits.
 absl::Status ValidateFingerprint(absl::string_view fingerprint);
 // OK when `topology_class` is 16 lower-case hex digits.

@@ -1,5 +1,8 @@
 #include "db/table_json.h"
 
+#include <limits>
+#include <type_traits>
+
 #include "absl/strings/str_cat.h"
 #include "db/store_util.h"
 #include "nlohmann/json.hpp"
@@ -36,10 +39,28 @@ json EntryToJson(const TunedEntry& e) {
   return j;
 }
 
+// Whether `v` is a JSON integer that T holds.
+template <typename T>
+bool FitsInteger(const json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+  if (!v.is_number_integer()) return false;
+  const int64_t x = v.get<int64_t>();
+  if (x < 0) return std::is_signed_v<T> && x >= static_cast<int64_t>(std::numeric_limits<T>::min());
+  return static_cast<uint64_t>(x) <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+}
+
 template <typename T>
 absl::StatusOr<T> Field(const json& j, const char* name, absl::string_view where) {
   auto it = j.find(name);
   if (it == j.end()) return absl::InvalidArgumentError(absl::StrCat(where, ": missing field '", name, "'"));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // Converting a float (1e86) or an integer out of T's range is undefined or silently wrong: refuse both.
+    if (!FitsInteger<T>(*it)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": field '", name, "' is ", it->dump().substr(0, 64),
+                                                     ", expected an integer from ", std::numeric_limits<T>::min(),
+                                                     " to ", std::numeric_limits<T>::max()));
+    }
+  }
   try {
     return it->get<T>();
   } catch (const json::exception& e) {
@@ -126,6 +147,10 @@ std::string TablesToJson(const std::vector<Table>& tables) {
 }
 
 absl::StatusOr<std::vector<Table>> TablesFromJson(absl::string_view text) {
+  if (text.size() > kMaxTableFileBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table file of ", text.size(), " bytes is over the limit of ", kMaxTableFileBytes, " bytes"));
+  }
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return absl::InvalidArgumentError("table file is not valid JSON");
   if (!j.is_object() || JsonOr(j, "format", "") != "hccl-tune-tables") {
@@ -141,6 +166,10 @@ absl::StatusOr<std::vector<Table>> TablesFromJson(absl::string_view text) {
   auto tables = j.find("tables");
   if (tables == j.end() || !tables->is_array())
     return absl::InvalidArgumentError("table file: 'tables' must be an array");
+  if (tables->size() > kMaxTableFileTables) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("table file: ", tables->size(), " tables, over the limit of ", kMaxTableFileTables));
+  }
   std::vector<Table> out;
   for (size_t i = 0; i < tables->size(); ++i) {
     const json& tj = (*tables)[i];
@@ -155,6 +184,10 @@ absl::StatusOr<std::vector<Table>> TablesFromJson(absl::string_view text) {
     auto entries = tj.find("entries");
     if (entries == tj.end() || !entries->is_array()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": 'entries' must be an array"));
+    }
+    if (entries->size() > kMaxTableEntries) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", entries->size(), " entries, over the limit of ", kMaxTableEntries));
     }
     for (size_t k = 0; k < entries->size(); ++k) {
       auto e = EntryFromJson((*entries)[k], absl::StrCat(where, ".entries[", k, "]"));

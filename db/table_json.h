@@ -19,6 +19,10 @@
 namespace hccltune::db {
 
 inline constexpr int kExportFormatVersion = 1;
+// A table file holds at most this many bytes and tables (each table at most kMaxTableEntries entries); more is
+// refused before anything is stored, naming the limit.
+inline constexpr size_t kMaxTableFileBytes = 1u << 30;
+inline constexpr size_t kMaxTableFileTables = 4096;
 
 std::string TablesToJson(const std::vector<Table>& tables);
 absl::StatusOr<std::vector<Table>> TablesFromJson(absl::string_view text);

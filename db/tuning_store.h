@@ -36,6 +36,11 @@ namespace hccltune::db {
 // Sizes above this (other than an open upper end) are refused as absurd: 1 PiB.
 inline constexpr uint64_t kMaxBytes = 1ull << 50;
 inline constexpr int kMaxWorldSize = 1 << 20;
+// What one table and one text field may hold; every store refuses more, naming the limit.
+inline constexpr size_t kMaxTableEntries = 100000;
+inline constexpr size_t kMaxTextBytes = 4096;               // a configuration, sweep id, version string
+inline constexpr size_t kMaxTopologyJsonBytes = 64u << 10;  // a topology's canonical JSON
+inline constexpr size_t kMaxSweepJsonBytes = 1u << 20;      // a sweep's parameters JSON, its message
 
 struct Topology {
   std::string fingerprint;  // 16 lower-case hex digits: SHA-256 prefix of `json`

@@ -9,6 +9,9 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git
   # the style test (tests/style/clang_format.sh)
   clang-format
+  # the libFuzzer targets (cmake -DHCCL_TUNE_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++; tests/fuzz/): clang 14 and its
+  # runtime libraries (libclang_rt.fuzzer, asan, ubsan: only a recommendation of clang, so named here)
+  clang libclang-rt-14-dev
   # libraries
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev sqlite3 libibverbs-dev

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -542,8 +543,7 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     // other ranks (unless this error is itself the announcement of another rank).
     if (s.code() != absl::StatusCode::kInvalidArgument) {
       s = ExplainByRefusal(s);
-      BreakAndAnnounce(s, absl::StrCat(CollectiveName(args.collective), " (operation ", call_.sequence, ")"));
-      return s;
+      return BreakAndAnnounce(s, absl::StrCat(CollectiveName(args.collective), " (operation ", call_.sequence, ")"));
     }
     return Refuse(args, s, true);
   }
@@ -571,11 +571,22 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   return s;
 }
 
-void CommImpl::BreakAndAnnounce(const absl::Status& s, absl::string_view what) {
+absl::Status CommImpl::BreakAndAnnounce(absl::Status s, absl::string_view what) {
+  // A lost link may be a rank that failed first and exited: then its announcement names the real cause (the rank
+  // it lost), and this rank reports that rather than blaming a rank that only exited after failing.
+  std::optional<std::string> announced;
+  if (auto present = store_->Check({"abort"}); present.ok() && *present) {
+    if (auto why = store_->Get("abort", absl::Seconds(1)); why.ok()) announced = *why;
+  }
+  if (announced && s.code() == absl::StatusCode::kUnavailable && !absl::StrContains(s.message(), *announced)) {
+    s = absl::AbortedError(absl::StrCat(*announced, "; then: ", s.message()));
+  }
   broken_ = s;
-  if (s.code() != absl::StatusCode::kAborted) {
+  // The first announcement stays: a later one is usually a consequence of it.
+  if (s.code() != absl::StatusCode::kAborted && !announced) {
     (void)store_->Set("abort", absl::StrCat("rank ", rank_, " aborted ", what, ": ", s.message()));
   }
+  return s;
 }
 
 absl::Status CommImpl::Refuse(const CollectiveArgs& args, absl::Status s, bool numbered) {
@@ -638,7 +649,7 @@ absl::Status CommImpl::PointToPoint(bool send, void* data, size_t count, DataTyp
   const size_t bytes = count * DataTypeSize(dtype);
   absl::Status s = send ? (*ep)->Send(peer, data, bytes) : (*ep)->Recv(peer, data, bytes);
   if (!s.ok() && s.code() != absl::StatusCode::kInvalidArgument) {
-    BreakAndAnnounce(s, absl::StrCat(send ? "a send to" : "a receive from", " rank ", peer));
+    return BreakAndAnnounce(s, absl::StrCat(send ? "a send to" : "a receive from", " rank ", peer));
   }
   return s;
 }

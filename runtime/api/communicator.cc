@@ -1,7 +1,9 @@
 // Communicator setup: rendezvous, validation, topology, shm and TCP domains, endpoints, split.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -548,6 +550,17 @@ CommImpl::~CommImpl() {
 
 absl::Status CommImpl::CallProbe() const {
   if (absl::Status a = AbortProbe(store_)(); !a.ok()) return a;
+  // While TCP links connect (inside a call), a rank of this node that is gone (killed before it announced
+  // anything) is named now: no link to it exists yet to report its loss, and the wait would last
+  // HCCL_CONNECT_TIMEOUT. Only then: a rank that finished its part of a call may exit while others still work.
+  const size_t me = static_cast<size_t>(rank_);
+  for (int r : connecting_) {
+    const size_t k = static_cast<size_t>(r);
+    if (me >= infos_.size() || k >= infos_.size() || r == rank_ || infos_[k].pid <= 0) continue;
+    if (infos_[k].node == infos_[me].node && ::kill(infos_[k].pid, 0) != 0 && errno == ESRCH) {
+      return absl::UnavailableError(absl::StrCat("rank ", r, " (pid ", infos_[k].pid, ") exited or was killed"));
+    }
+  }
   // Point-to-point takes no operation number of its own (call_.sequence is the last collective's).
   if (call_.collective == Collective::kSendRecv || call_.sequence == 0) return absl::OkStatus();
   const std::string key = absl::StrCat("refused/", call_.sequence);
@@ -606,7 +619,13 @@ absl::StatusOr<StreamEndpoint*> CommImpl::EndpointFor(const LinkSpec& link, int 
       const bool local = topo_.node_of[static_cast<size_t>(r)] == my_node;
       if (link.kind == LinkKind::kTcp || !local || r == rank_) group.push_back(r);
     }
+    connecting_ = group;
+    tcp_->SetCallLimit(call_.sequence > 0 || call_.collective == Collective::kSendRecv
+                           ? absl::Seconds(env_.exec_timeout_s)
+                           : absl::InfiniteDuration());
     auto pairs = tcp_->Connect(group, link.network, lanes);
+    tcp_->SetCallLimit(absl::InfiniteDuration());
+    connecting_.clear();
     if (!pairs.ok()) return pairs.status();
     for (int r : need_tcp) ep->AttachPair(r, (*pairs)[static_cast<size_t>(r)]);
   }

@@ -138,8 +138,11 @@ class CommImpl final : public Communicator {
   absl::Status Refuse(const CollectiveArgs& args, absl::Status s, bool numbered);
   // A communication failure of `what` ("allreduce (operation 7)", "a receive from rank 2"): the communicator is
   // broken, and the failure is announced in the store as "abort" (unless it is itself another rank's announcement,
-  // kAborted), which the other ranks' waits pick up instead of waiting out HCCL_EXEC_TIMEOUT. REQUIRES: exec_mu_.
-  void BreakAndAnnounce(const absl::Status& s, absl::string_view what);
+  // kAborted, or another rank announced first), which the other ranks' waits pick up instead of waiting out
+  // HCCL_EXEC_TIMEOUT. A lost link (Unavailable) while another rank's announcement is there becomes that
+  // announcement ("...; then: <this failure>"): the rank behind the link may only have exited after failing.
+  // Returns the failure as reported. REQUIRES: exec_mu_.
+  absl::Status BreakAndAnnounce(absl::Status s, absl::string_view what);
   // A failure of the call running now (call_) with the refusal behind it, when there is one: another rank's of
   // this operation (the store's "refused/<number>", put first), or this rank's own of the previous one (noted
   // after: the others may have been waiting in it).
@@ -195,6 +198,7 @@ class CommImpl final : public Communicator {
   std::string name_;
   uint64_t tag_ = 0;
   std::vector<RankInfo> infos_;
+  std::vector<int> connecting_;  // the ranks TCP links are being connected to (CallProbe checks they live)
   GroupTopology topo_;
   std::vector<int> local_ranks_;
   int local_rank_ = 0;

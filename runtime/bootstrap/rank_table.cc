@@ -3,14 +3,13 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "runtime/common/bounded_read.h"
 #include "runtime/net/interfaces.h"
 
 namespace hccltune {
@@ -22,22 +21,30 @@ absl::Status Bad(absl::string_view source, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("rank table ", source, ": ", what));
 }
 
-// A required string field of `obj`; `where` names the object in errors.
+// A required string field of `obj` of at most kMaxRankTableFieldBytes; `where` names the object in errors.
 absl::StatusOr<std::string> StringField(const json& obj, const char* key, const std::string& where,
                                         absl::string_view source) {
   if (!obj.contains(key)) return Bad(source, absl::StrCat(where, " has no \"", key, "\""));
   if (!obj[key].is_string()) {
-    return Bad(source, absl::StrCat(where, ": \"", key, "\" must be a string (e.g. \"0\"), got ", obj[key].dump()));
+    return Bad(source, absl::StrCat(where, ": \"", key, "\" must be a string (e.g. \"0\"), got ",
+                                    obj[key].dump().substr(0, 64)));
   }
-  return obj[key].get<std::string>();
+  const std::string& v = obj[key].get_ref<const std::string&>();
+  if (v.size() > kMaxRankTableFieldBytes) {
+    return Bad(source, absl::StrCat(where, ": \"", key, "\" is ", v.size(), " bytes long, over the limit of ",
+                                    kMaxRankTableFieldBytes));
+  }
+  return v;
 }
 
-absl::StatusOr<int> IntField(const json& obj, const char* key, const std::string& where, absl::string_view source) {
+// A required integer field (written as a string) in 0..max.
+absl::StatusOr<int> IntField(const json& obj, const char* key, int max, const std::string& where,
+                             absl::string_view source) {
   auto s = StringField(obj, key, where, source);
   if (!s.ok()) return s.status();
   int v = 0;
-  if (!absl::SimpleAtoi(*s, &v) || v < 0) {
-    return Bad(source, absl::StrCat(where, ": \"", key, "\" is \"", *s, "\", expected an integer >= 0"));
+  if (!absl::SimpleAtoi(*s, &v) || v < 0 || v > max) {
+    return Bad(source, absl::StrCat(where, ": \"", key, "\" is \"", *s, "\", expected an integer from 0 to ", max));
   }
   return v;
 }
@@ -45,6 +52,9 @@ absl::StatusOr<int> IntField(const json& obj, const char* key, const std::string
 }  // namespace
 
 absl::StatusOr<RankTable> ParseRankTable(absl::string_view json_text, absl::string_view source) {
+  if (json_text.size() > kMaxRankTableBytes) {
+    return Bad(source, absl::StrCat(json_text.size(), " bytes, over the limit of ", kMaxRankTableBytes));
+  }
   json j = json::parse(json_text.begin(), json_text.end(), nullptr, false);
   if (j.is_discarded()) return Bad(source, "not valid JSON");
   if (!j.is_object()) return Bad(source, "expected a JSON object at the top level");
@@ -79,9 +89,12 @@ absl::StatusOr<RankTable> ParseRankTable(absl::string_view json_text, absl::stri
       if (!dev.is_object()) return Bad(source, absl::StrCat(dwhere, " is not an object"));
       RankTableEntry e;
       e.server_id = *server_id;
-      auto rank = IntField(dev, "rank_id", dwhere, source);
+      if (by_rank.size() >= kMaxRankTableRanks) {
+        return Bad(source, absl::StrCat("more than ", kMaxRankTableRanks, " devices (the limit of ranks)"));
+      }
+      auto rank = IntField(dev, "rank_id", static_cast<int>(kMaxRankTableRanks) - 1, dwhere, source);
       if (!rank.ok()) return rank.status();
-      auto device = IntField(dev, "device_id", dwhere, source);
+      auto device = IntField(dev, "device_id", kMaxDeviceId, dwhere, source);
       if (!device.ok()) return device.status();
       auto ip = StringField(dev, "device_ip", dwhere, source);
       if (!ip.ok()) return ip.status();
@@ -130,11 +143,9 @@ absl::StatusOr<RankTable> ParseRankTable(absl::string_view json_text, absl::stri
 }
 
 absl::StatusOr<RankTable> LoadRankTable(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return absl::NotFoundError(absl::StrCat("RANK_TABLE_FILE='", path, "': cannot read the file"));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ParseRankTable(ss.str(), path);
+  auto text = ReadFileAtMost(path, kMaxRankTableBytes, "the rank table");
+  if (!text.ok()) return absl::Status(text.status().code(), absl::StrCat("RANK_TABLE_FILE: ", text.status().message()));
+  return ParseRankTable(*text, path);
 }
 
 absl::Status ApplyRankTable(const RankTable& table, int rank_id, const std::vector<std::string>& local_addresses,

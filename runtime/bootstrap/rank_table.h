@@ -25,6 +25,12 @@
 
 namespace hccltune {
 
+// Bounds of what a table may hold, checked before anything is stored (a refusal names the limit).
+inline constexpr size_t kMaxRankTableBytes = 64u << 20;          // the file
+inline constexpr size_t kMaxRankTableRanks = size_t{kMaxRanks};  // devices over every server
+inline constexpr int kMaxDeviceId = 65535;
+inline constexpr size_t kMaxRankTableFieldBytes = 256;  // server_id, device_ip and every other string
+
 struct RankTableEntry {
   int rank_id = 0;
   int device_id = 0;

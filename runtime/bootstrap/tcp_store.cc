@@ -19,27 +19,33 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "runtime/bootstrap/store_protocol.h"
 #include "runtime/net/socket_io.h"
 
 namespace hccltune {
 namespace {
 
-constexpr uint32_t kMagic = 0x48545354;  // "HTST"
-constexpr uint32_t kVersion = 1;
-enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4 };
+using namespace store_protocol;  // NOLINT: the protocol's names are the file's vocabulary
+
+// Replies queued for one client beyond which the server stops taking its requests until it reads them.
+constexpr size_t kMaxPendingReplyBytes = 1u << 20;
+// Connections over StoreLimits::max_connections are still accepted, told why and closed; beyond this many more
+// they are closed at once.
+constexpr size_t kRefusalSlack = 64;
 
 absl::Status SysError(absl::string_view what) {
   return absl::UnavailableError(absl::StrCat("tcp store: ", what, ": ", std::strerror(errno)));
 }
 
-void PutU32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), 4); }
-void PutStr(std::string& out, const std::string& s) {
-  PutU32(out, static_cast<uint32_t>(s.size()));
-  out.append(s);
-}
-bool ReadStr(int fd, std::string& s) {
+// Reads a string (u32 length + bytes) of at most `limit` bytes; false when the connection failed or the length
+// is over the limit (*over is then set).
+bool ReadStr(int fd, std::string& s, size_t limit, bool* over) {
   uint32_t n = 0;
-  if (!RecvAll(fd, &n, 4) || n > (64u << 20)) return false;
+  if (!RecvAll(fd, &n, 4)) return false;
+  if (n > limit) {
+    *over = true;
+    return false;
+  }
   s.resize(n);
   return RecvAll(fd, s.data(), n);
 }
@@ -63,10 +69,13 @@ absl::StatusOr<sockaddr_storage> Resolve(const std::string& host, int port, sock
 
 // One thread serves every client from a poll loop. Sockets are non-blocking and each client has its own input
 // and output buffer, so a client that connects and says nothing (or sends half a request and stalls) holds up
-// no one: requests are answered as soon as they are complete, whoever else is connected.
+// no one: requests are answered as soon as they are complete, whoever else is connected. Every buffer is
+// bounded: a client's input by one request (kMaxRequestBytes), its unsent replies by kMaxPendingReplyBytes (then
+// its requests wait until it reads), all buffers together by StoreLimits::max_buffered_bytes (then a client with
+// an unfinished request is refused with an error).
 class Server final : public TcpStoreServer {
  public:
-  Server(int fd, int port) : listen_fd_(fd), port_(port) {
+  Server(int fd, int port, const StoreLimits& limits) : listen_fd_(fd), port_(port), limits_(limits), data_(limits) {
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
     ::fcntl(listen_fd_, F_SETFL, ::fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
     thread_ = std::thread([this] { Loop(); });
@@ -86,143 +95,190 @@ class Server final : public TcpStoreServer {
  private:
   struct Conn {
     int fd = -1;
+    bool refused = false;  // over max_connections: answer the hello with kRefused, then close
     bool greeted = false;  // the hello was checked and answered
+    bool closing = false;  // an error was queued: close once it is sent
+    // Closing, the reply sent: the write side is shut and input is read and dropped until EOF or this time, so
+    // the kernel does not reset the connection (and discard the reply) over unread input.
+    bool draining = false;
+    absl::Time drain_until;
     std::string in, out;
   };
+
+  bool MayRead(const Conn& c) const {
+    return !c.closing && c.in.size() < kMaxRequestBytes + 8 && c.out.size() < kMaxPendingReplyBytes;
+  }
 
   void Loop() {
     while (!stop_) {
       std::vector<pollfd> fds;
       fds.push_back({listen_fd_, POLLIN, 0});
       fds.push_back({wake_[0], POLLIN, 0});
+      buffered_ = 0;
       for (const Conn& c : clients_) {
-        fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+        buffered_ += c.in.size() + c.out.size();
+        const bool read = MayRead(c) || c.draining;
+        fds.push_back({c.fd, static_cast<short>((read ? POLLIN : 0) | (c.out.empty() ? 0 : POLLOUT)), 0});
       }
       if (::poll(fds.data(), fds.size(), 1000) <= 0) continue;
       std::vector<Conn> alive;
       for (size_t i = 2; i < fds.size(); ++i) {
         Conn& c = clients_[i - 2];
-        if (fds[i].revents == 0 || Progress(c)) {
+        if (fds[i].revents == 0 ? !(c.draining && absl::Now() > c.drain_until) : Progress(c)) {
           alive.push_back(std::move(c));
         } else {
+          buffered_ -= std::min(buffered_, c.in.size() + c.out.size());
           ::close(c.fd);
         }
       }
-      if (fds[0].revents & POLLIN) {
-        while (true) {
-          int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-          if (fd < 0) break;
-          int one = 1;
-          ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-          alive.push_back(Conn{fd, false, {}, {}});
-        }
-      }
+      if (fds[0].revents & POLLIN) Accept(alive);
       clients_ = std::move(alive);
     }
   }
 
-  // Reads what the client sent, answers every complete request, writes what the socket takes. False when the
-  // client is gone or spoke garbage (a client that does not speak our protocol sees EOF).
-  bool Progress(Conn& c) {
-    char buf[64 << 10];
+  void Accept(std::vector<Conn>& alive) {
     while (true) {
-      const ssize_t r = ::recv(c.fd, buf, sizeof(buf), 0);
-      if (r > 0) {
-        c.in.append(buf, static_cast<size_t>(r));
+      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) break;
+      if (alive.size() >= limits_.max_connections + kRefusalSlack) {
+        ::close(fd);
         continue;
       }
-      if (r == 0) return false;
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      return false;
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      Conn c;
+      c.fd = fd;
+      c.refused = alive.size() >= limits_.max_connections;
+      alive.push_back(std::move(c));
     }
-    size_t pos = 0;
-    if (!c.greeted) {
-      if (c.in.size() >= 8) {
-        uint32_t hello[2];
-        std::memcpy(hello, c.in.data(), sizeof(hello));
-        if (hello[0] != kMagic || hello[1] != kVersion) return false;
-        c.out.append(c.in, 0, 8);
-        c.greeted = true;
-        pos = 8;
-      }
+  }
+
+  // Reads what the client sent, answers every complete request, writes what the socket takes. False when the
+  // connection is to be closed: the client is gone, or it spoke garbage and its error reply was sent.
+  bool Progress(Conn& c) {
+    if (c.draining) return Drain(c);
+    if (MayRead(c) && !Read(c)) return false;
+    while (true) {
+      const size_t before = c.in.size();
+      Serve(c);
+      if (!Write(c)) return false;
+      if (c.in.size() == before || !c.out.empty() || c.closing) break;
     }
-    while (c.greeted) {
-      const int used = Serve(c.in, pos, c.out);
-      if (used < 0) return false;
-      if (used == 0) break;
-      pos += static_cast<size_t>(used);
-    }
-    c.in.erase(0, pos);
-    while (!c.out.empty()) {
-      const ssize_t w = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
-      if (w > 0) {
-        c.out.erase(0, static_cast<size_t>(w));
-        continue;
-      }
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      return false;
+    if (c.closing && c.out.empty()) {
+      ::shutdown(c.fd, SHUT_WR);
+      c.draining = true;
+      c.drain_until = absl::Now() + absl::Seconds(1);
+      return Drain(c);
     }
     return true;
   }
 
-  // Takes a string (u32 length + bytes) at `pos`: 1 = taken, 0 = not all there yet, -1 = garbage.
-  static int TakeStr(const std::string& in, size_t& pos, std::string& s) {
-    if (in.size() - pos < 4) return 0;
-    uint32_t n = 0;
-    std::memcpy(&n, in.data() + pos, 4);
-    if (n > (64u << 20)) return -1;
-    if (in.size() - pos - 4 < n) return 0;
-    s.assign(in, pos + 4, n);
-    pos += 4 + n;
-    return 1;
+  // False once the client closed its side (or the drain time is over).
+  static bool Drain(Conn& c) {
+    char buf[4096];
+    while (true) {
+      const ssize_t r = ::recv(c.fd, buf, sizeof(buf), 0);
+      if (r > 0 && absl::Now() <= c.drain_until) continue;
+      if (r < 0 && errno == EINTR) continue;
+      return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && absl::Now() <= c.drain_until;
+    }
   }
 
-  // One request from in[start...]: the bytes it took (0: incomplete, wait for more; -1: garbage).
-  int Serve(const std::string& in, size_t start, std::string& reply) {
-    size_t pos = start;
-    if (pos >= in.size()) return 0;
-    const uint8_t op = static_cast<uint8_t>(in[pos++]);
-    if (op != kSet && op != kGet && op != kAdd && op != kCheck) return -1;
-    std::string key, value;
-    if (int t = TakeStr(in, pos, key); t <= 0) return t;
-    if (op == kSet || op == kAdd) {
-      if (int t = TakeStr(in, pos, value); t <= 0) return t;
-    }
-    switch (op) {
-      case kSet:
-        data_[key] = value;
-        reply.push_back(1);
-        break;
-      case kGet: {
-        auto it = data_.find(key);
-        reply.push_back(it != data_.end() ? 1 : 0);
-        PutStr(reply, it != data_.end() ? it->second : std::string());
-        break;
+  bool Read(Conn& c) {
+    char buf[64 << 10];
+    while (MayRead(c)) {
+      const size_t room = kMaxRequestBytes + 8 - c.in.size();
+      const ssize_t r = ::recv(c.fd, buf, std::min(sizeof(buf), room), 0);
+      if (r > 0) {
+        c.in.append(buf, static_cast<size_t>(r));
+        buffered_ += static_cast<size_t>(r);
+        continue;
       }
-      case kAdd: {
-        int64_t delta = 0, cur = 0;
-        if (!absl::SimpleAtoi(value, &delta)) return -1;
-        auto it = data_.find(key);
-        if (it != data_.end() && !absl::SimpleAtoi(it->second, &cur)) cur = 0;
-        cur += delta;
-        data_[key] = absl::StrCat(cur);
-        reply.push_back(1);
-        PutStr(reply, data_[key]);
-        break;
-      }
-      default: reply.push_back(data_.count(key) ? 1 : 0); break;
+      if (r == 0) return false;
+      if (errno == EINTR) continue;
+      return errno == EAGAIN || errno == EWOULDBLOCK;
     }
-    return static_cast<int>(pos - start);
+    return true;
+  }
+
+  bool Write(Conn& c) {
+    while (!c.out.empty()) {
+      const ssize_t w = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+      if (w > 0) {
+        c.out.erase(0, static_cast<size_t>(w));
+        buffered_ -= std::min(buffered_, static_cast<size_t>(w));
+        continue;
+      }
+      if (w < 0 && errno == EINTR) continue;
+      return w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    }
+    return true;
+  }
+
+  // Queues an error for the client and closes the connection once it is sent.
+  static void Refuse(Conn& c, const absl::Status& why) {
+    PutError(c.out, why);
+    c.in.clear();
+    c.closing = true;
+  }
+
+  void Greet(Conn& c) {
+    if (c.in.size() < 8) return;
+    uint32_t hello[2];
+    std::memcpy(hello, c.in.data(), sizeof(hello));
+    c.in.erase(0, 8);
+    if (hello[0] != kMagic || hello[1] != kVersion) {
+      c.in.clear();  // not one of ours: it sees EOF
+      c.closing = true;
+      return;
+    }
+    if (c.refused) {
+      const uint32_t no[2] = {kMagic, kRefused};
+      c.out.append(reinterpret_cast<const char*>(no), sizeof(no));
+      PutString(c.out, absl::StrCat("tcp store: the server serves ", limits_.max_connections,
+                                    " connections at most and has that many"));
+      c.closing = true;
+      return;
+    }
+    c.out.append(reinterpret_cast<const char*>(hello), sizeof(hello));
+    c.greeted = true;
+  }
+
+  // Answers the complete requests in c.in while the client's unsent replies stay under their bound.
+  void Serve(Conn& c) {
+    if (c.closing) return;
+    if (!c.greeted) Greet(c);
+    size_t pos = 0;
+    while (c.greeted && !c.closing && c.out.size() < kMaxPendingReplyBytes) {
+      Request req;
+      auto used = ParseStoreRequest(absl::string_view(c.in).substr(pos), &req);
+      if (!used.ok()) {
+        Refuse(c, used.status());
+        return;
+      }
+      if (*used == 0) break;
+      pos += *used;
+      data_.Apply(req, &c.out);
+    }
+    c.in.erase(0, pos);
+    buffered_ -= std::min(buffered_, pos);
+    if (!c.closing && !c.in.empty() && buffered_ > limits_.max_buffered_bytes) {
+      Refuse(c, absl::ResourceExhaustedError(absl::StrCat("tcp store: the server buffers ", buffered_,
+                                                          " bytes of unfinished requests and unsent replies, "
+                                                          "over the limit of ",
+                                                          limits_.max_buffered_bytes)));
+    }
   }
 
   int listen_fd_;
   int port_;
+  const StoreLimits limits_;
   int wake_[2] = {-1, -1};
   std::atomic<bool> stop_{false};
-  std::vector<Conn> clients_;  // only the server thread touches them until it is joined
-  std::map<std::string, std::string> data_;
+  // Only the server thread touches these until it is joined.
+  std::vector<Conn> clients_;
+  StoreData data_;
+  size_t buffered_ = 0;  // bytes in every client's in and out
   std::thread thread_;
 };
 
@@ -233,51 +289,92 @@ class Client final : public Store {
   std::string Describe() const override { return absl::StrCat("tcp store ", where_); }
 
   absl::Status Set(const std::string& key, const std::string& value) override {
+    if (absl::Status s = CheckSizes(key, value.size()); !s.ok()) return s;
     std::string req(1, static_cast<char>(kSet));
-    PutStr(req, key);
-    PutStr(req, value);
+    PutString(req, key);
+    PutString(req, value);
     absl::MutexLock lock(&mu_);
-    uint8_t ok = 0;
-    if (!SendAll(fd_, req.data(), req.size()) || !RecvAll(fd_, &ok, 1)) return Lost();
-    return absl::OkStatus();
+    return Call(req, nullptr).status();
   }
   absl::StatusOr<std::string> Get(const std::string& key, absl::Duration timeout) override {
+    if (absl::Status s = CheckSizes(key, 0); !s.ok()) return s;
     if (absl::Status s = Store::Wait({key}, timeout); !s.ok()) return s;
     std::string req(1, static_cast<char>(kGet));
-    PutStr(req, key);
+    PutString(req, key);
     absl::MutexLock lock(&mu_);
-    uint8_t found = 0;
     std::string value;
-    if (!SendAll(fd_, req.data(), req.size()) || !RecvAll(fd_, &found, 1) || !ReadStr(fd_, value)) return Lost();
+    auto found = Call(req, &value);
+    if (!found.ok()) return found.status();
     return value;
   }
   absl::StatusOr<int64_t> Add(const std::string& key, int64_t delta) override {
+    if (absl::Status s = CheckSizes(key, 0); !s.ok()) return s;
     std::string req(1, static_cast<char>(kAdd));
-    PutStr(req, key);
-    PutStr(req, absl::StrCat(delta));
+    PutString(req, key);
+    PutString(req, absl::StrCat(delta));
     absl::MutexLock lock(&mu_);
-    uint8_t ok = 0;
     std::string value;
     int64_t v = 0;
-    if (!SendAll(fd_, req.data(), req.size()) || !RecvAll(fd_, &ok, 1) || !ReadStr(fd_, value) ||
-        !absl::SimpleAtoi(value, &v)) {
-      return Lost();
-    }
+    auto ok = Call(req, &value);
+    if (!ok.ok()) return ok.status();
+    if (!absl::SimpleAtoi(value, &v)) return Garbled(absl::StrCat("an add returned '", value, "'"));
     return v;
   }
   absl::StatusOr<bool> Check(const std::vector<std::string>& keys) override {
+    for (const auto& k : keys) {
+      if (absl::Status s = CheckSizes(k, 0); !s.ok()) return s;
+    }
     absl::MutexLock lock(&mu_);
     for (const auto& k : keys) {
       std::string req(1, static_cast<char>(kCheck));
-      PutStr(req, k);
-      uint8_t found = 0;
-      if (!SendAll(fd_, req.data(), req.size()) || !RecvAll(fd_, &found, 1)) return Lost();
-      if (!found) return false;
+      PutString(req, k);
+      auto found = Call(req, nullptr);
+      if (!found.ok()) return found.status();
+      if (!*found) return false;
     }
     return true;
   }
 
  private:
+  static absl::Status CheckSizes(const std::string& key, size_t value_bytes) {
+    if (key.size() > kMaxKeyBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("tcp store: key '", key.substr(0, 64), "...' of ", key.size(),
+                                                     " bytes is over the limit of ", kMaxKeyBytes, " bytes"));
+    }
+    if (value_bytes > kMaxValueBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("tcp store: a value of ", value_bytes, " bytes at key '", key,
+                                                     "' is over the limit of ", kMaxValueBytes, " bytes"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Sends `req` and reads the status byte, then the reply's string into `value` when given. Returns the status
+  // byte (found or not), or the server's error, or why the connection failed.
+  absl::StatusOr<bool> Call(const std::string& req, std::string* value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    uint8_t status = 0;
+    if (!SendAll(fd_, req.data(), req.size()) || !RecvAll(fd_, &status, 1)) return Lost();
+    if (status == kReplyError) return ServerError();
+    if (status > 1) return Garbled(absl::StrCat("reply status ", status));
+    if (value != nullptr) {
+      bool over = false;
+      if (!ReadStr(fd_, *value, kMaxValueBytes, &over)) {
+        return over ? Garbled(absl::StrCat("a reply longer than ", kMaxValueBytes, " bytes")) : Lost();
+      }
+    }
+    return status == 1;
+  }
+  absl::Status ServerError() {
+    uint8_t code = 0;
+    std::string message;
+    bool over = false;
+    if (!RecvAll(fd_, &code, 1) || !ReadStr(fd_, message, kMaxMessageBytes, &over)) return Lost();
+    const auto c = code > 0 && code <= 16 ? static_cast<absl::StatusCode>(code) : absl::StatusCode::kUnknown;
+    return absl::Status(c, absl::StrCat(message, " (server ", where_, ")"));
+  }
+  absl::Status Garbled(absl::string_view what) {
+    return absl::DataLossError(
+        absl::StrCat("tcp store: the rendezvous server at ", where_, " sent ", what, ": not an hccl-tune store?"));
+  }
   absl::Status Lost() {
     return absl::UnavailableError(absl::StrCat("tcp store: lost the connection to the rendezvous server at ", where_));
   }
@@ -288,7 +385,8 @@ class Client final : public Store {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host, int port) {
+absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host, int port,
+                                                                      const StoreLimits& limits) {
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("tcp store: cannot listen on ", host, ":", port, ": a port is 1-65535 (0 = any free port)"));
@@ -315,7 +413,7 @@ absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std:
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen);
   const int actual = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return std::unique_ptr<TcpStoreServer>(std::make_unique<Server>(fd, actual));
+  return std::unique_ptr<TcpStoreServer>(std::make_unique<Server>(fd, actual, limits));
 }
 
 absl::StatusOr<std::shared_ptr<Store>> ConnectTcpStore(const std::string& host, int port, absl::Duration timeout) {
@@ -344,6 +442,12 @@ absl::StatusOr<std::shared_ptr<Store>> ConnectTcpStore(const std::string& host, 
       if (SendAll(fd, hello, sizeof(hello)) && RecvAll(fd, answer, sizeof(answer)) && answer[0] == kMagic &&
           answer[1] == kVersion) {
         return std::shared_ptr<Store>(std::make_shared<Client>(fd, where));
+      }
+      std::string why;
+      bool over = false;
+      if (answer[0] == kMagic && answer[1] == kRefused && ReadStr(fd, why, kMaxMessageBytes, &over)) {
+        ::close(fd);
+        return absl::ResourceExhaustedError(absl::StrCat(why, " (server ", where, ")"));
       }
       ::close(fd);
       return absl::FailedPreconditionError(

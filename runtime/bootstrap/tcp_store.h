@@ -1,7 +1,7 @@
 // TcpStore: the rendezvous store for `env://`-style bootstrap. One process (rank 0) runs the server on
 // host:port; every rank (rank 0 included) is a client. The wire protocol is private to hccl-tune (it is not
 // torch's TCPStore protocol) and starts with a magic number and version, so a wrong peer on the port is a
-// clear error rather than a hang.
+// clear error rather than a hang. Every length read from the socket is bounded (store_protocol.h).
 //
 // Thread-safety: the server runs its own thread; a client serialises its requests with a mutex.
 #pragma once
@@ -13,13 +13,17 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "runtime/bootstrap/store.h"
+#include "runtime/bootstrap/store_protocol.h"
 
 namespace hccltune {
 
 class TcpStoreServer {
  public:
-  // Listens on host:port (port 0 = any free port). Returns AlreadyExists-like errors naming the address.
-  static absl::StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port);
+  // Listens on host:port (port 0 = any free port). Returns AlreadyExists-like errors naming the address. The
+  // server holds and serves at most `limits` (runtime/bootstrap/store_protocol.h): a request over one gets an
+  // error naming the limit.
+  static absl::StatusOr<std::unique_ptr<TcpStoreServer>> Start(const std::string& host, int port,
+                                                               const store_protocol::StoreLimits& limits = {});
   virtual ~TcpStoreServer() = default;
   virtual int port() const = 0;
 };

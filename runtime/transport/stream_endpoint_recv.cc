@@ -71,6 +71,15 @@ absl::Status StreamEndpoint::CheckHeader(const Header& h, int peer, uint64_t byt
   if (h.magic != kHeaderMagic) {
     return absl::DataLossError(absl::StrCat(me(), " received a corrupt message header from ", them()));
   }
+  // The fields name table entries: each is checked against its table before anything prints it.
+  const auto corrupt = [&](absl::string_view field, unsigned value, unsigned limit) {
+    return absl::DataLossError(absl::StrCat(me(), " received a corrupt message header from ", them(), ": ", field, " ",
+                                            value, " (valid: below ", limit, ")"));
+  };
+  if (h.collective >= kNumCollectives) return corrupt("collective", h.collective, kNumCollectives);
+  if (h.dtype >= kNumDataTypes) return corrupt("dtype", h.dtype, kNumDataTypes);
+  if (h.op >= kNumReduceOps) return corrupt("reduce op", h.op, kNumReduceOps);
+  if (h.flags & ~(kFlagSingleCopy | kFlagReturn)) return corrupt("flags", h.flags, kFlagReturn * 2);
   const auto coll = static_cast<Collective>(h.collective);
   if (h.sequence != call_.sequence) {
     auto describe = [](Collective c, int32_t root) {
@@ -228,16 +237,23 @@ absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved)
       op.payload_done = op.front;
     }
   }
+  // A link without single-copy reads (TCP) never carries such a message: the frame is corrupt or not ours.
+  const auto read = [&](uint64_t from, void* to, size_t n) {
+    absl::Status s = pair.ReadPeerMemory(from, to, n);
+    if (!absl::IsUnimplemented(s)) return s;
+    return absl::DataLossError(absl::StrCat("rank ", rank_, " received a single-copy message header from rank ",
+                                            op.peer, " over ", pair.Describe(), ", which has no single-copy reads"));
+  };
   while (op.payload_done < op.bytes) {
     const size_t n =
         op.combiner == nullptr ? op.bytes - op.payload_done : std::min(op.bytes - op.payload_done, kSingleCopyPiece);
     const uint64_t from = op.desc.address + op.payload_done;
     if (op.combiner == nullptr) {
-      if (absl::Status s = pair.ReadPeerMemory(from, op.data + op.payload_done, n); !s.ok()) return s;
+      if (absl::Status s = read(from, op.data + op.payload_done, n); !s.ok()) return s;
     } else {
       // kSingleCopyPiece is a multiple of every element size, so pieces hold whole elements.
       if (stage_.size() < kSingleCopyPiece) stage_.resize(kSingleCopyPiece);
-      if (absl::Status s = pair.ReadPeerMemory(from, stage_.data(), n); !s.ok()) return s;
+      if (absl::Status s = read(from, stage_.data(), n); !s.ok()) return s;
       const Combiner& c = *op.combiner;
       c.combine(c, op.data + op.payload_done, op.local + op.payload_done, stage_.data(), n / c.elem_bytes);
     }

@@ -16,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "db/table_json.h"
+#include "runtime/common/bounded_read.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
 
@@ -136,16 +137,11 @@ void RegisterImport(CLI::App& app, int* exit_code) {
   cmd->add_option("FILE", *file, "Input file, - for stdin")->required();
   AddStoreFlags(cmd, flags.get());
   cmd->callback([flags, file, exit_code] {
-    std::stringstream ss;
-    if (*file == "-") {
-      ss << std::cin.rdbuf();
-    } else {
-      std::ifstream in(*file, std::ios::binary);
-      if (!in) {
-        *exit_code = ReportError(absl::NotFoundError(absl::StrCat("cannot read ", *file)));
-        return;
-      }
-      ss << in.rdbuf();
+    auto text = *file == "-" ? ReadStreamAtMost(std::cin, db::kMaxTableFileBytes, "the table file on stdin")
+                             : ReadFileAtMost(*file, db::kMaxTableFileBytes, "the table file");
+    if (!text.ok()) {
+      *exit_code = ReportError(text.status());
+      return;
     }
     auto opened = OpenStore(*flags);
     if (!opened.ok()) {
@@ -153,7 +149,7 @@ void RegisterImport(CLI::App& app, int* exit_code) {
       return;
     }
     std::vector<std::string> edited;
-    auto changed = db::ImportIntoStore(*opened->store, ss.str(), &edited);
+    auto changed = db::ImportIntoStore(*opened->store, *text, &edited);
     if (!changed.ok()) {
       *exit_code = ReportError(changed.status());
       return;

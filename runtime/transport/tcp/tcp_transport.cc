@@ -14,6 +14,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "runtime/common/configuration.h"
 #include "runtime/common/json_field.h"
 #include "runtime/common/logging.h"
 #include "runtime/net/socket_io.h"
@@ -76,6 +78,43 @@ class TcpPair final : public Pair {
 std::string HelloKey(const std::string& network, int channels) { return absl::StrCat(network, "#", channels); }
 
 }  // namespace
+
+absl::StatusOr<TcpHello> ParseTcpHelloHead(absl::string_view head, uint64_t tag, int self, int world) {
+  if (head.size() != kTcpHelloHeadBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a TCP hello of ", head.size(), " bytes (expected ", kTcpHelloHeadBytes, ")"));
+  }
+  uint32_t magic = 0;
+  uint64_t their_tag = 0;
+  int32_t rank = 0, lane = 0;
+  uint32_t key_bytes = 0;
+  std::memcpy(&magic, head.data(), 4);
+  std::memcpy(&their_tag, head.data() + 4, 8);
+  std::memcpy(&rank, head.data() + 12, 4);
+  std::memcpy(&lane, head.data() + 16, 4);
+  std::memcpy(&key_bytes, head.data() + 20, 4);
+  if (magic != kHelloMagic) {
+    return absl::InvalidArgumentError(absl::StrFormat("not an hccl-tune TCP hello (magic 0x%08x)", magic));
+  }
+  if (their_tag != tag) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("a hello of another communicator (tag %016x, this one %016x)", their_tag, tag));
+  }
+  if (rank < 0 || rank >= world || rank == self) {
+    return absl::InvalidArgumentError(absl::StrCat("a hello from rank ", rank,
+                                                   ", which is not another rank of this communicator (0..", world - 1,
+                                                   ", this is ", self, ")"));
+  }
+  if (lane < 0 || lane >= kMaxChannels) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a hello from rank ", rank, " for lane ", lane, " (lanes are 0..", kMaxChannels - 1, ")"));
+  }
+  if (key_bytes > kMaxTcpHelloKeyBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("a hello from rank ", rank, " with a key of ", key_bytes,
+                                                   " bytes (the limit is ", kMaxTcpHelloKeyBytes, ")"));
+  }
+  return TcpHello{rank, lane, key_bytes};
+}
 
 nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs, bool ifname_set) {
   nlohmann::json j;
@@ -205,12 +244,33 @@ absl::Status TcpDomain::Aborted() {
   return abort_probe_();
 }
 
+absl::StatusOr<std::pair<TcpHello, std::string>> TcpDomain::ReadHello(int fd, int64_t timeout_ms) const {
+  timeval tv{static_cast<time_t>(timeout_ms / 1000), static_cast<suseconds_t>(timeout_ms % 1000 * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char head[kTcpHelloHeadBytes];
+  if (!RecvAll(fd, head, sizeof(head))) {
+    return absl::InvalidArgumentError(absl::StrCat("no complete hello within ", timeout_ms, " ms"));
+  }
+  int world = rank_ + 1;
+  if (!peers_.empty()) world = std::max(world, peers_.rbegin()->first + 1);
+  auto hello = ParseTcpHelloHead(absl::string_view(head, sizeof(head)), tag_, rank_, world);
+  if (!hello.ok()) return hello.status();
+  std::string key(hello->key_bytes, '\0');
+  if (!RecvAll(fd, key.data(), key.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a hello from rank ", hello->rank, " ended inside its ", hello->key_bytes, "-byte key"));
+  }
+  return std::make_pair(*hello, std::move(key));
+}
+
 absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, std::vector<int>>& wanted,
                                     absl::Time deadline) {
   auto satisfied = [&] {
     for (const auto& [k, lanes] : wanted) {
       auto it = stash_.find(k);
-      if (it == stash_.end() || it->second.size() < lanes.size()) return false;
+      for (size_t lane = 0; lane < lanes.size(); ++lane) {
+        if (it == stash_.end() || !it->second.count(static_cast<int>(lane))) return false;
+      }
     }
     return true;
   };
@@ -222,8 +282,8 @@ absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, 
         auto it = stash_.find(k);
         if (it == stash_.end() || it->second.size() < lanes.size()) absl::StrAppend(&missing, " ", k.second);
       }
-      return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": tcp connections from ranks", missing,
-                                                      " never arrived (HCCL_CONNECT_TIMEOUT)"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank_, ": tcp connections from ranks", missing, " never arrived (", bound_name_, ")"));
     }
     // Another rank that failed (e.g. rank 0 found no address in the requested network) posts an abort: report
     // its error now instead of waiting out HCCL_CONNECT_TIMEOUT for connections that will never come.
@@ -232,22 +292,25 @@ absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, 
     if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, 100))) <= 0) continue;
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    timeval tv{5, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    uint32_t magic = 0, key_len = 0;
-    uint64_t tag = 0;
-    int32_t rank = -1, lane = -1;
-    std::string key;
-    bool ok = RecvAll(fd, &magic, 4) && magic == kHelloMagic && RecvAll(fd, &tag, 8) && tag == tag_ &&
-              RecvAll(fd, &rank, 4) && RecvAll(fd, &lane, 4) && RecvAll(fd, &key_len, 4) && key_len < 4096;
-    if (ok) {
-      key.resize(key_len);
-      ok = RecvAll(fd, key.data(), key_len);
-    }
-    if (!ok) {
-      ::close(fd);  // not one of ours (or another communicator's): drop it
+    sockaddr_in from{};
+    socklen_t from_len = sizeof(from);
+    ::getpeername(fd, reinterpret_cast<sockaddr*>(&from), &from_len);
+    char from_ip[INET_ADDRSTRLEN] = "?";
+    ::inet_ntop(AF_INET, &from.sin_addr, from_ip, sizeof(from_ip));
+    auto hello = ReadHello(fd, std::min<int64_t>(ms, 5000));
+    const auto have = hello.ok() ? stash_.find({hello->second, hello->first.rank}) : stash_.end();
+    if (!hello.ok() || (have != stash_.end() && have->second.count(hello->first.lane))) {
+      // Not one of ours (a scanner, another job, a damaged peer): drop it and go on waiting for the real ones.
+      Log(absl::IsFailedPrecondition(hello.status()) ? LogLevel::kDebug : LogLevel::kWarn, "rank ", rank_,
+          ": refused a TCP connection from ", from_ip, ":", ntohs(from.sin_port), ": ",
+          hello.ok()
+              ? absl::StrCat("a second connection from rank ", hello->first.rank, " for lane ", hello->first.lane)
+              : std::string(hello.status().message()));
+      ::close(fd);
       continue;
     }
+    const int rank = hello->first.rank, lane = hello->first.lane;
+    const std::string key = hello->second;
     timeval none{0, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
     Tune(fd);
@@ -259,7 +322,8 @@ absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, 
 absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ranks, const std::string& network,
                                                       int channels) {
   const std::string key = HelloKey(network, channels);
-  const absl::Time deadline = absl::Now() + connect_timeout_;
+  bound_name_ = call_limit_ < connect_timeout_ ? "HCCL_EXEC_TIMEOUT" : "HCCL_CONNECT_TIMEOUT";
+  const absl::Time deadline = absl::Now() + std::min(connect_timeout_, call_limit_);
   int max_rank = rank_;
   for (int r : ranks) max_rank = std::max(max_rank, r);
   std::vector<Pair*> out(static_cast<size_t>(max_rank) + 1, nullptr);
@@ -307,7 +371,7 @@ absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ra
           for (int f : fds) ::close(f);
           if (!aborted.ok()) return aborted;
           return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": cannot connect to rank ", peer, " at ",
-                                                          where, ": ", std::strerror(err), " (HCCL_CONNECT_TIMEOUT)"));
+                                                          where, ": ", std::strerror(err), " (", bound_name_, ")"));
         }
         absl::SleepFor(absl::Milliseconds(5));
       }

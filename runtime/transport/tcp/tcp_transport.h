@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "runtime/net/interfaces.h"
@@ -38,6 +39,22 @@ struct TcpPeerInfo {
 nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs, bool ifname_set);
 TcpPeerInfo TcpInfoFromJson(const nlohmann::json& j);
 
+// The hello that opens every TCP link, sent by the connecting (lower) rank: u32 magic "HTCP", u64 communicator
+// tag, i32 rank, i32 lane, u32 key length, then the key ("network#channels"). Host byte order.
+inline constexpr size_t kTcpHelloHeadBytes = 24;
+// A key is a subnet in CIDR form, '#' and a channel count.
+inline constexpr size_t kMaxTcpHelloKeyBytes = 256;
+struct TcpHello {
+  int rank = 0;
+  int lane = 0;
+  uint32_t key_bytes = 0;
+};
+// Parses and checks a hello's fixed part (kTcpHelloHeadBytes bytes) for the communicator with `tag` whose ranks
+// are 0..world-1, received by rank `self`: the magic, the tag, a rank of the communicator other than `self`, a
+// lane below kMaxChannels, a key of at most kMaxTcpHelloKeyBytes. InvalidArgument names the first field that is
+// wrong and what was expected; a connection from another communicator (another tag) is FailedPrecondition.
+absl::StatusOr<TcpHello> ParseTcpHelloHead(absl::string_view head, uint64_t tag, int self, int world);
+
 class TcpDomain {
  public:
   // Starts listening on any free port.
@@ -52,6 +69,11 @@ class TcpDomain {
   // wait with that status.
   void SetAbortProbe(std::function<absl::Status()> probe) { abort_probe_ = std::move(probe); }
 
+  // Connects made inside a collective call wait for their peers at most `limit` as well (HCCL_EXEC_TIMEOUT: a peer
+  // that does not come is a peer that does not arrive at the call): Connect waits min(HCCL_CONNECT_TIMEOUT,
+  // limit) and its error names the bound that applied. InfiniteDuration(): HCCL_CONNECT_TIMEOUT alone.
+  void SetCallLimit(absl::Duration limit) { call_limit_ = limit; }
+
   // Links to every rank in `ranks` (excluding this rank) for (network, channels), connecting on first use.
   // Every rank in `ranks` must call this for the same key around the same time.
   absl::StatusOr<std::vector<Pair*>> Connect(const std::vector<int>& ranks, const std::string& network, int channels);
@@ -65,12 +87,16 @@ class TcpDomain {
   using Key = std::tuple<std::string, int, int>;  // network, channels, peer
   absl::StatusOr<std::string> AddressFor(int peer, const std::string& network) const;
   absl::Status Aborted();
+  // Reads and checks the hello of an accepted connection, waiting at most `timeout_ms` for it: the hello and its key.
+  absl::StatusOr<std::pair<TcpHello, std::string>> ReadHello(int fd, int64_t timeout_ms) const;
   absl::Status AcceptUntil(const std::map<std::pair<std::string, int>, std::vector<int>>& wanted, absl::Time deadline);
 
   int rank_ = 0;
   uint64_t tag_ = 0;
   std::string ifname_;
   absl::Duration connect_timeout_;
+  absl::Duration call_limit_ = absl::InfiniteDuration();
+  const char* bound_name_ = "HCCL_CONNECT_TIMEOUT";  // the variable whose bound the current Connect waits
   int listen_fd_ = -1;
   int port_ = 0;
   std::vector<InterfaceAddress> interfaces_;

@@ -42,6 +42,46 @@ class HandlersTest : public ::testing::Test {
   db::Topology topo_ = MakeTopology(2);
 };
 
+// Strings and counts in requests are bounded before anything is parsed, cached or stored.
+TEST_F(HandlersTest, OversizedRequestFieldsAreRefusedNamingTheLimit) {
+  auto entry = MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring");
+  entry.sweep_id = std::string(db::kMaxTextBytes + 1, 's');
+  v1::PutTableResponse put;
+  absl::Status s = h_.PutTable(PutRequest(topo_, {entry}), &put);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "entry sweep_id of 4097 bytes is over the limit of 4096 bytes")) << s;
+  entry = MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring");
+  entry.configuration = "ring(chunk=1M" + std::string(5000, ' ') + ")";
+  s = h_.PutTable(PutRequest(topo_, {entry}), &put);
+  EXPECT_TRUE(absl::StrContains(s.message(), "winner of 5014 bytes is over the limit of 4096 bytes")) << s;
+  db::Topology big = topo_;
+  big.json = std::string(db::kMaxTopologyJsonBytes + 1, ' ');
+  s = h_.PutTable(PutRequest(big, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")}), &put);
+  EXPECT_TRUE(absl::StrContains(s.message(), "topology JSON of 65537 bytes is over the limit of 65536 bytes")) << s;
+  EXPECT_TRUE(absl::IsNotFound(store_.GetTable(topo_.fingerprint, 0).status())) << "a refused table was stored";
+
+  Put(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")});
+  v1::TimingBatch batch;
+  batch.mutable_topology()->set_fingerprint(topo_.fingerprint);
+  batch.set_client_id(std::string(300, 'c'));
+  auto* sample = batch.add_samples();
+  sample->set_collective("allreduce");
+  sample->set_dtype("fp32");
+  sample->set_world_size(8);
+  sample->set_bytes(1024);
+  sample->set_configuration("ring");
+  sample->set_duration_us(10);
+  v1::ReportTimingsResponse resp;
+  s = h_.ReportBatch(batch, &resp);
+  EXPECT_TRUE(absl::StrContains(s.message(), "client_id of 300 bytes is over the limit of 256 bytes")) << s;
+  batch.set_client_id("c");
+  sample->set_configuration(std::string(5000, 'r'));
+  s = h_.ReportBatch(batch, &resp);
+  EXPECT_TRUE(absl::StrContains(s.message(), "samples[0]: configuration of 5000 bytes is over the limit of 4096 bytes"))
+      << s;
+  EXPECT_EQ(resp.accepted(), 0u);
+}
+
 TEST_F(HandlersTest, GetTableServesAndHonoursIfNewerThan) {
   Put(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring"),
               MakeEntry(Collective::kAllreduce, 4, 0, kUnbounded, "one_shot")});

@@ -266,6 +266,29 @@ TEST(DaemonConfigFile, MissingIsNotFoundButUnreadableIsAnErrorNamingThePath) {
   EXPECT_TRUE(ApplyConfigFile(secret, &c).ok() || ::geteuid() != 0);
 }
 
+TEST(DaemonConfigFile, FilesAndValuesOverTheirLimitsAreRefusedNamingTheLimit) {
+  TempDir dir;
+  DaemonConfig c;
+  const std::string big = dir.File("big.conf");
+  {
+    std::ofstream f(big);
+    const std::string comment = "# " + std::string(1022, 'x') + "\n";
+    for (size_t i = 0; i <= kMaxConfigFileBytes / comment.size(); ++i) f << comment;
+  }
+  auto too_big = ApplyConfigFile(big, &c);
+  EXPECT_EQ(too_big.code(), absl::StatusCode::kInvalidArgument) << too_big;
+  EXPECT_NE(too_big.message().find("config file " + big + " is over the limit of 1048576 bytes"), std::string::npos)
+      << too_big;
+  auto long_value = ApplyConfigText("log_level = info\nsweep_command = " + std::string(5000, 'a') + "\n", "f.conf", &c);
+  EXPECT_NE(long_value.message().find("f.conf:2: sweep_command: a value of 5000 bytes is over the limit of 4096 bytes"),
+            std::string::npos)
+      << long_value;
+  EXPECT_NE(ApplyConfigText(std::string(kMaxConfigFileBytes + 1, '#'), "g.conf", &c)
+                .message()
+                .find("g.conf: 1048577 bytes, over the limit of 1048576 bytes"),
+            std::string::npos);
+}
+
 TEST(DaemonConfigFile, ChangedKeysNameEveryKeyThatDiffers) {
   const DaemonConfig base;
   EXPECT_TRUE(ChangedConfigKeys(base, base).empty());

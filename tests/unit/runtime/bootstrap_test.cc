@@ -20,28 +20,19 @@
 #include "runtime/bootstrap/store.h"
 #include "runtime/bootstrap/tcp_store.h"
 #include "runtime/transport/tcp/tcp_transport.h"
+#include "tests/unit/runtime/fault_util.h"
 #include "tests/unit/runtime/rank_fixture.h"
 
 namespace hccltune {
 namespace {
 
 using testing::Contains;
+using testing::RawConnect;
 using testing::RunRanks;
 using testing::TestEnv;
 
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// A plain TCP connection to 127.0.0.1:port (blocking connect; the peer listens).
-int RawConnect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0) << std::strerror(errno);
-  return fd;
 }
 
 // Runs the destructor of `server` on another thread; true when it returned within `limit`. Otherwise the

@@ -14,9 +14,12 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/api/communicator.h"
 #include "runtime/bootstrap/store.h"
+#include "tests/unit/runtime/fault_util.h"
 
 namespace hccltune {
 namespace {
+
+using testing::ShmSegmentsOf;
 
 // Child body: join, run allreduces; `victim` kills itself after two calls. Exit codes: 0 ok, 10 + reason.
 int ChildMain(const std::string& dir, int rank, int n, int victim, const std::string& link, int pipe_fd) {
@@ -83,17 +86,6 @@ Outcome RunJob(int n, int victim, const std::string& link, bool victim_never_joi
   ::close(fds[0]);
   std::filesystem::remove_all(dir);
   return out;
-}
-
-// Segments are named hccltune-<pid of the creating rank>-...: count those of the job's processes.
-size_t ShmSegmentsOf(const std::vector<pid_t>& pids) {
-  size_t count = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
-    for (pid_t p : pids) {
-      if (e.path().filename().string().rfind(absl::StrCat("hccltune-", p, "-"), 0) == 0) ++count;
-    }
-  }
-  return count;
 }
 
 TEST(Faults, RankKilledMidAllreduceOverShm) {

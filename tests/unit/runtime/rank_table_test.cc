@@ -1,8 +1,11 @@
 // Rank table (runtime/bootstrap/rank_table.h): parsing, every validation error, and what a rank learns.
 #include "runtime/bootstrap/rank_table.h"
 
+#include <cstdio>
+#include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -96,7 +99,7 @@ TEST(RankTable, BadValuesAreNamed) {
   EXPECT_THAT(
       ErrorOf(
           R"({"version":"1.0","server_list":[{"server_id":"a","device":[{"device_id":"x","device_ip":"1.2.3.4","rank_id":"0"}]}]})"),
-      HasSubstr("\"device_id\" is \"x\", expected an integer >= 0"));
+      HasSubstr("\"device_id\" is \"x\", expected an integer from 0 to 65535"));
   EXPECT_THAT(
       ErrorOf(
           R"({"version":"1.0","server_list":[{"server_id":"a","device":[{"device_id":"0","device_ip":"host","rank_id":"0"}]}]})"),
@@ -146,13 +149,42 @@ TEST(RankTable, ApplyRefusesUnknownRankAndMissingRendezvous) {
   EXPECT_TRUE(ApplyRankTable(*t, 2, {"10.77.1.2"}, &env).ok());
 }
 
+// Every count and length is bounded before it is stored; each refusal names the limit.
+TEST(RankTable, BoundsAreNamed) {
+  const auto device = [](const std::string& id, const std::string& rank) {
+    return absl::StrCat(R"({"version":"1.0","server_list":[{"server_id":"a","device":[{"device_id":")", id,
+                        R"(","device_ip":"1.2.3.4","rank_id":")", rank, R"("}]}]})");
+  };
+  EXPECT_THAT(ErrorOf(device("65536", "0")),
+              HasSubstr("\"device_id\" is \"65536\", expected an integer from 0 to 65535"));
+  EXPECT_THAT(ErrorOf(device("0", "1048576")),
+              HasSubstr("\"rank_id\" is \"1048576\", expected an integer from 0 to 1048575"));
+  EXPECT_THAT(ErrorOf(device("0", "99999999999")), HasSubstr("expected an integer from 0 to 1048575"));
+  std::string long_id = kTwoServers;
+  long_id.replace(long_id.find("node-a"), 6, std::string(300, 'n'));
+  EXPECT_THAT(ErrorOf(long_id), HasSubstr("\"server_id\" is 300 bytes long, over the limit of 256"));
+  EXPECT_THAT(ErrorOf(std::string(kMaxRankTableBytes + 1, ' ')),
+              HasSubstr(absl::StrCat(kMaxRankTableBytes + 1, " bytes, over the limit of ", kMaxRankTableBytes)));
+  // A file over the limit is refused while it is read (nothing past the limit is kept).
+  const std::string path = ::testing::TempDir() + "/huge_rank_table.json";
+  {
+    std::ofstream f(path, std::ios::binary);
+    const std::string chunk(1 << 20, ' ');
+    for (size_t i = 0; i <= kMaxRankTableBytes / chunk.size(); ++i) f << chunk;
+  }
+  auto t = LoadRankTable(path);
+  std::remove(path.c_str());
+  EXPECT_THAT(std::string(t.status().message()),
+              HasSubstr("the rank table " + path + " is over the limit of 67108864 bytes"));
+}
+
 TEST(RankTable, FromEnvironmentNeedsRankIdAndAReadableFile) {
   Environment env;
   env.rank_table_file = "/nonexistent/table.json";
   EXPECT_THAT(std::string(ApplyRankTableFromEnvironment(&env).message()), HasSubstr("RANK_ID is not"));
   env.rank_id = 0;
   EXPECT_THAT(std::string(ApplyRankTableFromEnvironment(&env).message()),
-              HasSubstr("RANK_TABLE_FILE='/nonexistent/table.json': cannot read"));
+              HasSubstr("RANK_TABLE_FILE: cannot read the rank table /nonexistent/table.json"));
 }
 
 }  // namespace

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Fault campaign for hccl-tuned (docs/RELIABILITY.md): TRIALS times, hccl-tuned is SIGKILLed at a random moment
+# during one of
+#   put     PutTable: `hccl-tune import --daemon` of 2,000-entry tables in a loop;
+#   report  a ReportTimings stream: a 2-rank job reporting every call;
+#   sweep   a daemon-run sweep (hccl-tune sweep --via-daemon);
+# then, every trial: PRAGMA integrity_check is ok; every stored table version holds exactly the entries it was
+# written with (no half-written version) and its content hash; a table stored before the trial is unchanged; the
+# reporting job goes on without the daemon and ends normally; the killed sweep resumes to the end under a restarted
+# daemon (--via-daemon --resume); no sweep or rank process is left. Prints the figures (trials, hangs, leaks, lost
+# data). Usage: daemon_kill_campaign.sh HCCL_TUNE HCCL_TUNED TRIALS
+set -euo pipefail
+cli=$1 tuned=$2 trials=$3
+d=$(mktemp -d)
+tpid="" job=""
+cleanup() {
+  [[ -n $job ]] && kill -9 "$job" 2>/dev/null
+  [[ -n $tpid ]] && kill -9 "$tpid" 2>/dev/null
+  pkill -9 -f -- "--daemon unix:$d/" 2>/dev/null || true
+  rm -rf "$d"
+}
+trap cleanup EXIT
+export HCCL_CONNECT_TIMEOUT=30 HCCL_EXEC_TIMEOUT=30
+T="unix:$d/t.sock"
+fail() {
+  echo "FAIL: $*" >&2
+  [[ -f $d/tuned.log ]] && { echo "--- daemon log:" >&2; tail -20 "$d/tuned.log" >&2; }
+  exit 1
+}
+start_daemon() {
+  rm -f "$d/t.sock"
+  "$tuned" --socket "$d/t.sock" --db "$d/t.db" --sweep-command "$cli" --log-level warn 2>> "$d/tuned.log" &
+  tpid=$!
+  for _ in $(seq 200); do [[ -S $d/t.sock ]] && return; sleep 0.05; done
+  fail "the daemon did not start"
+}
+kill_daemon() {
+  kill -9 "$tpid"
+  wait "$tpid" 2>/dev/null || true
+  tpid=""
+}
+ours() { pgrep -f -- "--daemon $T" || true; }
+# Waits up to $2 seconds for the child $1; its exit status in $rc. False (and the child killed) when it ran on.
+wait_for() {
+  local i
+  for i in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$1" 2>/dev/null; then
+    kill -9 "$1"
+    wait "$1" 2>/dev/null || true
+    return 1
+  fi
+  rc=0
+  wait "$1" || rc=$?
+}
+
+# Tables of 2,000 entries for topology N, every entry's time set to V (each import is a new version).
+table() {
+  python3 - "$1" "$2" <<'PY'
+import hashlib, json, sys
+n, v = int(sys.argv[1]), float(sys.argv[2])
+topo = ('{"format":2,"inter":[{"link":"tcp","network":"10.20.0.0/16"}],"intra":["shm"],"nodes":%d,'
+        '"ranks_per_node":[%s],"release":"0.1","runtime":"hccl-tune"}' % (n, ",".join(["8"] * n)))
+fp = hashlib.sha256(topo.encode()).hexdigest()[:16]
+entries = [{"collective": "allreduce", "dtype": "fp32", "world_size": w, "bytes": "%d-%d" % (i * 64, i * 64 + 64),
+            "configuration": "ring(chunk=1M,channels=1,link=shm)", "time_us": v, "busbw_gbps": 1.0, "samples": 10,
+            "runner_up": "", "margin": 0.1, "default_margin": 0.2, "sweep_id": "campaign", "library_version": "0.1",
+            "measured_unix_ms": 0} for w in range(2, 6) for i in range(500)]
+print(json.dumps({"format": "hccl-tune-tables", "format_version": 1, "tables": [
+    {"fingerprint": fp, "topology": topo, "version": 1, "created_unix_ms": 0, "content_hash": "", "entries": entries}]}))
+PY
+}
+
+# Every version holds 2,000 entries of one time value (no half-written version), and every table's content hash
+# matches its entries (a fresh import of the export warns about none).
+check_db() {
+  [[ $(sqlite3 "$d/t.db" "PRAGMA integrity_check") == ok ]] || fail "integrity_check: trial $1"
+  local bad
+  bad=$(sqlite3 "$d/t.db" "SELECT v.fingerprint, v.version, count(e.version), count(DISTINCT e.time_us)
+    FROM table_versions v LEFT JOIN entries e ON e.fingerprint = v.fingerprint AND e.version = v.version
+    WHERE e.sweep_id = 'campaign' OR e.sweep_id IS NULL GROUP BY v.fingerprint, v.version
+    HAVING count(e.version) != 2000 OR count(DISTINCT e.time_us) != 1")
+  [[ -z $bad ]] || fail "half-written table versions after trial $1: $bad"
+  "$cli" export --db "$d/t.db" "$d/export.json" > /dev/null || fail "export after trial $1"
+  rm -f "$d/check.db"
+  "$cli" import --db "$d/check.db" "$d/export.json" > "$d/check.txt" 2>&1 || fail "re-import: $(cat "$d/check.txt")"
+  ! grep -qi "content_hash\|edited" "$d/check.txt" || fail "a stored table's hash does not match: $(cat "$d/check.txt")"
+  [[ $(sqlite3 "$d/t.db" "SELECT count(*) FROM entries e JOIN table_versions v USING (fingerprint, version)
+    WHERE e.fingerprint = '$keep_fp' AND v.version = 1") == 2000 ]] || fail "the table stored before trial $1 was lost"
+}
+
+start_daemon
+table 9 1.5 > "$d/keep.json"
+"$cli" import --daemon "$T" "$d/keep.json" > /dev/null || fail "first import"
+keep_fp=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tables"][0]["fingerprint"])' "$d/keep.json")
+for v in 1 2 3 4; do table 2 "$v.25" > "$d/t$v.json"; done
+
+hangs=0 leaks=0 resumed=0 puts=0 reports=0 sweeps=0
+for trial in $(seq "$trials"); do
+  [[ -n $tpid ]] || start_daemon
+  mode=$(((trial - 1) % 3))
+  delay=$(python3 -c "import random; print(round(random.uniform(0.05, 1.5), 2))")
+  case $mode in
+    0)  # PutTable in a loop, killed at a random moment
+      (for i in $(seq 40); do "$cli" import --daemon "$T" "$d/t$((i % 4 + 1)).json" > /dev/null 2>&1 || exit 0; done) &
+      loop=$!
+      sleep "$delay"
+      kill_daemon
+      wait_for $loop 30 || hangs=$((hangs + 1))
+      puts=$((puts + 1))
+      ;;
+    1)  # a job streaming live timings; it must end normally without the daemon
+      HCCL_TUNE_DAEMON="$T" HCCL_TUNE_SAMPLE_RATE=1 "$cli" bench --ranks 2 --coll allreduce --min-bytes 8 \
+        --max-bytes 1K --iters 3000 > "$d/job.out" 2> "$d/job.err" &
+      job=$!
+      sleep "$delay"
+      kill_daemon
+      wait_for $job 120 || { hangs=$((hangs + 1)); rc=0; }
+      job=""
+      [[ $rc == 0 ]] || fail "the reporting job failed when the daemon was killed (trial $trial): $(tail -3 "$d/job.err")"
+      reports=$((reports + 1))
+      ;;
+    2)  # a daemon-run sweep, killed mid-sweep, resumed under a restarted daemon
+      "$cli" sweep --via-daemon --daemon "$T" --ranks 2 --coll allreduce --min-bytes 1K --max-bytes 1M \
+        --links shm,tcp --cap-ms 80 --force --json > "$d/sweep.json" 2>&1 &
+      client=$!
+      sid=""
+      for _ in $(seq 300); do
+        sid=$(sqlite3 "$d/t.db" "SELECT id FROM sweeps WHERE status='running'" 2>/dev/null || true)
+        [[ -n $sid ]] && break
+        sleep 0.05
+      done
+      [[ -n $sid ]] || fail "the daemon-run sweep did not start (trial $trial): $(tail -3 "$d/sweep.json")"
+      sleep "$delay"
+      kill_daemon
+      wait_for $client 60 || hangs=$((hangs + 1))
+      # The sweep process and its ranks end once their daemon is gone.
+      for _ in $(seq 300); do [[ -z $(ours) ]] && break; sleep 0.1; done
+      if [[ -n $(ours) ]]; then
+        leaks=$((leaks + 1))
+        pkill -9 -f -- "--daemon $T" || true
+      fi
+      status=$(sqlite3 "$d/t.db" "SELECT status FROM sweeps WHERE id='$sid'" 2>/dev/null || true)
+      if [[ -n $sid && $status != done ]]; then
+        [[ $(sqlite3 "$d/t.db" "SELECT count(*) FROM entries WHERE sweep_id='$sid'") == 0 ]] ||
+          fail "a killed sweep left table entries (trial $trial)"
+        start_daemon
+        "$cli" sweep --via-daemon --daemon "$T" --resume "$sid" --force --json > "$d/resume.json" 2>&1 ||
+          fail "resume of $sid after SIGKILL (trial $trial): $(tail -3 "$d/resume.json")"
+        [[ $(sqlite3 "$d/t.db" "SELECT status FROM sweeps WHERE id='$sid'") == done ]] || fail "resumed sweep not done"
+        resumed=$((resumed + 1))
+      fi
+      sweeps=$((sweeps + 1))
+      ;;
+  esac
+  [[ -n $tpid ]] && kill_daemon
+  check_db "$trial"
+done
+versions=$(sqlite3 "$d/t.db" "SELECT count(*) FROM table_versions")
+echo "daemon kill campaign: $trials trials ($puts PutTable, $reports ReportTimings, $sweeps sweeps, $resumed resumed)," \
+  "hangs $hangs, leaked processes $leaks, lost data 0 ($versions table versions, all whole; integrity_check ok)"
+((hangs == 0 && leaks == 0)) || fail "hangs or leaks"
