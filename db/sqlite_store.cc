@@ -3,6 +3,7 @@
 #include <libgen.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -174,6 +175,11 @@ absl::Status SqliteTuningStore::CannotOpenReadWrite(absl::string_view detail) {
                        ", where the -wal and -shm files go; sqlite: ", detail, ")");
   } else if (const int err = sqlite3_system_errno(db_); err == EACCES || err == EPERM) {
     why = absl::StrCat("permission denied (sqlite: ", detail, ")");
+  } else if (struct statvfs fs{}; ::statvfs(dir.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0) {
+    why = absl::StrCat("the file system holding ", dir, " is mounted read-only (sqlite: ", detail, ")");
+  } else if (err == ENOSPC || (::statvfs(dir.c_str(), &fs) == 0 && fs.f_bavail == 0)) {
+    why = absl::StrCat("no space left on the file system holding ", dir,
+                       ", where the -wal and -shm files go (sqlite: ", detail, ")");
   } else {
     why = absl::StrCat(detail, " (the file, its directory and its -wal and -shm files must be writable)");
   }

@@ -44,7 +44,7 @@ def main(argv):
         print(__doc__, file=sys.stderr)
         return 2
     root = argv[1]
-    doc = os.path.join(root, 'docs', 'ARCHITECTURE.md')
+    doc = os.path.join(root, 'docs/ARCHITECTURE.md')
     want = rules(os.path.join(root, 'tests', 'style', 'layers.txt'))
     with open(doc, encoding='utf-8') as f:
         lines = f.read().split('\n')

@@ -6,7 +6,7 @@ src=$1
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 mkdir -p "$d/docs" "$d/tests/style"
-cp "$src/docs/ARCHITECTURE.md" "$d/docs/"
+cp "$src"/docs/ARCHITECTURE.md "$d/docs/"
 cp "$src/tests/style/layers.txt" "$d/tests/style/"
 python3 "$src/tests/style/layers_doc.py" "$d" > /dev/null || { echo "FAIL: the unchanged copy was refused"; exit 1; }
 sed -i 's/^runtime\/selector: runtime\/algorithms/runtime\/selector: runtime\/api runtime\/algorithms/' \
