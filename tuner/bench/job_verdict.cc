@@ -66,6 +66,16 @@ size_t RootOf(const std::vector<RankEnd>& ranks, size_t peer) {
   return peer;
 }
 
+// The first rank the spawner found stopped (SIGSTOP, job control, a debugger) and ended, having said nothing;
+// ranks.size() when none.
+size_t FirstStopped(const std::vector<RankEnd>& ranks) {
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const RankEnd& r = ranks[i];
+    if (r.signal_sent != 0 && r.failure_order < 0 && !r.report && (r.state == 'T' || r.state == 't')) return i;
+  }
+  return ranks.size();
+}
+
 // Index of the blamed rank in `ranks` (see the header), and the indices of the ranks that blamed it, directly or
 // through a rank that blamed it.
 size_t Blamed(const std::vector<RankEnd>& ranks, std::vector<size_t>* accusers) {
@@ -88,6 +98,17 @@ size_t Blamed(const std::vector<RankEnd>& ranks, std::vector<size_t>* accusers) 
           (it->second.size() == best->second.size() && earliest(it->second) < earliest(best->second))) {
         best = it;
       }
+    }
+    // Blame that closes on ranks which ran and said why they failed, while another rank sat stopped: the ranks
+    // waited on each other around the stopped one (rank 0 timed out on rank 2, which was waiting for the stopped
+    // rank 1 and then relayed rank 0's abort). The stopped rank is the cause; every reporting rank failed for it.
+    const size_t stopped = FirstStopped(ranks);
+    if (stopped < ranks.size() && static_cast<size_t>(best->first) != stopped && ranks[best->first].report) {
+      accusers->clear();
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        if (ranks[i].report && i != stopped) accusers->push_back(i);
+      }
+      return stopped;
     }
     *accusers = best->second;
     return best->first;

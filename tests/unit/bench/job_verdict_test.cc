@@ -120,6 +120,29 @@ TEST(JobVerdict, AChainOfBlameEndsAtTheFrozenRank) {
             "rank 1 (pid 1001) failed (exit status 1): b; rank 0 failed because of it, rank 0 saying: a");
 }
 
+TEST(JobVerdict, BlameAroundAStoppedRankEndsAtIt) {
+  // Rank 1 stopped; rank 2 waited for it, rank 0 waited for rank 2 and timed out first; rank 2 then relayed rank
+  // 0's abort. The blame closes on ranks 0 and 2, both of which ran: the stopped rank 1 is named.
+  const std::string waited = "rank 0: allreduce (operation 39) waited 6s for rank 2 to send a 344-byte message";
+  RankEnd stopped;
+  stopped.rank = 1;
+  stopped.pid = 1001;
+  stopped.signal_sent = SIGTERM;
+  stopped.state = 'T';
+  stopped.wait_status = Killed(SIGTERM);
+  std::vector<RankEnd> ranks = {Failed(0, 0, Exited(1), waited, 2), stopped,
+                                Failed(2, 1, Exited(1), "rank 0 aborted allreduce (operation 39): " + waited, 0)};
+  ranks[2].report->code = "ABORTED";
+  EXPECT_EQ(JobVerdict(ranks, absl::Seconds(1)).message(),
+            "rank 1 (pid 1001) was stopped (SIGSTOP or job control) and was ended by signal 15 (SIGTERM) after the 1s "
+            "grace period; ranks 0, 2 failed because of it, rank 0 saying: " +
+                waited);
+  // A rank merely still running when the spawner ended it ('S') is not taken for the cause.
+  ranks[1].state = 'S';
+  EXPECT_TRUE(absl::StartsWith(JobVerdict(ranks, absl::Seconds(1)).message(), "rank 2 (pid 1002) failed"))
+      << JobVerdict(ranks, absl::Seconds(1));
+}
+
 TEST(JobVerdict, AKilledRankAndADebuggedOne) {
   const std::vector<RankEnd> killed = {
       Failed(0, 1, Exited(1), "rank 1 (pid 1001) exited or was killed; shm link to it is dead", 1),
