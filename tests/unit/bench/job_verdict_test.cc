@@ -77,14 +77,20 @@ RankEnd Failed(int rank, int order, int wait_status, const std::string& message,
   return r;
 }
 
+// A rank the spawner found stopped (SIGSTOP) and ended with SIGTERM, having said nothing.
+RankEnd Stopped(int rank) {
+  RankEnd r;
+  r.rank = rank;
+  r.pid = 1000 + rank;
+  r.signal_sent = SIGTERM;
+  r.state = 'T';
+  r.wait_status = Killed(SIGTERM);
+  return r;
+}
+
 TEST(JobVerdict, AFrozenRankIsNamedNotTheFirstSurvivorToExit) {
   const std::string waited = "rank 1: allreduce (operation 9) waited 2s for rank 2 to send a 8-byte message";
-  RankEnd frozen;
-  frozen.rank = 2;
-  frozen.pid = 1002;
-  frozen.signal_sent = SIGTERM;
-  frozen.state = 'T';
-  frozen.wait_status = Killed(SIGTERM);
+  const RankEnd frozen = Stopped(2);
   // Rank 0's report, relaying rank 1's announcement, came first; rank 1's own observation is the one quoted.
   std::vector<RankEnd> ranks = {Failed(0, 0, Exited(1), "rank 1 aborted allreduce: " + waited, 2),
                                 Failed(1, 1, Exited(1), waited, 2), frozen};
@@ -100,12 +106,7 @@ TEST(JobVerdict, AFrozenRankIsNamedNotTheFirstSurvivorToExit) {
 TEST(JobVerdict, AChainOfBlameEndsAtTheFrozenRank) {
   // Rank 1 froze; rank 0 timed out waiting for it and exited first; rank 2 then waited for rank 0 and blames it.
   const std::string waited = "rank 0: allreduce (operation 345) waited 2s for rank 1 to send a 1024-byte message";
-  RankEnd frozen;
-  frozen.rank = 1;
-  frozen.pid = 1001;
-  frozen.signal_sent = SIGTERM;
-  frozen.state = 'T';
-  frozen.wait_status = Killed(SIGTERM);
+  const RankEnd frozen = Stopped(1);
   const std::vector<RankEnd> ranks = {
       Failed(0, 0, Exited(1), waited, 1), frozen,
       Failed(2, 1, Exited(1), "rank 2: barrier (operation 346) waited 2s for rank 0 to post its block", 0)};
@@ -124,12 +125,7 @@ TEST(JobVerdict, BlameAroundAStoppedRankEndsAtIt) {
   // Rank 1 stopped; rank 2 waited for it, rank 0 waited for rank 2 and timed out first; rank 2 then relayed rank
   // 0's abort. The blame closes on ranks 0 and 2, both of which ran: the stopped rank 1 is named.
   const std::string waited = "rank 0: allreduce (operation 39) waited 6s for rank 2 to send a 344-byte message";
-  RankEnd stopped;
-  stopped.rank = 1;
-  stopped.pid = 1001;
-  stopped.signal_sent = SIGTERM;
-  stopped.state = 'T';
-  stopped.wait_status = Killed(SIGTERM);
+  const RankEnd stopped = Stopped(1);
   std::vector<RankEnd> ranks = {Failed(0, 0, Exited(1), waited, 2), stopped,
                                 Failed(2, 1, Exited(1), "rank 0 aborted allreduce (operation 39): " + waited, 0)};
   ranks[2].report->code = "ABORTED";
