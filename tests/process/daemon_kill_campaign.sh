@@ -4,10 +4,13 @@
 #   put     PutTable: `hccl-tune import --daemon` of 2,000-entry tables in a loop;
 #   report  a ReportTimings stream: a 2-rank job reporting every call;
 #   sweep   a daemon-run sweep (hccl-tune sweep --via-daemon);
+#   mini    a mini-sweep the daemon starts by itself for a stale entry of an idle node's table;
 # then, every trial: PRAGMA integrity_check is ok; every stored table version holds exactly the entries it was
 # written with (no half-written version) and its content hash; a table stored before the trial is unchanged; the
 # reporting job goes on without the daemon and ends normally; the killed sweep resumes to the end under a restarted
-# daemon (--via-daemon --resume); no sweep or rank process is left. Prints the figures (trials, hangs, leaks, lost
+# daemon (--via-daemon --resume); the killed mini-sweep's entry stays stale and whole, and the restarted daemon
+# mini-sweeps it again to the end (one new table version, every other entry identical); no sweep or rank process
+# is left. Prints the figures (trials, hangs, leaks, lost
 # data). Usage: daemon_kill_campaign.sh HCCL_TUNE HCCL_TUNED TRIALS
 set -euo pipefail
 cli=$1 tuned=$2 trials=$3
@@ -27,9 +30,16 @@ fail() {
   [[ -f $d/tuned.log ]] && { echo "--- daemon log:" >&2; tail -20 "$d/tuned.log" >&2; }
   exit 1
 }
+# Mini-sweeps on, one idle second before each; at most one per trial is killed and one retried.
+cat > "$d/tuned.conf" <<'CONF'
+mini_sweep = on
+mini_sweep_idle_s = 1
+mini_sweep_max_per_hour = 3600
+CONF
 start_daemon() {
   rm -f "$d/t.sock"
-  "$tuned" --socket "$d/t.sock" --db "$d/t.db" --sweep-command "$cli" --log-level warn 2>> "$d/tuned.log" &
+  "$tuned" --socket "$d/t.sock" --db "$d/t.db" --config "$d/tuned.conf" --sweep-command "$cli" --log-level info \
+    2>> "$d/tuned.log" &
   tpid=$!
   for _ in $(seq 200); do [[ -S $d/t.sock ]] && return; sleep 0.05; done
   fail "the daemon did not start"
@@ -94,10 +104,49 @@ table 9 1.5 > "$d/keep.json"
 keep_fp=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tables"][0]["fingerprint"])' "$d/keep.json")
 for v in 1 2 3 4; do table 2 "$v.25" > "$d/t$v.json"; done
 
-hangs=0 leaks=0 resumed=0 puts=0 reports=0 sweeps=0
+# A one-node 2-rank table of this release whose allreduce/int32 1K-16K entry is stale: an idle daemon mini-sweeps
+# that range (1K, 2K, 4K, 8K) and merges its winner as one new version.
+release=$("$cli" --version | sed -E 's/^hccl-tune ([0-9]+\.[0-9]+).*/\1/')
+mini_topo="{\"format\":2,\"inter\":[],\"intra\":[\"shm\"],\"nodes\":1,\"ranks_per_node\":[2],\"release\":\"$release\",\"runtime\":\"hccl-tune\"}"
+mini_fp=$(printf '%s' "$mini_topo" | sha256sum | cut -c1-16)
+python3 - "$d/mini.json" "$mini_fp" "$mini_topo" <<'PY'
+import json, sys
+path, fp, topo = sys.argv[1:]
+def e(rng, stale=False):
+    x = {"collective": "allreduce", "dtype": "int32", "world_size": 2, "bytes": rng,
+         "configuration": "ring(channels=1,link=auto)", "time_us": 9.0, "rank_time_us": 8.0, "busbw_gbps": 0.0,
+         "samples": 10, "runner_up": "", "margin": 0.0, "default_margin": 0.0, "sweep_id": "mini-campaign",
+         "library_version": "test", "measured_unix_ms": 0}
+    if stale: x["stale"] = True
+    return x
+json.dump({"format": "hccl-tune-tables", "format_version": 1, "tables": [{"fingerprint": fp, "topology": topo,
+    "version": 1, "created_unix_ms": 0, "content_hash": "", "entries": [e("0-1K"), e("1K-16K", True), e("16K-")]}]},
+    open(path, "w"))
+PY
+# The mini table's latest version: "VERSION STALE OTHERS". STALE: 1 while an entry of 1K-16K is stale; OTHERS: 1
+# when the 0-1K and 16K- entries are as imported and the entries between them cover 1K-16K exactly, once each.
+mini_state() {
+  "$cli" export --db "$d/t.db" "$d/mini-now.json" > /dev/null || fail "export of the mini-sweep table"
+  python3 - "$d/mini-now.json" "$mini_fp" <<'PY'
+import json, sys
+t = [t for t in json.load(open(sys.argv[1]))["tables"] if t["fingerprint"] == sys.argv[2]][0]
+by = {e["bytes"]: e for e in t["entries"] if e["collective"] == "allreduce" and e["dtype"] == "int32"}
+others = all(by.get(r, {}).get("configuration", "").startswith("ring(") and by[r]["time_us"] == 9.0
+             and by[r]["sweep_id"] == "mini-campaign" for r in ("0-1K", "16K-"))
+size = lambda x: int(x[:-1]) * {"K": 1 << 10, "M": 1 << 20}[x[-1]] if x[-1] in "KM" else int(x)
+inner = sorted((size(lo), size(hi), e) for r, e in by.items() if r not in ("0-1K", "16K-")
+               for lo, hi in [r.split("-")])
+edges = [1 << 10] + [hi for _, hi, _ in inner]
+others = others and all(lo == edges[i] for i, (lo, _, _) in enumerate(inner)) and edges[-1] == 16 << 10
+print(t["version"], int(any(e.get("stale") for _, _, e in inner)), int(bool(others)))
+PY
+}
+mini_started() { grep -c "mini-sweep sw-.* of $mini_fp .*: started" "$d/tuned.log" || true; }
+
+hangs=0 leaks=0 resumed=0 puts=0 reports=0 sweeps=0 minis=0 remini=0
 for trial in $(seq "$trials"); do
   [[ -n $tpid ]] || start_daemon
-  mode=$(((trial - 1) % 3))
+  mode=$(((trial - 1) % 4))
   delay=$(python3 -c "import random; print(round(random.uniform(0.05, 1.5), 2))")
   case $mode in
     0)  # PutTable in a loop, killed at a random moment
@@ -151,11 +200,43 @@ for trial in $(seq "$trials"); do
       fi
       sweeps=$((sweeps + 1))
       ;;
+    3)  # a mini-sweep started by the daemon itself, killed at a random moment, retried by the restarted daemon
+      before=$(mini_started)
+      "$cli" import --daemon "$T" "$d/mini.json" > /dev/null 2>&1 || fail "import of the stale table (trial $trial)"
+      for _ in $(seq 300); do (($(mini_started) > before)) && break; sleep 0.05; done
+      (($(mini_started) > before)) || fail "no mini-sweep of the stale entry started (trial $trial)"
+      id=$(grep "mini-sweep sw-.* of $mini_fp .*: started" "$d/tuned.log" | tail -1 | sed -E 's/.*mini-sweep (sw-[0-9a-f-]+) .*/\1/')
+      sleep "$delay"
+      kill_daemon
+      for _ in $(seq 300); do pgrep -f -- "--sweep-id $id" > /dev/null || break; sleep 0.1; done
+      if pgrep -f -- "--sweep-id $id" > /dev/null; then
+        leaks=$((leaks + 1))
+        pkill -9 -f -- "--sweep-id $id" || true
+      fi
+      read -r v stale others < <(mini_state)
+      ((others == 1)) || fail "the killed mini-sweep $id changed the entries around the stale one (trial $trial)"
+      if ((stale == 1)); then
+        before=$(mini_started)
+        start_daemon
+        for _ in $(seq 1200); do
+          read -r v2 stale2 others2 < <(mini_state)
+          ((stale2 == 0)) && break
+          sleep 0.1
+        done
+        ((stale2 == 0)) || fail "the restarted daemon did not mini-sweep the stale entry again (trial $trial)"
+        (($(mini_started) > before)) || fail "the stale entry was cleared without a new mini-sweep (trial $trial)"
+        ((v2 == v + 1 && others2 == 1)) ||
+          fail "the retried mini-sweep made version $v2 from $v (others as imported: $others2) (trial $trial)"
+        remini=$((remini + 1))
+      fi
+      minis=$((minis + 1))
+      ;;
   esac
   [[ -n $tpid ]] && kill_daemon
   check_db "$trial"
 done
 versions=$(sqlite3 "$d/t.db" "SELECT count(*) FROM table_versions")
-echo "daemon kill campaign: $trials trials ($puts PutTable, $reports ReportTimings, $sweeps sweeps, $resumed resumed)," \
+echo "daemon kill campaign: $trials trials ($puts PutTable, $reports ReportTimings, $sweeps sweeps, $resumed resumed," \
+  "$minis mini-sweeps, $remini retried)," \
   "hangs $hangs, leaked processes $leaks, lost data 0 ($versions table versions, all whole; integrity_check ok)"
 ((hangs == 0 && leaks == 0)) || fail "hangs or leaks"
