@@ -8,6 +8,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "python/csrc/store_adapter.h"
 #include "runtime/api/communicator.h"
 
@@ -46,6 +48,8 @@ struct Op {
   Phase phase = kUnmatched;  // kTransfer: a thread is moving the payload (only that thread may finish it)
   int source = -1;           // recv: the peer whose send it claimed
   uint64_t seq = 0;          // send: from posting; recv: once claimed
+  bool finished = false;     // done is called once: an operation may be failed on several paths (its own
+                             // deadline, then the break of its pair found by another operation's deadline)
 };
 using OpPtr = std::shared_ptr<Op>;
 
@@ -88,6 +92,28 @@ void RunAll(Later& later) {
   later.clear();
 }
 
+// `text` with the ranks of a two-rank link's communicator ("rank 0", "rank 1", "ranks 0 and 1") renamed to the
+// job's ranks of its sender (0) and receiver (1).
+std::string RenameLinkRanks(absl::string_view text, int sender, int receiver) {
+  static const std::regex kRank(R"(\b(ranks? )([01])\b( and )?([01]\b)?)");
+  auto job_rank = [&](const std::string& d) { return d == "0" ? sender : receiver; };
+  std::string out;
+  const std::string in(text);
+  auto last = in.cbegin();
+  for (std::sregex_iterator it(in.begin(), in.end(), kRank), end; it != end; ++it) {
+    const std::smatch& m = *it;
+    out.append(last, m[0].first);
+    absl::StrAppend(&out, m[1].str(), job_rank(m[2].str()));
+    if (m[4].matched)
+      absl::StrAppend(&out, m[3].str(), job_rank(m[4].str()));
+    else if (m[3].matched)
+      out += m[3].str();
+    last = m[0].second;
+  }
+  out.append(last, in.cend());
+  return out;
+}
+
 std::string What(const Op& op, int rank) {
   if (op.send) return absl::StrCat("send from rank ", rank, " to rank ", op.peer, " with tag ", op.tag);
   if (op.peer == P2pEngine::kAnySource)
@@ -115,16 +141,18 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
   std::thread service;
   int64_t hello_seen = 0;  // service thread only
 
-  // `sending`: the error came from this rank's direction of the pair (whose link numbers this rank 0 and the
-  // peer 1; the other direction the reverse): the message says so, since the runtime's text uses those numbers.
+  // `sending`: the error came from this rank's direction of the pair. That direction's communicator numbers its
+  // sender 0 and its receiver 1, and the runtime's text uses those numbers: the message names the job's ranks.
   absl::Status Wrap(const absl::Status& s, const char* what, int peer, bool sending) const {
-    return absl::Status(s.code(), absl::StrCat(what, " between ranks ", rank, " and ", peer, " (on the link from rank ",
-                                               sending ? rank : peer, " to rank ", sending ? peer : rank,
-                                               ", the sender is rank 0 and the receiver rank 1): ", s.message()));
+    const int sender = sending ? rank : peer, receiver = sending ? peer : rank;
+    return absl::Status(s.code(), absl::StrCat(what, " between ranks ", rank, " and ", peer, ": ",
+                                               RenameLinkRanks(s.message(), sender, receiver)));
   }
 
   // REQUIRES: mu held (for all the members below up to the thread loops).
   void Finish(const OpPtr& op, const absl::Status& s, Later* later) {
+    if (op->finished) return;
+    op->finished = true;
     ops.remove(op);
     later->push_back([op, s] { op->done(s, op->send ? -1 : op->source); });
   }
@@ -524,6 +552,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       auto wake = now + op_timeout;
       bool any_waiting = false;
       for (const OpPtr& op : std::vector<OpPtr>(ops.begin(), ops.end())) {
+        if (op->finished) continue;  // failed by the break of an operation expired before it in this pass
         if (op->deadline <= now) {
           Expire(op, &later);
         } else {

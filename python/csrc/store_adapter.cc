@@ -12,6 +12,11 @@
 namespace hccltune::torch_backend {
 namespace {
 
+// What a failed store call says besides torch's own text ("Broken pipe", "Connection reset by peer"): which
+// process a TCPStore lives in, since its death is the usual cause.
+constexpr char kStoreHint[] =
+    " (torch's TCPStore is served by one process, rank 0's under env:// and tcp:// initialisation: did it exit?)";
+
 class C10dStore final : public Store {
  public:
   explicit C10dStore(c10::intrusive_ptr<c10d::Store> store) : store_(std::move(store)) {}
@@ -21,7 +26,7 @@ class C10dStore final : public Store {
       store_->set(key, std::vector<uint8_t>(value.begin(), value.end()));
       return absl::OkStatus();
     } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("torch store: set '", key, "' failed: ", e.what()));
+      return absl::UnavailableError(absl::StrCat("torch store: set '", key, "' failed: ", e.what(), kStoreHint));
     }
   }
 
@@ -32,7 +37,7 @@ class C10dStore final : public Store {
       std::vector<uint8_t> v = store_->get(key);
       return std::string(v.begin(), v.end());
     } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("torch store: get '", key, "' failed: ", e.what()));
+      return absl::UnavailableError(absl::StrCat("torch store: get '", key, "' failed: ", e.what(), kStoreHint));
     }
   }
 
@@ -40,7 +45,7 @@ class C10dStore final : public Store {
     try {
       return store_->add(key, delta);
     } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("torch store: add '", key, "' failed: ", e.what()));
+      return absl::UnavailableError(absl::StrCat("torch store: add '", key, "' failed: ", e.what(), kStoreHint));
     }
   }
 
@@ -48,7 +53,7 @@ class C10dStore final : public Store {
     try {
       return store_->check(keys);
     } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("torch store: check failed: ", e.what()));
+      return absl::UnavailableError(absl::StrCat("torch store: check failed: ", e.what(), kStoreHint));
     }
   }
 
@@ -64,7 +69,8 @@ class C10dStore final : public Store {
         if (store_->check(keys)) return absl::OkStatus();
       } catch (const std::exception& e) {
         return absl::UnavailableError(absl::StrCat("torch store: waiting for '", keys.empty() ? "" : keys[0], "'",
-                                                   keys.size() > 1 ? " and others" : "", " failed: ", e.what()));
+                                                   keys.size() > 1 ? " and others" : "", " failed: ", e.what(),
+                                                   kStoreHint));
       }
       if (absl::Now() >= deadline) {
         return absl::DeadlineExceededError(absl::StrCat("torch store: waiting for '", keys.empty() ? "" : keys[0], "'",
