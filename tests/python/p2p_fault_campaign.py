@@ -24,6 +24,7 @@ from free_port import free_port  # noqa: E402
 EXEC_TIMEOUT_S = 2
 OPERATIONS = 6
 COUNT = 1024  # float32 elements per message
+WORD = {"kill": "killed", "stop": "stopped"}
 
 
 def payload(src, dst, op):
@@ -88,6 +89,7 @@ def trial(rng, tmp, i):
                                       stdout=subprocess.DEVNULL, stderr=open(os.path.join(out, f"err{r}"), "w")))
     pids = [p.pid for p in procs]
     res = {"n": n, "victim": victim, "fault": fault, "at": at, "hang": False, "late": 0, "unnamed": 0, "silent": 0,
+           "kill_by_deadline": 0,
            "leaked_processes": 0, "leaked_segments": 0, "slowest": 0.0, "messages": []}
     deadline = time.monotonic() + 120  # imports and rendezvous of up to 4 torch processes on 2 cores
     for r, p in enumerate(procs):
@@ -117,18 +119,21 @@ def trial(rng, tmp, i):
             continue
         if s["error"] is None:
             res["silent"] += 1
-            res["messages"].append(f"rank {r}: no error although rank {victim} was {'killed' if fault == 'kill' else 'stopped'}")
+            res["messages"].append(f"rank {r}: no error although rank {victim} was {WORD[fault]}")
             continue
-        # A killed rank is named as gone ("rank 2 (pid 123) exited or was killed"); a stopped one as the peer of
-        # the operation that timed out ("send from rank 0 to rank 2 ... did not complete within 2000 ms").
-        # Under env:// rank 0's process also serves torch's store: a survivor still connecting finds the store gone.
-        store_host = victim == 0 and "torch store" in s["error"] and "rank 0's" in s["error"]
-        named = (f"rank {victim} (pid" in s["error"] or store_host) if fault == "kill" else \
-            re.search(rf"\brank {victim}\b.*did not complete|did not complete.*\brank {victim}\b|"
-                      rf"\brank {victim}\b[^.;]*did not", s["error"]) is not None
-        if not named:
+        # A killed rank is named as gone ("rank 2 (pid 123) exited or was killed"); a stopped one, or a killed one
+        # found by the deadline before its link broke, as the peer of the operation that timed out ("send from
+        # rank 0 to rank 2 ... did not complete within 2000 ms"). Under env:// rank 0's process also serves torch's
+        # store: a survivor still connecting finds the store gone.
+        gone = f"rank {victim} (pid" in s["error"] or (
+            victim == 0 and "torch store" in s["error"] and "rank 0's" in s["error"])
+        timed_out = re.search(rf"\brank {victim}\b[^;]*did not complete", s["error"]) is not None
+        if fault == "kill" and not gone and timed_out:
+            res["kill_by_deadline"] += 1
+        if not (gone or timed_out) or (fault == "stop" and not timed_out):
             res["unnamed"] += 1
-            res["messages"].append(f"rank {r}: error does not name rank {victim} as {'killed' if fault == 'kill' else 'stopped'}: {s['error']}")
+            res["messages"].append(f"rank {r}: error does not name rank {victim} as "
+                                   f"{WORD[fault]}: {s['error']}")
         if fault_t is not None:
             delay = s["t"] - fault_t
             res["slowest"] = max(res["slowest"], delay)
@@ -149,7 +154,8 @@ def main():
     rng = random.Random(int(os.environ.get("FAULT_SEED", "1")))
     import tempfile
 
-    fig = {"kill": 0, "stop": 0, "hangs": 0, "late": 0, "unnamed": 0, "silent": 0, "leaked_processes": 0,
+    fig = {"kill": 0, "stop": 0, "hangs": 0, "late": 0, "unnamed": 0, "silent": 0, "kill_by_deadline": 0,
+           "leaked_processes": 0,
            "leaked_segments": 0, "slowest": 0.0}
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
@@ -157,17 +163,18 @@ def main():
             r = trial(rng, tmp, i)
             fig[r["fault"]] += 1
             fig["hangs"] += r["hang"]
-            for k in ("late", "unnamed", "silent", "leaked_processes", "leaked_segments"):
+            for k in ("late", "unnamed", "silent", "kill_by_deadline", "leaked_processes", "leaked_segments"):
                 fig[k] += r[k]
             fig["slowest"] = max(fig["slowest"], r["slowest"])
             bad = r["hang"] or any(r[k] for k in ("late", "unnamed", "silent", "leaked_processes", "leaked_segments"))
             failed |= bool(bad)
-            print(f"trial {i}: {r['n']} ranks, rank {r['victim']} {'killed' if r['fault'] == 'kill' else 'stopped'} before operation {r['at']}: "
+            print(f"trial {i}: {r['n']} ranks, rank {r['victim']} {WORD[r['fault']]} before operation {r['at']}: "
                   f"{'FAIL' if bad else 'ok'}; {r.get('sample', '')}", flush=True)
             for m in r["messages"]:
                 print("  " + m, flush=True)
     print(f"torch p2p fault campaign: {trials} trials ({fig['kill']} SIGKILL, {fig['stop']} SIGSTOP), "
           f"hangs {fig['hangs']}, late survivors {fig['late']}, errors not naming the faulty rank {fig['unnamed']}, "
+          f"killed ranks found by the deadline rather than as gone {fig['kill_by_deadline']}, "
           f"survivors without an error {fig['silent']}, leaked processes {fig['leaked_processes']}, leaked /dev/shm "
           f"segments {fig['leaked_segments']}, slowest survivor {fig['slowest']:.2f} s after the fault "
           f"(HCCL_EXEC_TIMEOUT={EXEC_TIMEOUT_S})", flush=True)
