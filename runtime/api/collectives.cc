@@ -493,7 +493,7 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     // A repeat whose first run was one mailbox exchange: the algorithm's mailbox form, on that endpoint.
     memo.ep->SetCall(call_);
     memo.ep->SetStreamRegion(region);
-    s = memo.exchange(run, *memo.ep, exchange_blocks_.data());
+    s = memo.exchange(run, *memo.ep, memo.ep->rank(), memo.ep->size(), exchange_blocks_.data());
   } else {
     CallContext ctx(*this, 0, config->channels, {});
     // A remembered call's first successful run (memo.valid: just remembered, or a repeat whose first run was
