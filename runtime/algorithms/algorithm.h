@@ -109,13 +109,14 @@ class AlgorithmContext {
 
 using AlgorithmFn = absl::Status (*)(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx);
 
-// The mailbox form of an algorithm: its branch for a call that is exactly one Endpoint::Exchange, run on `ep`
-// (the endpoint of the whole group that the algorithm's own run used, with a mailbox that fits the call) and
-// `blocks` (ep.size() pointers of scratch), without an AlgorithmContext. The algorithm's own run takes the same
-// branch through it, so both are one code path. A remembered small call (CommImpl's CallMemo) whose first run
-// was that one exchange and nothing else repeats through it: no context, endpoint lookup or group to set up —
+// The mailbox form of an algorithm: its branch for a call that is exactly one MailboxEndpoint::Exchange, run on
+// `ep` (the mailbox of the whole group's endpoint that the algorithm's own run used, one that fits the call; this
+// rank `rank` of `size`) and `blocks` (`size` pointers of scratch), without an AlgorithmContext. The algorithm's own
+// run takes the same branch through it, so both are one code path. A remembered small call (CommImpl's CallMemo) whose
+// first run was that one exchange and nothing else repeats through it: no context, endpoint lookup or group to set up —
 // each instruction of a 4-rank small call on 2 CPUs counts about three times.
-using ExchangeFn = absl::Status (*)(const CollectiveArgs& args, Endpoint& ep, const void** blocks);
+using ExchangeFn = absl::Status (*)(const CollectiveArgs& args, MailboxEndpoint& ep, int rank, int size,
+                                    const void** blocks);
 
 // An InvalidArgument every rank of the call reaches together, after exchanging what decides it (the symmetric
 // algorithms' header and exit rounds), as opposed to one rank's own refusal of its arguments: the communicator

@@ -9,7 +9,8 @@ namespace hccltune::algo {
 #define HT_DECLARE_ALGORITHM(fn) \
   absl::Status fn(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx)
 // The mailbox form (ExchangeFn, algorithm.h) of the algorithms that have one.
-#define HT_DECLARE_EXCHANGE(fn) absl::Status fn(const CollectiveArgs& args, Endpoint& ep, const void** blocks)
+#define HT_DECLARE_EXCHANGE(fn) \
+  absl::Status fn(const CollectiveArgs& args, MailboxEndpoint& ep, int rank, int size, const void** blocks)
 
 HT_DECLARE_ALGORITHM(AllreduceRing);
 HT_DECLARE_ALGORITHM(AllreduceDoubleRing);

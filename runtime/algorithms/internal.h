@@ -14,9 +14,11 @@
 
 namespace hccltune::algo {
 
-// The group as this call sees it: the endpoint for config.link, this rank, the group size, the element size.
+// The group as this call sees it: the endpoint for config.link and its optional abilities (asked once, here),
+// this rank, the group size, the element size.
 struct Group {
   Endpoint* ep = nullptr;
+  EndpointCapabilities caps;
   int rank = 0;
   int size = 1;
   size_t dsize = 1;
@@ -28,6 +30,7 @@ inline absl::StatusOr<Group> Open(const CollectiveArgs& args, const Configuratio
   if (*ep == nullptr) return absl::InternalError("AlgorithmContext::GetEndpoint returned null");
   Group g;
   g.ep = *ep;
+  g.caps = g.ep->capabilities();
   g.rank = g.ep->rank();
   g.size = g.ep->size();
   g.dsize = DataTypeSize(args.dtype);
@@ -98,7 +101,7 @@ inline void Combine(const CollectiveArgs& a, void* out, const void* x, const voi
     Reduce(a.dtype, a.op, out, x, y, count);
   }
 }
-// The Combiner for Endpoint::IrecvReduce: out = local op incoming, as Combine(args, out, local, incoming).
+// The Combiner for RecvReduceEndpoint::IrecvReduce: out = local op incoming, as Combine(args, out, local, incoming).
 inline void CombineThunk(const Combiner& c, void* out, const void* local, const void* in, size_t elems) {
   const auto dtype = static_cast<DataType>(c.dtype);
   const auto op = static_cast<ReduceOp>(c.op);
@@ -134,13 +137,14 @@ class PeerReduce {
   PeerReduce(const CollectiveArgs& a, const Group& g)
       : args_(a),
         g_(g),
-        stages_(!g.ep->SupportsRecvReduce()),
+        stages_(g.caps.recv_reduce == nullptr),
         combiners_{MakeCombiner(a), MakeCombiner(a, /*incoming_first=*/true)} {}
   // Whether From needs a staging buffer (the endpoint cannot reduce in its transport).
   bool Stages() const { return stages_; }
   absl::Status From(int peer, char* out, const char* local, size_t elems, char* stage, bool incoming_first) const {
     if (!stages_) {
-      return g_.ep->Wait(g_.ep->IrecvReduce(peer, out, local, elems * g_.dsize, &combiners_[incoming_first ? 1 : 0]));
+      return g_.ep->Wait(
+          g_.caps.recv_reduce->IrecvReduce(peer, out, local, elems * g_.dsize, &combiners_[incoming_first ? 1 : 0]));
     }
     const absl::Status s = g_.ep->Recv(peer, stage, elems * g_.dsize);
     if (!s.ok()) return s;

@@ -85,15 +85,15 @@ absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const
     const size_t start = lane.block_off[static_cast<size_t>(RingOwnedBlock(g, lane))];
     return At(lane.owned_out, p.first - start, g.dsize);
   };
-  if (g.ep->SupportsRecvReduce()) {
+  if (g.caps.recv_reduce != nullptr) {
     // Single copy: every receive combines straight out of the transport into `base`; forward once reduced.
     const Combiner combiner = MakeCombiner(args);
     std::vector<OpHandle> handles(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       const RingLane& lane = lanes[ops[i].lane];
       const Piece p = piece_of(ops[i]);
-      handles[i] = g.ep->IrecvReduce(Prev(g, lane), out_of(ops[i], p), At(input(lane), p.first, g.dsize),
-                                     p.count * g.dsize, &combiner);
+      handles[i] = g.caps.recv_reduce->IrecvReduce(Prev(g, lane), out_of(ops[i], p), At(input(lane), p.first, g.dsize),
+                                                   p.count * g.dsize, &combiner);
     }
     for (size_t i = 0; i < ops.size(); ++i) {
       HT_RETURN_IF_ERROR(g.ep->Wait(handles[i]));
@@ -155,10 +155,10 @@ absl::Status RingAllreducePipelined(const Group& g, const CollectiveArgs& args, 
         g.ep->Irecv(prev, out, p.count * g.dsize);
       } else if (t <= n - 2) {
         OpHandle send = 0;
-        g.ep->IrecvForward(prev, out, At(input, p.first, g.dsize), p.count * g.dsize, &combiner, next, &send);
+        g.caps.forward->IrecvForward(prev, out, At(input, p.first, g.dsize), p.count * g.dsize, &combiner, next, &send);
       } else {
         OpHandle send = 0;
-        g.ep->IrecvForward(prev, out, nullptr, p.count * g.dsize, nullptr, next, &send);
+        g.caps.forward->IrecvForward(prev, out, nullptr, p.count * g.dsize, nullptr, next, &send);
       }
     }
   }
@@ -175,10 +175,10 @@ absl::Status RingAllreduceReturned(const Group& g, const CollectiveArgs& args, c
   const int mine = BufferBlock(g, lane, pos), theirs = BufferBlock(g, lane, pos - 1);
   for (size_t c = 0; c < chunks; ++c) {
     const Piece s = ChunkOf(lane, mine, c, chunk_elems);
-    g.ep->IsendReturn(peer, At(input, s.first, g.dsize), s.count * g.dsize, At(lane.base, s.first, g.dsize));
+    g.caps.returns->IsendReturn(peer, At(input, s.first, g.dsize), s.count * g.dsize, At(lane.base, s.first, g.dsize));
     const Piece r = ChunkOf(lane, theirs, c, chunk_elems);
-    g.ep->IrecvReduceReturn(peer, At(lane.base, r.first, g.dsize), At(input, r.first, g.dsize), r.count * g.dsize,
-                            &combiner);
+    g.caps.returns->IrecvReduceReturn(peer, At(lane.base, r.first, g.dsize), At(input, r.first, g.dsize),
+                                      r.count * g.dsize, &combiner);
   }
   return g.ep->WaitAll();
 }

@@ -49,28 +49,29 @@ size_t RingSlotBytes(const std::vector<RingLane>& lanes, size_t chunk_elems, siz
 int RingOwnedBlock(const Group& g, const RingLane& lane);
 
 // REQUIRES: g.size >= 2; `slots` has RingSlotBytes() bytes (unused, and may be null, when the endpoint
-// SupportsRecvReduce(): chunks are then combined straight out of the transport, all receives posted at once).
+// a RecvReduceEndpoint (Group::caps): chunks are then combined straight out of the transport, all receives posted at
+// once).
 absl::Status RingReduceScatter(const Group& g, const CollectiveArgs& args, const std::vector<RingLane>& lanes,
                                size_t chunk_elems, void* slots);
 absl::Status RingAllgather(const Group& g, const std::vector<RingLane>& lanes, size_t chunk_elems);
 
-// Reduce-scatter and allgather as one pipeline over one lane, for endpoints that SupportsForward(): per chunk
+// Reduce-scatter and allgather as one pipeline over one lane, for endpoints with a ForwardEndpoint: per chunk
 // c, message (c, 0) carries this rank's block from the input and every later message (c, s) is the previous
 // rank's message (c, s - 1) combined (reduce-scatter steps) or stored (allgather steps) and forwarded at once by
-// Endpoint::IrecvForward — the last reduce-scatter step's result goes straight on as the first allgather
+// ForwardEndpoint::IrecvForward — the last reduce-scatter step's result goes straight on as the first allgather
 // message, from the cache. Messages leave in wavefront order (c + s, then s), so at any moment different chunks
 // are at different steps. The same messages and results as RingReduceScatter + RingAllgather (each block
 // reduced once along the ring, then copied); not for an fp32/fp64 avg (the owned block would need finalising
 // first); an fp16/bf16 avg is a sum of inputs scaled beforehand (internal.h), which it is fine with.
-// REQUIRES: g.size >= 2; g.ep->SupportsRecvReduce() and SupportsForward(); !DividesAtEnd(args).
+// REQUIRES: g.size >= 2; g.caps.recv_reduce and g.caps.forward; !DividesAtEnd(args).
 absl::Status RingAllreducePipelined(const Group& g, const CollectiveArgs& args, const RingLane& lane,
                                     size_t chunk_elems);
-// Two ranks over an endpoint that SupportsReturn(peer) (shm): each chunk of this rank's block goes to the peer
-// once (Endpoint::IsendReturn), the peer reduces it with its own input and hands the result back in place, so
-// both halves of the allreduce take one message per chunk and one ring. The block this rank reduces arrives the
-// same way from the peer. Bytes through the ring per rank: the buffer's half sent and its half returned, as in
-// the two-phase ring; ring space touched: half. Results as RingAllreducePipelined (each block reduced once, by
-// one rank, and copied to the other). Same requirements as RingAllreducePipelined, and g.size == 2.
+// Two ranks over an endpoint whose ReturnEndpoint SupportsReturn(peer) (shm): each chunk of this rank's block goes to
+// the peer once (ReturnEndpoint::IsendReturn), the peer reduces it with its own input and hands the result back in
+// place, so both halves of the allreduce take one message per chunk and one ring. The block this rank reduces arrives
+// the same way from the peer. Bytes through the ring per rank: the buffer's half sent and its half returned, as in the
+// two-phase ring; ring space touched: half. Results as RingAllreducePipelined (each block reduced once, by one rank,
+// and copied to the other). Same requirements as RingAllreducePipelined, and g.size == 2.
 absl::Status RingAllreduceReturned(const Group& g, const CollectiveArgs& args, const RingLane& lane,
                                    size_t chunk_elems);
 // The same in two halves, so the caller can work between posting and finishing: RingAllgatherStart posts every

@@ -25,10 +25,11 @@
 
 namespace hccltune {
 
-class SubEndpoint : public Endpoint {
+class SubEndpoint : public Endpoint, public RecvReduceEndpoint {
  public:
   // REQUIRES: members ascending, in [0, parent->size()), containing parent->rank().
-  SubEndpoint(Endpoint* parent, std::vector<int> members) : parent_(parent), members_(std::move(members)) {
+  SubEndpoint(Endpoint* parent, std::vector<int> members)
+      : parent_(parent), parent_caps_(parent->capabilities()), members_(std::move(members)) {
     for (size_t i = 0; i < members_.size(); ++i) {
       if (members_[i] == parent_->rank()) rank_ = static_cast<int>(i);
     }
@@ -48,11 +49,16 @@ class SubEndpoint : public Endpoint {
     stats_.bytes_received += bytes;
     return parent_->Irecv(ParentRank(peer), data, bytes);
   }
-  bool SupportsRecvReduce() const override { return parent_->SupportsRecvReduce(); }
+  // Receive-and-reduce where the parent has it (its other abilities are not offered: they assume the whole group).
+  EndpointCapabilities capabilities() override {
+    EndpointCapabilities caps;
+    if (parent_caps_.recv_reduce != nullptr) caps.recv_reduce = this;
+    return caps;
+  }
   OpHandle IrecvReduce(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) override {
     ++stats_.recvs;
     stats_.bytes_received += bytes;
-    return parent_->IrecvReduce(ParentRank(peer), out, local, bytes, combiner);
+    return parent_caps_.recv_reduce->IrecvReduce(ParentRank(peer), out, local, bytes, combiner);
   }
   absl::Status Wait(OpHandle op) override { return parent_->Wait(op); }
   absl::Status WaitAll() override { return parent_->WaitAll(); }
@@ -61,6 +67,7 @@ class SubEndpoint : public Endpoint {
 
  private:
   Endpoint* parent_;
+  EndpointCapabilities parent_caps_;  // asked once
   std::vector<int> members_;
   int rank_ = -1;
   EndpointStats stats_;

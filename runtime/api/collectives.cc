@@ -174,6 +174,21 @@ uint64_t InputBytes(const CollectiveArgs& a, int n) {
   }
 }
 
+// The bytes an alltoallv's blocks reach in one buffer (the furthest block end), into *extent; an error names the
+// `side` ("send", "receive") and block whose end overflows.
+absl::Status AlltoallvExtent(absl::Span<const size_t> counts, absl::Span<const size_t> displs, uint64_t es,
+                             const char* side, uint64_t* extent) {
+  for (size_t i = 0; i < counts.size(); ++i) {
+    uint64_t end = 0;  // blocks of 0 elements reach nothing, whatever their displacement
+    if (counts[i] == 0) continue;
+    if (__builtin_add_overflow(displs[i], counts[i], &end) || __builtin_mul_overflow(end, es, &end)) {
+      return absl::InvalidArgumentError(absl::StrCat(side, " block ", i, " overflows the byte size"));
+    }
+    *extent = std::max(*extent, end);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CommImpl::Validate(const CollectiveArgs& a, uint64_t* aliased_input) const {
@@ -224,22 +239,11 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a, uint64_t* aliased_input
       out = CallBytes(a, size_);
       break;
     case Collective::kAlltoallv:
-      for (size_t i = 0; i < n; ++i) {
-        uint64_t end = 0;  // blocks of 0 elements reach nothing, whatever their displacement
-        if (a.send_counts[i] > 0) {
-          if (__builtin_add_overflow(a.send_displs[i], a.send_counts[i], &end) ||
-              __builtin_mul_overflow(end, es, &end)) {
-            return absl::InvalidArgumentError(absl::StrCat(what(), ": send block ", i, " overflows the byte size"));
-          }
-          in = std::max(in, end);
-        }
-        if (a.recv_counts[i] > 0) {
-          if (__builtin_add_overflow(a.recv_displs[i], a.recv_counts[i], &end) ||
-              __builtin_mul_overflow(end, es, &end)) {
-            return absl::InvalidArgumentError(absl::StrCat(what(), ": receive block ", i, " overflows the byte size"));
-          }
-          out = std::max(out, end);
-        }
+      if (absl::Status s = AlltoallvExtent(a.send_counts, a.send_displs, es, "send", &in); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(what(), ": ", s.message()));
+      }
+      if (absl::Status s = AlltoallvExtent(a.recv_counts, a.recv_displs, es, "receive", &out); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(what(), ": ", s.message()));
       }
       break;
     case Collective::kBarrier: break;
@@ -315,18 +319,7 @@ absl::Status CommImpl::CheckLinks(const Configuration& config, bool intra_step) 
   if (config.inter != nullptr) {
     if (absl::Status s = CheckLinks(*config.inter); !s.ok()) return s;
   }
-  switch (config.link.kind) {
-    case LinkKind::kRoce:
-      return absl::InvalidArgumentError("link=roce: the ibverbs transport is not available in this build");
-    case LinkKind::kShm:
-      if (!intra_step && topo_.num_nodes > 1) {
-        return absl::InvalidArgumentError(absl::StrCat("link=shm: the ranks are on ", topo_.num_nodes,
-                                                       " nodes and shared memory reaches one; use tcp or auto"));
-      }
-      return absl::OkStatus();
-    case LinkKind::kTcp: return tcp_ != nullptr ? tcp_->CheckNetwork(config.link.network) : absl::OkStatus();
-    default: return absl::OkStatus();
-  }
+  return devices_.CheckLink(config.link, intra_step);
 }
 
 absl::StatusOr<std::string> CommImpl::ResolveConfig(Collective c, DataType dtype, uint64_t bytes,
@@ -411,63 +404,24 @@ void CommImpl::AdviseHugePages(const CollectiveArgs& args) const {
   }
 }
 
+// The call pipeline: validate and choose (PrepareCall, skipped for a remembered repeat), number the call, run it
+// (RunPrepared), then report (FinishCall).
 absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt) {
   if (!broken_.ok()) return broken_;
   if (online_ && !internal_call_ && (sequence_ + 1) % sync_interval_ == 0) {
     // Checkpoint: rank 0 hands its newest table to everyone; all switch here, at the same operation.
     if (absl::Status s = SyncTable(rank_ == 0 && tuning_ ? tuning_->LatestTable() : nullptr); !s.ok()) return s;
   }
-  CollectiveArgs run = args;
-  bool explored = false;
-  const Configuration* config = nullptr;
-  StreamRegion region;
-  const bool auto_config = IsAutoConfig(opt);
+  PreparedCall call;
+  call.run = args;
   CallMemo& memo = memo_[static_cast<size_t>(args.collective)];
-  bool memo_hit = false;
-  if (auto_config && !internal_call_ && memo.Matches(args) && memo.generation == selector_->generation()) {
+  if (IsAutoConfig(opt) && !internal_call_ && memo.Matches(args) && memo.generation == selector_->generation()) {
     // The same small call as this collective's last one: its checks, choice and output region stand (CallMemo).
-    memo_hit = true;
-    config = memo.config;
-    region = memo.region;
-  } else {
-    memo.valid = false;
-    uint64_t aliased = 0;
-    if (absl::Status s = Validate(args, &aliased); !s.ok()) return Refuse(args, s, false);
-    if (aliased > 0) {
-      // send and recv overlap, but not in place: the input as it was before the call, from a copy.
-      if (!warned_aliasing_) {
-        warned_aliasing_ = true;
-        Log(LogLevel::kWarn, "rank ", rank_, ": ", CollectiveName(args.collective),
-            " with send and receive buffers that overlap but not in place (see runtime/algorithms/algorithm.h): the ",
-            aliased, "-byte input is copied first (warned once per communicator)");
-      }
-      if (aliased > SIZE_MAX) return Refuse(args, absl::ResourceExhaustedError("input too large to copy"), false);
-      aliased_copy_.resize(static_cast<size_t>(aliased));
-      std::memcpy(aliased_copy_.data(), args.send, static_cast<size_t>(aliased));
-      run.send = aliased_copy_.data();
-    }
-    bool repeats = false;
-    // Symmetric buffers first: they are not the tuned table's business (and must not use up an exploration plan).
-    config = ChooseSymmetric(run, opt);
-    if (config == nullptr) {
-      auto chosen = Choose(args, opt, internal_call_ ? nullptr : &explored, &repeats);
-      if (!chosen.ok()) return Refuse(args, chosen.status(), false);
-      config = *chosen;
-    }
-    if (config != &symmetric_config_) AdviseHugePages(args);
-    const bool reducing = args.collective == Collective::kAllreduce || args.collective == Collective::kReducescatter;
-    region = CallBytes(args, size_) >= (reducing ? nt_reduce_bytes_ : nt_other_bytes_)
-                 ? StreamRegion{static_cast<const char*>(args.recv), OutputBytes(args, size_)}
-                 : StreamRegion{};
-    // Remembered only where skipping the above cannot change anything: no input copy, no exploration plan for
-    // this size, not symmetric, fixed counts (a v-collective's count arrays may change behind the same
-    // pointers), below the huge-page advice's threshold (it acts on a buffer's later uses).
-    if (auto_config && !internal_call_ && repeats && aliased == 0 && config != &symmetric_config_ &&
-        BelowHugePageAdvice(args)) {
-      memo = CallMemo{true,      args.collective,         args.dtype, args.op, args.count, args.send, args.recv,
-                      args.root, selector_->generation(), config,     region};
-      memo.config_copy = *config;
-    }
+    call.memo_hit = true;
+    call.config = memo.config;
+    call.region = memo.region;
+  } else if (absl::Status s = PrepareCall(args, opt, memo, &call); !s.ok()) {
+    return s;
   }
   call_.sequence = ++sequence_;
   call_.collective = args.collective;
@@ -481,40 +435,93 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   if (args.collective == Collective::kAlltoallv) call_.count = 0;
   // From a local: reading stream_ back right after its two 8-byte stores stalled the 16-byte copy (a failed
   // store-to-load forward, a quarter of this function's own time in a 1-rank call).
-  stream_ = region;
-  run.stream = region;
+  stream_ = call.region;
+  call.run.stream = call.region;
   // The call is timed only where the time is read: a call sampled or exploring for the daemon, a user timing
   // sink, the debug log (two clock reads otherwise, a tenth of a small call's fixed cost here).
   const bool sampled = !internal_call_ && tuning_ && sample_every_ > 0 && sample_countdown_ == 1;
-  const bool timed = sampled || (explored && tuning_) || user_sink_ || LogEnabled(LogLevel::kDebug);
+  const bool timed = sampled || (call.explored && tuning_) || user_sink_ || LogEnabled(LogLevel::kDebug);
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  absl::Status s;
-  if (memo_hit && memo.exchange != nullptr) {
-    // A repeat whose first run was one mailbox exchange: the algorithm's mailbox form, on that endpoint.
-    memo.ep->SetCall(call_);
-    memo.ep->SetStreamRegion(region);
-    s = memo.exchange(run, *memo.ep, exchange_blocks_.data());
-  } else {
-    CallContext ctx(*this, 0, config->channels, {});
-    // A remembered call's first successful run (memo.valid: just remembered, or a repeat whose first run was
-    // refused): the algorithm Run resolved and checked for these arguments serves its repeats directly — in its
-    // mailbox form when that run was one mailbox exchange and nothing else.
-    const bool first = memo.valid && memo.fn == nullptr;
-    if (first) ctx.WatchExchange();
-    s = memo_hit && memo.fn != nullptr ? memo.fn(run, *config, ctx) : run_(run, *config, ctx);
-    if (first && s.ok()) {
-      // Under the test hook a repeat goes through run_ as well (its delay), never straight to the algorithm.
-      const bool plain = run_ == &registry::Run;
-      memo.fn = plain ? registry::Find(args.collective, config->algorithm) : run_;
-      memo.ep = plain ? ctx.SoleExchange() : nullptr;
-      memo.exchange = memo.ep != nullptr ? registry::FindExchange(args.collective, config->algorithm) : nullptr;
-      if (memo.exchange != nullptr && exchange_blocks_.size() < static_cast<size_t>(size_)) {
-        exchange_blocks_.resize(static_cast<size_t>(size_));
-      }
-    }
-  }
+  absl::Status s = RunPrepared(args, call, memo);
   const double us =
       timed ? std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() : 0.0;
+  return FinishCall(args, opt, call, memo, std::move(s), sampled, us);
+}
+
+absl::Status CommImpl::PrepareCall(const CollectiveArgs& args, const CallOptions& opt, CallMemo& memo,
+                                   PreparedCall* call) {
+  memo.valid = false;
+  uint64_t aliased = 0;
+  if (absl::Status s = Validate(args, &aliased); !s.ok()) return Refuse(args, s, false);
+  if (aliased > 0) {
+    // send and recv overlap, but not in place: the input as it was before the call, from a copy.
+    if (!warned_aliasing_) {
+      warned_aliasing_ = true;
+      Log(LogLevel::kWarn, "rank ", rank_, ": ", CollectiveName(args.collective),
+          " with send and receive buffers that overlap but not in place (see runtime/algorithms/algorithm.h): the ",
+          aliased, "-byte input is copied first (warned once per communicator)");
+    }
+    if (aliased > SIZE_MAX) return Refuse(args, absl::ResourceExhaustedError("input too large to copy"), false);
+    aliased_copy_.resize(static_cast<size_t>(aliased));
+    std::memcpy(aliased_copy_.data(), args.send, static_cast<size_t>(aliased));
+    call->run.send = aliased_copy_.data();
+  }
+  bool repeats = false;
+  // Symmetric buffers first: they are not the tuned table's business (and must not use up an exploration plan).
+  call->config = ChooseSymmetric(call->run, opt);
+  if (call->config == nullptr) {
+    auto chosen = Choose(args, opt, internal_call_ ? nullptr : &call->explored, &repeats);
+    if (!chosen.ok()) return Refuse(args, chosen.status(), false);
+    call->config = *chosen;
+  }
+  if (call->config != &symmetric_config_) AdviseHugePages(args);
+  const bool reducing = args.collective == Collective::kAllreduce || args.collective == Collective::kReducescatter;
+  call->region = CallBytes(args, size_) >= (reducing ? nt_reduce_bytes_ : nt_other_bytes_)
+                     ? StreamRegion{static_cast<const char*>(args.recv), OutputBytes(args, size_)}
+                     : StreamRegion{};
+  // Remembered only where skipping the above cannot change anything: no input copy, no exploration plan for
+  // this size, not symmetric, fixed counts (a v-collective's count arrays may change behind the same
+  // pointers), below the huge-page advice's threshold (it acts on a buffer's later uses).
+  if (IsAutoConfig(opt) && !internal_call_ && repeats && aliased == 0 && call->config != &symmetric_config_ &&
+      BelowHugePageAdvice(args)) {
+    memo = CallMemo{true,      args.collective,         args.dtype,   args.op,     args.count, args.send, args.recv,
+                    args.root, selector_->generation(), call->config, call->region};
+    memo.config_copy = *call->config;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CommImpl::RunPrepared(const CollectiveArgs& args, const PreparedCall& call, CallMemo& memo) {
+  if (call.memo_hit && memo.exchange != nullptr) {
+    // A repeat whose first run was one mailbox exchange: the algorithm's mailbox form, on that endpoint.
+    memo.ep->SetCall(call_);
+    memo.ep->SetStreamRegion(call.region);
+    return memo.exchange(call.run, *memo.ep, memo.ep->rank(), memo.ep->size(), exchange_blocks_.data());
+  }
+  const Configuration& config = *call.config;
+  CallContext ctx(*this, 0, config.channels, {});
+  // A remembered call's first successful run (memo.valid: just remembered, or a repeat whose first run was
+  // refused): the algorithm Run resolved and checked for these arguments serves its repeats directly — in its
+  // mailbox form when that run was one mailbox exchange and nothing else.
+  const bool first = memo.valid && memo.fn == nullptr;
+  if (first) ctx.WatchExchange();
+  absl::Status s = call.memo_hit && memo.fn != nullptr ? memo.fn(call.run, config, ctx) : run_(call.run, config, ctx);
+  if (first && s.ok()) {
+    // Under the test hook a repeat goes through run_ as well (its delay), never straight to the algorithm.
+    const bool plain = run_ == &registry::Run;
+    memo.fn = plain ? registry::Find(args.collective, config.algorithm) : run_;
+    memo.ep = plain ? ctx.SoleExchange() : nullptr;
+    memo.exchange = memo.ep != nullptr ? registry::FindExchange(args.collective, config.algorithm) : nullptr;
+    if (memo.exchange != nullptr && exchange_blocks_.size() < static_cast<size_t>(size_)) {
+      exchange_blocks_.resize(static_cast<size_t>(size_));
+    }
+  }
+  return s;
+}
+
+absl::Status CommImpl::FinishCall(const CollectiveArgs& args, const CallOptions& opt, const PreparedCall& call,
+                                  const CallMemo& memo, absl::Status s, bool sampled, double us) {
+  const Configuration* config = call.config;
   if (!internal_call_) {
     // A remembered call (a repeat, or just remembered) has its configuration copied in its memo already.
     if (memo.valid) {
@@ -527,31 +534,14 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   if (LogEnabled(LogLevel::kDebug)) {
     Log(LogLevel::kDebug, "rank ", rank_, " op ", call_.sequence, " ", CollectiveName(args.collective), " ",
         DataTypeName(args.dtype), " ", CallBytes(args, size_), " B ", config->ToString(),
-        region.bytes > 0 ? " output streamed" : "", " ", us, " us ", s.ok() ? "ok" : std::string(s.message()));
+        call.region.bytes > 0 ? " output streamed" : "", " ", us, " us ", s.ok() ? "ok" : std::string(s.message()));
   }
-  if (!s.ok() && config->algorithm == "symmetric" && config != &symmetric_config_ && IsAutoConfig(opt)) {
-    // `symmetric` depends on the call's buffers, so an override may choose it for a call it cannot run (the
-    // algorithm's header exchange gives every rank the same verdict): the error names where the choice came from.
-    const uint64_t bytes = CallBytes(args, size_);
-    s = absl::Status(
-        s.code(), absl::StrCat(config->ToString(), " was chosen by ",
-                               ChoiceSourceName(selector_->Choose(args.collective, args.dtype, bytes).source),
-                               " for this ", CollectiveName(args.collective), " of ", bytes, " bytes: ", s.message()));
-  }
-  if (!s.ok()) {
-    // Argument errors leave the communicator usable; communication errors break it and are announced to the
-    // other ranks (unless this error is itself the announcement of another rank).
-    if (s.code() != absl::StatusCode::kInvalidArgument) {
-      s = ExplainByRefusal(s);
-      return BreakAndAnnounce(s, absl::StrCat(CollectiveName(args.collective), " (operation ", call_.sequence, ")"));
-    }
-    return Refuse(args, s, true);
-  }
+  if (!s.ok()) return CallFailed(args, opt, *config, std::move(s));
   if (internal_call_) return s;
   if (tuning_ && sample_every_ > 0) --sample_countdown_;  // reaches 0 exactly when `sampled`
   // Exploring calls are always reported (bounded by the plan's budget): the daemon decides on their timings, and
   // a periodic sample rate could alias with a periodic plan and never see one.
-  if (sampled || (explored && tuning_)) {
+  if (sampled || (call.explored && tuning_)) {
     if (sampled) sample_countdown_ = sample_every_;
     // A fixed-size sample with an interned configuration id: the string is formatted only when the configuration
     // differs from the last one reported for this collective (field compare; intra/inter steps by identity,
@@ -569,6 +559,26 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
                                     call_.sequence, us});
   }
   return s;
+}
+
+absl::Status CommImpl::CallFailed(const CollectiveArgs& args, const CallOptions& opt, const Configuration& config,
+                                  absl::Status s) {
+  if (config.algorithm == "symmetric" && &config != &symmetric_config_ && IsAutoConfig(opt)) {
+    // `symmetric` depends on the call's buffers, so an override may choose it for a call it cannot run (the
+    // algorithm's header exchange gives every rank the same verdict): the error names where the choice came from.
+    const uint64_t bytes = CallBytes(args, size_);
+    s = absl::Status(
+        s.code(), absl::StrCat(config.ToString(), " was chosen by ",
+                               ChoiceSourceName(selector_->Choose(args.collective, args.dtype, bytes).source),
+                               " for this ", CollectiveName(args.collective), " of ", bytes, " bytes: ", s.message()));
+  }
+  // Argument errors leave the communicator usable; communication errors break it and are announced to the
+  // other ranks (unless this error is itself the announcement of another rank).
+  if (s.code() != absl::StatusCode::kInvalidArgument) {
+    s = ExplainByRefusal(s);
+    return BreakAndAnnounce(s, absl::StrCat(CollectiveName(args.collective), " (operation ", call_.sequence, ")"));
+  }
+  return Refuse(args, s, true);
 }
 
 absl::Status CommImpl::BreakAndAnnounce(absl::Status s, absl::string_view what) {

@@ -211,7 +211,7 @@ class Communicator {
   // --- symmetric memory (every rank on one node) ---
   // Collective: every rank calls it with the same `bytes`, in the same order as its other collectives. Returns
   // this rank's region of `bytes` (4 KiB aligned, zero-filled) in memory every rank of the communicator maps
-  // (runtime/transport/shm/symmetric_memory.h). An allreduce, allgather, reducescatter or broadcast whose
+  // (runtime/transport/symmetric_region.h). An allreduce, allgather, reducescatter or broadcast whose
   // buffers lie in such memory runs `symmetric` under "auto" (from SymmetricFromBytes): every rank reads its
   // peers' buffers and writes the outputs directly, with no data messages (runtime/algorithms/symmetric_call.h).
   // Every rank must then pass symmetric buffers (anywhere in any allocation; a rank that passes other memory

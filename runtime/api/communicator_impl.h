@@ -19,13 +19,14 @@
 #include "runtime/algorithms/algorithm.h"
 #include "runtime/algorithms/registry.h"
 #include "runtime/api/communicator.h"
+#include "runtime/api/endpoint_cache.h"
+#include "runtime/api/rank_exchange.h"
 #include "runtime/common/huge_page_advisor.h"
 #include "runtime/selector/selector.h"
 #include "runtime/selector/tuning.h"
-#include "runtime/transport/shm/shm_transport.h"
-#include "runtime/transport/shm/symmetric_memory.h"
+#include "runtime/transport/device.h"
 #include "runtime/transport/stream_endpoint.h"
-#include "runtime/transport/tcp/tcp_transport.h"
+#include "runtime/transport/symmetric_region.h"
 
 namespace hccltune {
 
@@ -35,19 +36,6 @@ inline bool IsAutoConfig(const CallOptions& opt) {
   const std::string& c = opt.config;
   return c.empty() || (c.size() == 4 && std::memcmp(c.data(), "auto", 4) == 0);
 }
-
-struct RankInfo {
-  int rank = 0;
-  uint32_t protocol = 0;
-  std::string node;
-  std::string host;
-  int pid = 0;
-  int device = -1;       // -1 = none claimed
-  std::string decisive;  // the settings that decide configurations, as "VAR=value;..."
-  TcpPeerInfo tcp;
-  std::string shm_segment;
-  int cpus = 0;  // HostCpus() as this rank sees it (0: not published); its node's shm rings follow the fewest
-};
 
 class CommImpl final : public Communicator {
  public:
@@ -114,7 +102,9 @@ class CommImpl final : public Communicator {
 
   // --- used by the call context (collectives.cc) ---
   // Endpoint over `link` with `channels`, connected to at least `members` (group ranks).
-  absl::StatusOr<StreamEndpoint*> EndpointFor(const LinkSpec& link, int channels, const std::vector<int>& members);
+  absl::StatusOr<StreamEndpoint*> EndpointFor(const LinkSpec& link, int channels, const std::vector<int>& members) {
+    return endpoints_->For(link, channels, members, call_, stream_);
+  }
   void* Scratch(int depth, size_t bytes);
   const GroupTopology& topology() const { return topo_; }
   const CallDescriptor& current_call() const { return call_; }
@@ -125,6 +115,13 @@ class CommImpl final : public Communicator {
  private:
   CommImpl() = default;
   absl::Status Setup();
+  // Setup's steps. MakeDevices: the transport devices for the instance's tag (RankExchange's join) and this
+  // rank's info with their address blocks. SetupLayout: node indices and local ranks from infos_. StartDevices:
+  // every device with every rank's block. DescribeTopology: the topology facts, JSON and fingerprint.
+  absl::StatusOr<RankInfo> MakeDevices();
+  void SetupLayout();
+  absl::Status StartDevices();
+  void DescribeTopology();
   absl::Status SetupTuning();
   absl::Status Execute(const CollectiveArgs& args, const CallOptions& opt);
   absl::Status ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt);
@@ -198,7 +195,6 @@ class CommImpl final : public Communicator {
   std::string name_;
   uint64_t tag_ = 0;
   std::vector<RankInfo> infos_;
-  std::vector<int> connecting_;  // the ranks TCP links are being connected to (CallProbe checks they live)
   GroupTopology topo_;
   std::vector<int> local_ranks_;
   int local_rank_ = 0;
@@ -215,22 +211,15 @@ class CommImpl final : public Communicator {
   uint64_t sample_countdown_ = 0;
   // Configurations passed on calls, parsed once (guarded by exec_mu_).
   mutable std::map<std::string, Configuration> parsed_configs_;
-  std::unique_ptr<ShmDomain> shm_;
+  // The transport devices (runtime/transport/device.h), in order of preference; they own every Pair.
+  transport::DeviceSet devices_;
   // AllocSymmetric's allocations, in allocation order (guarded by exec_mu_); ids count allocations.
-  std::vector<std::unique_ptr<SymmetricMemory>> symmetric_;
+  std::vector<std::unique_ptr<SymmetricRegion>> symmetric_;
   uint64_t symmetric_next_id_ = 0;
   Configuration symmetric_config_;  // symmetric(link=auto), set at the first allocation
   bool tagged_ = false;             // store_ is under this instance's tag (Setup got that far)
-  std::unique_ptr<TcpDomain> tcp_;
-  std::map<std::string, std::unique_ptr<StreamEndpoint>> endpoints_;
-  // EndpointFor's last endpoint for the whole communicator (every pair attached), so a call on the same link
-  // skips the key and the map (the small-message path's fixed cost). Guarded by exec_mu_, as endpoints_.
-  struct LastEndpoint {
-    LinkSpec link;
-    int lanes = 0;
-    StreamEndpoint* ep = nullptr;
-  };
-  LastEndpoint last_endpoint_;
+  // The endpoints (EndpointCache; guarded by exec_mu_). Made in Setup, once the devices exist.
+  std::optional<EndpointCache> endpoints_;
   std::vector<uint8_t> aliased_copy_;  // the input of a call whose buffers overlap other than in place
   bool warned_aliasing_ = false;
   std::vector<std::vector<uint8_t>> scratch_;
@@ -271,6 +260,25 @@ class CommImpl final : public Communicator {
     }
   };
   std::array<CallMemo, kNumCollectives> memo_{};
+  // The call pipeline's steps (ExecuteLocked; REQUIRES: exec_mu_ held). PreparedCall: what one call runs.
+  struct PreparedCall {
+    CollectiveArgs run;  // the arguments the algorithm gets (send may be a copy; stream set once numbered)
+    const Configuration* config = nullptr;
+    StreamRegion region;
+    bool explored = false;  // the call explores (an exploration plan chose it)
+    bool memo_hit = false;  // a remembered repeat (CallMemo): PrepareCall skipped
+  };
+  // Validate, copy aliased input, choose the configuration and output region, remember a repeatable call.
+  // Errors are refusals (Refuse), returned as such.
+  absl::Status PrepareCall(const CollectiveArgs& args, const CallOptions& opt, CallMemo& memo, PreparedCall* call);
+  // Runs the chosen configuration (through a remembered call's algorithm or mailbox form where there is one).
+  absl::Status RunPrepared(const CollectiveArgs& args, const PreparedCall& call, CallMemo& memo);
+  // After the run: last_config, the debug log, failures (CallFailed), timing samples and the user's sink.
+  absl::Status FinishCall(const CollectiveArgs& args, const CallOptions& opt, const PreparedCall& call,
+                          const CallMemo& memo, absl::Status s, bool sampled, double us);
+  // A failed run: an argument error is refused (the communicator stays usable); any other breaks it.
+  absl::Status CallFailed(const CollectiveArgs& args, const CallOptions& opt, const Configuration& config,
+                          absl::Status s);
   std::vector<const void*> exchange_blocks_;  // a remembered exchange's block pointers (one per rank)
   void ForgetCalls() {
     for (CallMemo& m : memo_) m.valid = false;

@@ -1,5 +1,5 @@
 // Communicator symmetric memory: AllocSymmetric / FreeSymmetric, and the choice of the `symmetric` allreduce
-// for calls on such buffers (see communicator.h and runtime/transport/shm/symmetric_memory.h).
+// for calls on such buffers (see communicator.h and runtime/transport/symmetric_region.h).
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -33,9 +33,15 @@ absl::StatusOr<void*> CommImpl::AllocSymmetric(size_t bytes) {
   if (bytes > (size_t{1} << 48)) {
     return absl::InvalidArgumentError(absl::StrCat("AllocSymmetric: ", bytes, " bytes is not a plausible size"));
   }
-  auto m = SymmetricMemory::Create(*store_, "mem", symmetric_next_id_++, rank_, size_, bytes,
-                                   static_cast<size_t>(std::min<uint64_t>(env_.huge_pages_bytes, SIZE_MAX)),
-                                   absl::Seconds(env_.connect_timeout_s));
+  SymmetricAllocator* allocator = nullptr;
+  for (const auto& d : devices_.devices()) {
+    if (allocator == nullptr) allocator = d->symmetric();
+  }
+  if (allocator == nullptr) {
+    return absl::UnimplementedError("AllocSymmetric: no transport of this build has symmetric memory");
+  }
+  auto m = allocator->AllocateSymmetric(symmetric_next_id_++, bytes,
+                                        static_cast<size_t>(std::min<uint64_t>(env_.huge_pages_bytes, SIZE_MAX)));
   if (!m.ok()) return m.status();
   if (symmetric_config_.algorithm.empty()) {
     auto c = Configuration::Default("symmetric");

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -17,6 +18,18 @@
 #include "absl/synchronization/mutex.h"
 
 namespace hccltune {
+
+absl::StatusOr<std::string> GetUntil(Store& store, const std::string& key, absl::Time deadline,
+                                     const std::function<absl::Status()>& probe) {
+  while (true) {
+    const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+    auto v = store.Get(key, std::min(left, absl::Milliseconds(200)));
+    if (v.ok() || v.status().code() != absl::StatusCode::kDeadlineExceeded || left <= absl::Milliseconds(200)) {
+      return v;
+    }
+    if (absl::Status a = probe(); !a.ok()) return a;
+  }
+}
 
 absl::Status Store::Wait(const std::vector<std::string>& keys, absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;

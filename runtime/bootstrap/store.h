@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,5 +42,10 @@ std::shared_ptr<Store> NewMemoryStore();
 absl::StatusOr<std::shared_ptr<Store>> NewFileStore(const std::string& dir);
 // Keys of `base` under "prefix/".
 std::shared_ptr<Store> NewPrefixStore(std::shared_ptr<Store> base, const std::string& prefix);
+
+// store.Get(key) until `deadline`, in 200 ms slices, asking `probe` between them: a non-OK probe (another rank
+// announced a failure) ends the wait with its status instead of waiting out the deadline.
+absl::StatusOr<std::string> GetUntil(Store& store, const std::string& key, absl::Time deadline,
+                                     const std::function<absl::Status()>& probe);
 
 }  // namespace hccltune

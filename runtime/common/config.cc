@@ -94,6 +94,57 @@ absl::Status ReadTorchAlias(const Environment::Source& src, bool& out) {
   return absl::OkStatus();
 }
 
+// The launcher's rank, world size and local rank, in order of precedence: torchrun (RANK/WORLD_SIZE), Open MPI,
+// Slurm. A launcher is recognised by its rank variable (torchrun: or its world size).
+absl::Status ReadLauncher(const Environment::Source& src, Environment& e) {
+  struct Launcher {
+    const char* name;
+    const char* rank;
+    const char* size;
+    const char* local_rank;
+    const char* local_size;
+    bool size_alone;  // recognised by the world size alone
+  };
+  static constexpr Launcher kLaunchers[] = {
+      {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", true},
+      {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+       "OMPI_COMM_WORLD_LOCAL_SIZE", false},
+      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", false},
+  };
+  for (const Launcher& l : kLaunchers) {
+    if (!src(l.rank) && !(l.size_alone && src(l.size))) continue;
+    e.launcher = l.name;
+    HT_RETURN_IF_ERROR(ReadOptInt(src, l.rank, 0, kMaxRanks - 1, e.rank));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, l.size, 1, kMaxRanks, e.world_size));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, l.local_rank, 0, kMaxRanks - 1, e.local_rank));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, l.local_size, 1, kMaxRanks, e.local_world_size));
+    break;
+  }
+  if (e.rank && e.world_size && *e.rank >= *e.world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", *e.rank, " from ", e.launcher, " is not below the world size ", *e.world_size));
+  }
+  return absl::OkStatus();
+}
+
+// HCCL_TUNE_SINGLE_COPY: auto (on, 1), off (0), or the smallest message to single-copy.
+absl::Status ReadSingleCopy(const Environment::Source& src, Environment& e) {
+  if (auto v = src("HCCL_TUNE_SINGLE_COPY")) {
+    const std::string a = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
+    if (a == "auto" || a == "on" || a == "1") {
+      e.single_copy = true;
+    } else if (a == "off" || a == "0") {
+      e.single_copy = false;
+    } else if (auto b = ParseBytes(a); b.ok() && *b > 0) {
+      e.single_copy = true;
+      e.single_copy_min_bytes = *b;
+    } else {
+      return Bad("HCCL_TUNE_SINGLE_COPY", *v, "auto, off or the smallest message to single-copy such as 64K");
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<TestDelay>> ParseTestDelay(absl::string_view text) {
@@ -260,19 +311,7 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
     if (!delays.ok()) return delays.status();
     e.test_delays = *std::move(delays);
   }
-  if (auto v = src("HCCL_TUNE_SINGLE_COPY")) {
-    const std::string a = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
-    if (a == "auto" || a == "on" || a == "1") {
-      e.single_copy = true;
-    } else if (a == "off" || a == "0") {
-      e.single_copy = false;
-    } else if (auto b = ParseBytes(a); b.ok() && *b > 0) {
-      e.single_copy = true;
-      e.single_copy_min_bytes = *b;
-    } else {
-      return Bad("HCCL_TUNE_SINGLE_COPY", *v, "auto, off or the smallest message to single-copy such as 64K");
-    }
-  }
+  HT_RETURN_IF_ERROR(ReadSingleCopy(src, e));
   HT_RETURN_IF_ERROR(
       ReadAutoOffBytes(src, "HCCL_TUNE_NT_STORES", kDefaultNtStoresBytes, "a call size", e.nt_stores_bytes));
   e.nt_stores_auto = [&] {
@@ -283,30 +322,7 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
       ReadAutoOffBytes(src, "HCCL_TUNE_HUGE_PAGES", kDefaultHugePagesBytes, "an allocation size", e.huge_pages_bytes));
   HT_RETURN_IF_ERROR(ReadAutoOffBytes(src, "HCCL_TUNE_THP", kDefaultThpBytes, "a buffer size", e.thp_bytes));
 
-  // Launchers, in order of precedence: torchrun (RANK/WORLD_SIZE), Open MPI, Slurm.
-  if (src("RANK") || src("WORLD_SIZE")) {
-    e.launcher = "torchrun";
-    HT_RETURN_IF_ERROR(ReadOptInt(src, "RANK", 0, kMaxRanks - 1, e.rank));
-    HT_RETURN_IF_ERROR(ReadOptInt(src, "WORLD_SIZE", 1, kMaxRanks, e.world_size));
-    HT_RETURN_IF_ERROR(ReadOptInt(src, "LOCAL_RANK", 0, kMaxRanks - 1, e.local_rank));
-    HT_RETURN_IF_ERROR(ReadOptInt(src, "LOCAL_WORLD_SIZE", 1, kMaxRanks, e.local_world_size));
-  } else if (src("OMPI_COMM_WORLD_RANK")) {
-    e.launcher = "openmpi";
-    HT_RETURN_IF_ERROR(ReadOptInt(src, "OMPI_COMM_WORLD_RANK", 0, kMaxRanks - 1, e.rank));
-    HT_RETURN_IF_ERROR(ReadOptInt(src, "OMPI_COMM_WORLD_SIZE", 1, kMaxRanks, e.world_size));
-    HT_RETURN_IF_ERROR(ReadOptInt(src, "OMPI_COMM_WORLD_LOCAL_RANK", 0, kMaxRanks - 1, e.local_rank));
-    HT_RETURN_IF_ERROR(ReadOptInt(src, "OMPI_COMM_WORLD_LOCAL_SIZE", 1, kMaxRanks, e.local_world_size));
-  } else if (src("SLURM_PROCID")) {
-    e.launcher = "slurm";
-    HT_RETURN_IF_ERROR(ReadOptInt(src, "SLURM_PROCID", 0, kMaxRanks - 1, e.rank));
-    HT_RETURN_IF_ERROR(ReadOptInt(src, "SLURM_NTASKS", 1, kMaxRanks, e.world_size));
-    HT_RETURN_IF_ERROR(ReadOptInt(src, "SLURM_LOCALID", 0, kMaxRanks - 1, e.local_rank));
-    HT_RETURN_IF_ERROR(ReadOptInt(src, "SLURM_NTASKS_PER_NODE", 1, kMaxRanks, e.local_world_size));
-  }
-  if (e.rank && e.world_size && *e.rank >= *e.world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", *e.rank, " from ", e.launcher, " is not below the world size ", *e.world_size));
-  }
+  HT_RETURN_IF_ERROR(ReadLauncher(src, e));
   e.launcher_master_addr = ReadString(src, "MASTER_ADDR");
   HT_RETURN_IF_ERROR(ReadOptInt(src, "MASTER_PORT", 1, 65535, e.launcher_master_port));
   e.xdg_runtime_dir = ReadString(src, "XDG_RUNTIME_DIR");

@@ -48,6 +48,92 @@ struct EndpointStats {
   uint64_t returned_in_place = 0;     // IrecvReduceReturn bytes reduced and handed back through the ring
 };
 
+// Optional abilities of an endpoint (capability interfaces). An endpoint implements those it has and returns them
+// from Endpoint::capabilities(); an algorithm asks once per call (the group it builds keeps them) and calls
+// through the pointers, never asking per chunk.
+
+// Receive-and-reduce (single copy): receives the next message from `peer` like Irecv of `bytes` bytes, but
+// instead of storing it writes out = local op message through `combiner` (which must outlive the operation).
+// Endpoints whose transport can read a message in place (shm) combine straight from the shared ring, so the
+// message is never copied into a staging buffer; others stage it in small pieces. Counted as a receive. An
+// endpoint without it: the algorithm receives into scratch and reduces itself (same messages, same results).
+class RecvReduceEndpoint {
+ public:
+  // REQUIRES: bytes % combiner->elem_bytes == 0; `out` and `local` alias exactly or not at all, and stay valid
+  // until the operation completes.
+  virtual OpHandle IrecvReduce(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) = 0;
+
+ protected:
+  ~RecvReduceEndpoint() = default;
+};
+
+// Receive-and-forward: receives the next message from `from` into `out` (plain, or out = local op message through
+// `combiner` when it is not null) and sends the received (or reduced) bytes on to `to` as the next message of that
+// direction, posted now: the same messages as IrecvReduce/Irecv followed, once that completes, by Isend(to, out,
+// bytes) — but the send is in its queue from the start and moves each piece as soon as it has arrived, straight
+// from the cache (a pipelined ring forwards chunk by chunk without re-reading the output from memory). Returns the
+// receive's handle and stores the send's in *send.
+// REQUIRES: the IrecvReduce / Irecv requirements; to != rank(); `out` is not written by anyone else until the send
+// completes. Deadlock-free under the usual rule: every rank posts its messages to a peer in the order that peer
+// posts the receives.
+class ForwardEndpoint {
+ public:
+  virtual OpHandle IrecvForward(int from, void* out, const void* local, size_t bytes, const Combiner* combiner, int to,
+                                OpHandle* send) = 0;
+
+ protected:
+  ~ForwardEndpoint() = default;
+};
+
+// In-place return, for two ranks that each reduce what the other sent (a 2-rank allreduce): the receiver reduces
+// the sender's message and hands the result back through the memory the message arrived in (shm), so the results
+// need no messages of their own. IsendReturn sends `bytes` from `data` like Isend and completes once the peer's
+// result for them is in `result`; IrecvReduceReturn receives like IrecvReduce (out = local op message) and returns
+// `out`'s bytes to the sender. Each is one message of its direction, matched in order as any other; a return
+// operation matched with a plain one is reported as a mismatch by the receiver (the sender, waiting for its
+// result, ends with the peer's abort or the exec timeout). A return send is never eager: it completes only once
+// the peer has posted and progressed the matching IrecvReduceReturn, so both sides must post before they wait.
+// Over a link that cannot return (TCP), or mixed with other operations with the peer, the operation is refused
+// and the endpoint broken.
+// REQUIRES: SupportsReturn(peer); from the first return operation with `peer` until they have all completed,
+// every operation with `peer` is one (IsendReturn to it, IrecvReduceReturn from it), and none other is pending
+// with it when the first is posted; `result` may alias `data` exactly; the IrecvReduce requirements, and a
+// non-null `combiner` (a return hands back what was reduced).
+class ReturnEndpoint {
+ public:
+  // Whether the link to `peer` can return (an endpoint may mix links that can and cannot).
+  virtual bool SupportsReturn(int peer) const = 0;
+  virtual OpHandle IsendReturn(int peer, const void* data, size_t bytes, void* result) = 0;
+  virtual OpHandle IrecvReduceReturn(int peer, void* out, const void* local, size_t bytes,
+                                     const Combiner* combiner) = 0;
+
+ protected:
+  ~ReturnEndpoint() = default;
+};
+
+// Exchange through a node-wide mailbox (runtime/transport/mailbox.h; shm, every rank of the endpoint on one
+// node): every rank posts one block of `bytes` (at most ExchangeCapacity(); 0: no mailbox attached) and gets in
+// blocks[i] a pointer to rank i's block, its own included (a copy of `data`), read in place where the rank wrote
+// it. The blocks stay valid and unchanged until this rank's next Exchange. Every rank of the endpoint must call it
+// for the same call with the same `bytes` (checked, as messages are, against the call descriptor); waiting,
+// timeouts and dead peers as for Wait. REQUIRES: no operation pending; blocks has size() entries.
+class MailboxEndpoint {
+ public:
+  virtual size_t ExchangeCapacity() const = 0;
+  virtual absl::Status Exchange(const void* data, size_t bytes, const void** blocks) = 0;
+
+ protected:
+  ~MailboxEndpoint() = default;
+};
+
+// An endpoint's optional abilities (null: it has none of that kind).
+struct EndpointCapabilities {
+  RecvReduceEndpoint* recv_reduce = nullptr;
+  ForwardEndpoint* forward = nullptr;
+  ReturnEndpoint* returns = nullptr;
+  MailboxEndpoint* mailbox = nullptr;
+};
+
 class Endpoint {
  public:
   virtual ~Endpoint() = default;
@@ -60,76 +146,6 @@ class Endpoint {
   virtual OpHandle Isend(int peer, const void* data, size_t bytes) = 0;
   virtual OpHandle Irecv(int peer, void* data, size_t bytes) = 0;
 
-  // Optional receive-and-reduce (single copy): receives the next message from `peer` like Irecv of `bytes`
-  // bytes, but instead of storing it writes out = local op message through `combiner` (which must outlive the
-  // operation). Endpoints whose transport can read a message in place (shm) combine straight from the shared
-  // ring, so the message is never copied into a staging buffer; others stage it in small pieces. Counted as a
-  // receive. Endpoints that return false from SupportsRecvReduce() do not implement it: the algorithm then
-  // receives into scratch and reduces itself (same messages, same results).
-  virtual bool SupportsRecvReduce() const { return false; }
-  // REQUIRES: SupportsRecvReduce(); bytes % combiner->elem_bytes == 0; `out` and `local` alias exactly or not
-  // at all, and stay valid until the operation completes.
-  virtual OpHandle IrecvReduce(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) {
-    (void)local, (void)combiner;
-    return Irecv(peer, out, bytes);
-  }
-
-  // Optional receive-and-forward: receives the next message from `from` into `out` (plain, or out = local op
-  // message through `combiner` when it is not null) and sends the received (or reduced) bytes on to `to` as the
-  // next message of that direction, posted now: the same messages as IrecvReduce/Irecv followed, once that
-  // completes, by Isend(to, out, bytes) — but the send is in its queue from the start and moves each piece as
-  // soon as it has arrived, straight from the cache (a pipelined ring forwards chunk by chunk without re-reading
-  // the output from memory). Returns the receive's handle and stores the send's in *send.
-  // REQUIRES: SupportsForward(); the IrecvReduce / Irecv requirements; to != rank(); `out` is not written by
-  // anyone else until the send completes. Deadlock-free under the usual rule: every rank posts its messages
-  // to a peer in the order that peer posts the receives.
-  virtual bool SupportsForward() const { return false; }
-  virtual OpHandle IrecvForward(int from, void* out, const void* local, size_t bytes, const Combiner* combiner, int to,
-                                OpHandle* send) {
-    (void)from, (void)out, (void)local, (void)bytes, (void)combiner, (void)to, (void)send;
-    return 0;
-  }
-
-  // Optional in-place return, for two ranks that each reduce what the other sent (a 2-rank allreduce): the
-  // receiver reduces the sender's message and hands the result back through the memory the message arrived in
-  // (shm), so the results need no messages of their own. IsendReturn sends `bytes` from `data` like Isend and
-  // completes once the peer's result for them is in `result`; IrecvReduceReturn receives like IrecvReduce
-  // (out = local op message) and returns `out`'s bytes to the sender. Each is one message of its direction,
-  // matched in order as any other; a return operation matched with a plain one is reported as a mismatch by the
-  // receiver (the sender, waiting for its result, ends with the peer's abort or the exec timeout). A return send
-  // is never eager: it completes only once the peer has posted and progressed the matching IrecvReduceReturn, so
-  // both sides must post before they wait. Over a link that cannot return (TCP), or mixed with other operations
-  // with the peer, the operation is refused and the endpoint broken.
-  // REQUIRES: SupportsReturn(peer); from the first return operation with `peer` until they have all completed,
-  // every operation with `peer` is one (IsendReturn to it, IrecvReduceReturn from it), and none other is pending
-  // with it when the first is posted; `result` may alias `data` exactly; the IrecvReduce requirements, and a
-  // non-null `combiner` (a return hands back what was reduced).
-  virtual bool SupportsReturn(int peer) const {
-    (void)peer;
-    return false;
-  }
-  virtual OpHandle IsendReturn(int peer, const void* data, size_t bytes, void* result) {
-    (void)peer, (void)data, (void)bytes, (void)result;
-    return 0;
-  }
-  virtual OpHandle IrecvReduceReturn(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) {
-    (void)peer, (void)out, (void)local, (void)bytes, (void)combiner;
-    return 0;
-  }
-
-  // Optional exchange through a node-wide mailbox (runtime/transport/mailbox.h; shm, every rank of the endpoint
-  // on one node): every rank posts one block of `bytes` (at most ExchangeCapacity(); 0 = not supported) and
-  // gets in blocks[i] a pointer to rank i's block, its own included (a copy of `data`), read in place where the
-  // rank wrote it. The blocks stay valid and unchanged until this rank's next Exchange. Every rank of the
-  // endpoint must call it for the same call with the same `bytes` (checked, as messages are, against the call
-  // descriptor); waiting, timeouts and dead peers as for Wait. REQUIRES: no operation pending; blocks has size()
-  // entries.
-  virtual size_t ExchangeCapacity() const { return 0; }
-  virtual absl::Status Exchange(const void* data, size_t bytes, const void** blocks) {
-    (void)data, (void)bytes, (void)blocks;
-    return absl::UnimplementedError("this endpoint has no mailbox");
-  }
-
   // Progresses all posted operations until `op` is complete. After an error the endpoint is broken: every
   // later call returns the same error.
   virtual absl::Status Wait(OpHandle op) = 0;
@@ -138,6 +154,9 @@ class Endpoint {
 
   virtual EndpointStats stats() const = 0;
   virtual void ResetStats() = 0;
+
+  // The optional abilities (above); the same answer for the endpoint's whole life.
+  virtual EndpointCapabilities capabilities() { return {}; }
 
   // Blocking conveniences built on the above.
   absl::Status Send(int peer, const void* data, size_t bytes) { return Wait(Isend(peer, data, bytes)); }

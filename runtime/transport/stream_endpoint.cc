@@ -65,6 +65,10 @@ StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doo
   returning_.assign(pairs_.size(), 0);
   returns_.resize(pairs_.size());
   recv_seq_.assign(pairs_.size(), 0);
+  caps_.resize(pairs_.size());
+  for (size_t r = 0; r < pairs_.size(); ++r) {
+    if (pairs_[r]) caps_[r] = pairs_[r]->capabilities();
+  }
   std::vector<pollfd> probe;
   for (const auto& p : pairs_) {
     if (p) p->AddPollFds(0, true, true, &probe);
@@ -97,6 +101,7 @@ StreamEndpoint::~StreamEndpoint() = default;
 
 void StreamEndpoint::AttachPair(int peer, Pair* pair) {
   pairs_[static_cast<size_t>(peer)] = pair;
+  caps_[static_cast<size_t>(peer)] = pair->capabilities();
   if (pair->lanes() > max_lanes_) {
     // Re-layout the (empty) queues for the wider lane count.
     max_lanes_ = pair->lanes();
@@ -154,11 +159,12 @@ OpHandle StreamEndpoint::PostSend(int peer, const void* data, size_t bytes, uint
     op.header.flags = kFlagReturn;
   }
   // Single copy for large messages of non-reducing collectives, when the peer can read our memory.
-  if (gate == 0 && !returns && bytes >= pair.SingleCopyMinBytes() && bytes <= pair.SingleCopyMaxBytes() &&
-      SingleCopyCollective(call_.collective) && pair.PeerCanReadMemory()) {
+  SingleCopyLink* single = caps_[static_cast<size_t>(peer)].single_copy;
+  if (gate == 0 && !returns && single != nullptr && bytes >= single->SingleCopyMinBytes() &&
+      bytes <= single->SingleCopyMaxBytes() && SingleCopyCollective(call_.collective) && single->PeerCanReadMemory()) {
     op.header.flags = kFlagSingleCopy;
     op.desc = SingleCopyDescriptor{reinterpret_cast<uintptr_t>(data), bytes};
-    op.ticket = pair.TakeSingleCopyTicket();
+    op.ticket = single->TakeSingleCopyTicket();
   }
   ops_.push_back(op);
   if (returns) {
@@ -250,8 +256,9 @@ void StreamEndpoint::CheckAcks(bool* moved) {
   for (uint64_t id : awaiting_ack_) {
     Op& op = ops_[id - base_id_];
     // Shared single copy: write the front part if the reader asked and has not taken it itself.
-    if (pairs_[static_cast<size_t>(op.peer)]->ServePeerWrite(op.ticket, op.data)) *moved = true;
-    if (pairs_[static_cast<size_t>(op.peer)]->PeerReadsAcked() >= op.ticket) {
+    SingleCopyLink& single = *caps_[static_cast<size_t>(op.peer)].single_copy;  // a single-copy send's pair has it
+    if (single.ServePeerWrite(op.ticket, op.data)) *moved = true;
+    if (single.PeerReadsAcked() >= op.ticket) {
       op.done = true;  // the peer has read the buffer: it is the caller's again
       --pending_;
       *moved = true;
@@ -273,7 +280,7 @@ OpHandle StreamEndpoint::IrecvReduce(int peer, void* out, const void* local, siz
 }
 
 bool StreamEndpoint::SupportsReturn(int peer) const {
-  return HasPair(peer) && pairs_[static_cast<size_t>(peer)]->SupportsReturn() &&
+  return HasPair(peer) && caps_[static_cast<size_t>(peer)].returns != nullptr &&
          pairs_[static_cast<size_t>(peer)]->lanes() == 1;
 }
 
@@ -288,7 +295,7 @@ bool StreamEndpoint::EnterReturns(int peer) {
   if (!HasPair(peer)) return true;  // posting reports the invalid peer
   if (returning_[static_cast<size_t>(peer)]) return true;
   absl::Status refused;
-  if (!pairs_[static_cast<size_t>(peer)]->SupportsReturn() || pairs_[static_cast<size_t>(peer)]->lanes() != 1) {
+  if (!SupportsReturn(peer)) {
     refused = absl::InternalError(absl::StrCat("rank ", rank_, ": the link to rank ", peer, " (",
                                                pairs_[static_cast<size_t>(peer)]->Describe(),
                                                ") cannot return messages in place"));
@@ -300,7 +307,7 @@ bool StreamEndpoint::EnterReturns(int peer) {
     if (broken_.ok()) broken_ = refused;
     return false;  // the pair stays as it is; every wait returns the error
   }
-  pairs_[static_cast<size_t>(peer)]->BeginReturns();
+  caps_[static_cast<size_t>(peer)].returns->BeginReturns();
   returning_[static_cast<size_t>(peer)] = 1;
   ++returning_peers_;
   return true;
@@ -309,7 +316,7 @@ bool StreamEndpoint::EnterReturns(int peer) {
 void StreamEndpoint::LeaveReturns() {
   for (size_t peer = 0; peer < returning_.size(); ++peer) {
     if (!returning_[peer] || PeerPending(peer)) continue;
-    pairs_[peer]->EndReturns();
+    caps_[peer].returns->EndReturns();
     returning_[peer] = 0;
     --returning_peers_;
   }
@@ -405,7 +412,7 @@ absl::Status StreamEndpoint::ProgressSend(Op& op, bool* moved) {
       *moved = true;
     }
     // The buffer stays the caller's until the peer has read it.
-    if (pair.PeerReadsAcked() >= op.ticket) {
+    if (caps_[static_cast<size_t>(op.peer)].single_copy->PeerReadsAcked() >= op.ticket) {
       op.done = true;
       *moved = true;  // progress: a waiter about to sleep must re-check instead
     }

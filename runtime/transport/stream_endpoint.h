@@ -1,14 +1,14 @@
 // StreamEndpoint: the Endpoint implementation over one Pair per peer (shm, TCP or a mix for `auto`).
 //
 // Framing: every message is a 32-byte header followed by its payload, or, for a large message over a pair
-// whose peer can read this process's memory (shm with CMA, Pair::PeerCanReadMemory), by a 16-byte descriptor
+// whose peer can read this process's memory (shm with CMA, SingleCopyLink::PeerCanReadMemory), by a 16-byte descriptor
 // (address, size): the receiver copies the payload straight from the sender's buffer and acknowledges, and
 // the send completes on that acknowledgement (single copy; the sender's buffer must stay unchanged until its
 // send completes, as for every Isend). From 64 KiB the two sides share that copy: the sender, while it waits for
-// the acknowledgement, writes the front half into the receiver's buffer (Pair::RequestPeerWrite), so both cores
-// copy. The header carries the payload size and
-// the *call descriptor* of the collective that sent it (operation sequence number, collective, dtype, op,
-// count, root), so a rank that disagrees with its peer about the call is reported by name and value
+// the acknowledgement, writes the front half into the receiver's buffer (SingleCopyLink::RequestPeerWrite), so both
+// cores copy. The header carries the payload size and the *call descriptor* of the collective that sent it (operation
+// sequence number, collective, dtype, op, count, root), so a rank that disagrees with its peer about the call is
+// reported by name and value
 // ("rank 2 called allreduce with 1000 elements, rank 0 with 1024") instead of hanging or corrupting memory.
 // Message k between two ranks in one direction travels on lane k % lanes (TCP channels), so several
 // in-flight messages use several connections.
@@ -59,7 +59,11 @@ struct CallDescriptor {
   int32_t root = 0;
 };
 
-class StreamEndpoint final : public Endpoint {
+class StreamEndpoint final : public Endpoint,
+                             public RecvReduceEndpoint,
+                             public ForwardEndpoint,
+                             public ReturnEndpoint,
+                             public MailboxEndpoint {
  public:
   // pairs[i] is the link to rank i (null for this rank). `doorbell` may be null when no pair is shm.
   StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doorbell, absl::Duration timeout);
@@ -71,16 +75,17 @@ class StreamEndpoint final : public Endpoint {
   int size() const override { return static_cast<int>(pairs_.size()); }
   OpHandle Isend(int peer, const void* data, size_t bytes) override;
   OpHandle Irecv(int peer, void* data, size_t bytes) override;
-  // Receive-and-reduce: from the shm ring in place (Pair::Peek), otherwise staged through a small buffer.
-  bool SupportsRecvReduce() const override { return true; }
+  // Every ability (EndpointCapabilities); in-place return only over pairs that have it (SupportsReturn), the
+  // mailbox exchange once SetMailbox gave this endpoint one (ExchangeCapacity).
+  EndpointCapabilities capabilities() override { return {this, this, this, this}; }
+  // Receive-and-reduce: from the shm ring in place (RingReads::Peek), otherwise staged through a small buffer.
   OpHandle IrecvReduce(int peer, void* out, const void* local, size_t bytes, const Combiner* combiner) override;
   // Receive-and-forward: the send waits in its queue, gated by the receive's progress; over shm each piece read
   // from the ring (or reduced, in L1-sized tiles) is written to the next ring at once when the send is at the
   // head of its queue and caught up, so the forwarded bytes come from the cache.
-  bool SupportsForward() const override { return true; }
   OpHandle IrecvForward(int from, void* out, const void* local, size_t bytes, const Combiner* combiner, int to,
                         OpHandle* send) override;
-  // In-place return over shm pairs (Pair::BeginReturns): the receiver reduces in L1-sized tiles, writes each tile
+  // In-place return over shm pairs (ReturnLink::BeginReturns): the receiver reduces in L1-sized tiles, writes each tile
   // to its output and back over the message in the ring, and the sender copies it from there into `result`.
   bool SupportsReturn(int peer) const override;
   OpHandle IsendReturn(int peer, const void* data, size_t bytes, void* result) override;
@@ -162,6 +167,9 @@ class StreamEndpoint final : public Endpoint {
   // Compares a header that `peer` sent (a message's, or its mailbox block's) with this rank's call and the
   // `bytes` it expects.
   absl::Status CheckHeader(const Header& h, int peer, uint64_t bytes) const;
+  // Exchange's checks before it posts (capacity, nothing pending, no stray message) and its slot table; an error
+  // has broken the endpoint.
+  absl::Status BeginExchange(size_t bytes);
   // Exchange: an error when `peer`'s ring holds a message (which no exchange would read), naming the call it
   // belongs to when its header says.
   absl::Status StrayMessage(int peer, uint64_t bytes);
@@ -189,6 +197,7 @@ class StreamEndpoint final : public Endpoint {
 
   int rank_;
   std::vector<Pair*> pairs_;
+  std::vector<PairCapabilities> caps_;  // by peer: pairs_[peer]->capabilities(), asked once when attached
   Doorbell* doorbell_;
   absl::Duration timeout_;
   CallDescriptor call_;

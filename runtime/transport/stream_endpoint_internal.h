@@ -23,7 +23,7 @@ namespace stream_internal {
 
 constexpr uint32_t kHeaderMagic = 0x4854554e;  // "HTUN"
 // Header flag: the payload is not in the stream; a SingleCopyDescriptor follows the header instead and the
-// receiver reads the payload from the sender's memory (Pair::ReadPeerMemory), then acknowledges.
+// receiver reads the payload from the sender's memory (SingleCopyLink::ReadPeerMemory), then acknowledges.
 constexpr uint8_t kFlagSingleCopy = 1;
 // Header flag: the message is to be reduced and returned in place (Endpoint::IsendReturn).
 constexpr uint8_t kFlagReturn = 2;
@@ -31,7 +31,7 @@ constexpr uint8_t kFlagReturn = 2;
 // read. A plain receive reads the whole message with one process_vm_readv (the kernel pins and copies page by
 // page either way; pieces only add system calls).
 constexpr size_t kSingleCopyPiece = 256u << 10;
-// Single-copy messages from this size are shared between reader and writer (Pair::RequestPeerWrite).
+// Single-copy messages from this size are shared between reader and writer (SingleCopyLink::RequestPeerWrite).
 constexpr size_t kSharedCopyMinBytes = 64u << 10;
 // Oversubscribed, shared messages below this size give the writer a third instead of half (stream_endpoint_recv.cc).
 constexpr size_t kSharedThirdBelowBytes = 512u << 10;

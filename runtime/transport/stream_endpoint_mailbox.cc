@@ -35,10 +35,10 @@ inline bool SameHeader(const uint8_t* p, const HeaderWords& h) {
 }  // namespace
 
 absl::Status StreamEndpoint::StrayMessage(int peer, uint64_t bytes) {
-  Pair* pair = pairs_[static_cast<size_t>(peer)];
+  RingReads* ring = caps_[static_cast<size_t>(peer)].ring;
   const void* in = nullptr;
   size_t avail = 0;
-  if (pair == nullptr || !pair->Peek(0, &in, &avail) || avail == 0) return absl::OkStatus();
+  if (ring == nullptr || !ring->Peek(0, &in, &avail) || avail == 0) return absl::OkStatus();
   if (avail >= sizeof(Header)) {
     Header theirs;
     std::memcpy(&theirs, in, sizeof(theirs));
@@ -57,8 +57,7 @@ size_t StreamEndpoint::ExchangeCapacity() const {
   return mailbox_ == nullptr ? 0 : mailbox_->SlotBytes() - kSlotHeader;
 }
 
-absl::Status StreamEndpoint::Exchange(const void* data, size_t bytes, const void** blocks) {
-  if (!broken_.ok()) return broken_;
+absl::Status StreamEndpoint::BeginExchange(size_t bytes) {
   if (mailbox_ == nullptr || bytes > ExchangeCapacity()) {
     return Fail(absl::InternalError(
         absl::StrCat("rank ", rank_, ": a ", bytes, "-byte mailbox exchange, capacity ", ExchangeCapacity())));
@@ -85,6 +84,13 @@ absl::Status StreamEndpoint::Exchange(const void* data, size_t bytes, const void
         slots_[2 * q + parity] = mailbox_->Slot(static_cast<int>(q), parity);
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status StreamEndpoint::Exchange(const void* data, size_t bytes, const void** blocks) {
+  if (!broken_.ok()) return broken_;
+  if (absl::Status s = BeginExchange(bytes); !s.ok()) return s;
+  const size_t n = pairs_.size();
   const uint64_t k = mailbox_->NextExchange();
   uint8_t* const* const slots = slots_.data() + (k & 1);  // rank q's slot for exchange k: slots[2 * q]
   uint8_t* mine = slots[2 * static_cast<size_t>(rank_)];

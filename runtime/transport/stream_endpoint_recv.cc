@@ -125,13 +125,14 @@ absl::Status StreamEndpoint::CheckHeader(const Header& h, int peer, uint64_t byt
 
 absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
   Pair& pair = *pairs_[static_cast<size_t>(op.peer)];
+  RingReads* ring = caps_[static_cast<size_t>(op.peer)].ring;
   if (op.header_done == 0 && op.bytes <= kSmallPayload) {
     // Small message: header, payload and padding in one look at the ring and one release of it (one tail
     // update for the writer to see instead of three).
     const void* in = nullptr;
     size_t avail = 0;
     const size_t frame = sizeof(Header) + op.bytes + PadFor(op.bytes);
-    if (pair.Peek(op.lane, &in, &avail) && avail >= frame) {
+    if (ring != nullptr && ring->Peek(op.lane, &in, &avail) && avail >= frame) {
       std::memcpy(&op.header, in, sizeof(Header));
       op.header_done = sizeof(Header);
       *moved = true;
@@ -143,20 +144,20 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
           const Combiner& c = *op.combiner;
           if (op.bytes > 0) c.combine(c, op.data, op.local, payload, op.bytes / c.elem_bytes);
           if (op.returns) {
-            // In a return period the frame is ours to rewrite until it is consumed (Pair::BeginReturns).
+            // In a return period the frame is ours to rewrite until it is consumed (ReturnLink).
             if (op.bytes > 0) std::memcpy(const_cast<uint8_t*>(payload), op.data, op.bytes);
             stats_.returned_in_place += op.bytes;
           }
         } else if (op.bytes > 0) {
           std::memcpy(op.data, payload, op.bytes);
         }
-        pair.Consume(op.lane, frame);
+        ring->Consume(op.lane, frame);
         op.payload_done = op.bytes;
         op.pad_done = PadFor(op.bytes);
         op.done = true;
         return absl::OkStatus();
       }
-      pair.Consume(op.lane, sizeof(Header));
+      ring->Consume(op.lane, sizeof(Header));
     }
   }
   while (op.header_done < sizeof(Header)) {
@@ -174,14 +175,14 @@ absl::Status StreamEndpoint::ProgressRecv(Op& op, bool* moved) {
   if (op.header.flags & kFlagSingleCopy) return ProgressSingleCopy(op, pair, moved);
   if (op.combiner != nullptr) return ProgressReduce(op, pair, moved);
   if (op.payload_done < op.bytes && (op.forward != 0 || stream_.Contains(op.data, op.bytes))) {
-    // In place from the ring where the pair can Peek: into a large call's output with non-temporal stores, and
+    // In place from the ring where the pair has RingReads: into a large call's output with non-temporal stores, and
     // forwarded from the ring's (cached) bytes when this receive feeds a send.
     const void* in = nullptr;
     size_t avail = 0;
-    while (op.payload_done < op.bytes && pair.Peek(op.lane, &in, &avail) && avail > 0) {
+    while (op.payload_done < op.bytes && ring != nullptr && ring->Peek(op.lane, &in, &avail) && avail > 0) {
       const size_t take = std::min(avail, op.bytes - op.payload_done);
       if (absl::Status s = StorePlain(op, in, take); !s.ok()) return s;
-      pair.Consume(op.lane, take);
+      ring->Consume(op.lane, take);
       *moved = true;
     }
   }
@@ -212,6 +213,12 @@ absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved)
                                               " bytes from rank ", op.peer, " for a ", op.bytes, "-byte message"));
     }
   }
+  // A link without single-copy reads (TCP) never carries such a message: the frame is corrupt or not ours.
+  SingleCopyLink* single = caps_[static_cast<size_t>(op.peer)].single_copy;
+  if (single == nullptr) {
+    return absl::DataLossError(absl::StrCat("rank ", rank_, " received a single-copy message header from rank ",
+                                            op.peer, " over ", pair.Describe(), ", which has no single-copy reads"));
+  }
   if (op.combiner == nullptr && !op.shared_asked) {
     op.shared_asked = true;
     // Oversubscribed, the "idle" sender shares a CPU with another rank: from 128 KiB only (4 ranks on 2 cores, a
@@ -222,28 +229,22 @@ absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved)
     // rank's CPU: the two never copy at once (4 ranks on 2 cores, linear broadcast of 256 KiB / 512 KiB / 1 MiB:
     // 36-37 / 61-68 / 121-137 us sharing only across CPUs, against 40-42 / 85-89 / 163-170 sharing with every
     // receiver, three runs; 128 KiB within noise).
-    const bool same_cpu = pair.SharesCpuWithPeer();
-    if (op.bytes >= min_bytes && pair.PeerCanWriteMemory() && !SendingTo(op.peer) && !same_cpu) {
+    const bool same_cpu = single->SharesCpuWithPeer();
+    if (op.bytes >= min_bytes && single->PeerCanWriteMemory() && !SendingTo(op.peer) && !same_cpu) {
       // Shared: the sender, waiting for our acknowledgement anyway, writes the front half into op.data while we
-      // read the back half (Pair::RequestPeerWrite); the front is page aligned.
+      // read the back half (SingleCopyLink::RequestPeerWrite); the front is page aligned.
       // Oversubscribed, below 512 KiB the sender writes a third, not half: with 4 ranks bound round-robin to 2
       // CPUs a broadcast root shares its CPU with a receiver that reads the whole message, so the root's CPU
       // carried the most copying (linear broadcast of 128 / 256 KiB, 9 alternating runs: 24.3 / 43.4 us with a
       // third, 28.9 / 45.7 with half, 23.7 / 46.3 with a quarter; from 512 KiB a third was 24-38% slower).
       const size_t parts = oversubscribed_ && op.bytes < kSharedThirdBelowBytes ? 3 : 2;
       op.front = op.bytes / parts / 4096 * 4096;
-      op.front_ticket = pair.NextReadTicket();
-      pair.RequestPeerWrite(op.front_ticket, op.data, op.front);
+      op.front_ticket = single->NextReadTicket();
+      single->RequestPeerWrite(op.front_ticket, op.data, op.front);
       op.payload_done = op.front;
     }
   }
-  // A link without single-copy reads (TCP) never carries such a message: the frame is corrupt or not ours.
-  const auto read = [&](uint64_t from, void* to, size_t n) {
-    absl::Status s = pair.ReadPeerMemory(from, to, n);
-    if (!absl::IsUnimplemented(s)) return s;
-    return absl::DataLossError(absl::StrCat("rank ", rank_, " received a single-copy message header from rank ",
-                                            op.peer, " over ", pair.Describe(), ", which has no single-copy reads"));
-  };
+  const auto read = [&](uint64_t from, void* to, size_t n) { return single->ReadPeerMemory(from, to, n); };
   while (op.payload_done < op.bytes) {
     const size_t n =
         op.combiner == nullptr ? op.bytes - op.payload_done : std::min(op.bytes - op.payload_done, kSingleCopyPiece);
@@ -261,13 +262,13 @@ absl::Status StreamEndpoint::ProgressSingleCopy(Op& op, Pair& pair, bool* moved)
     *moved = true;
   }
   if (op.front > 0) {
-    auto front = pair.CompletePeerWrite(op.front_ticket, op.desc.address, op.data, op.front);
+    auto front = single->CompletePeerWrite(op.front_ticket, op.desc.address, op.data, op.front);
     if (!front.ok()) return front.status();
     if (!*front) return absl::OkStatus();  // the sender is still writing the front part
     op.front = 0;
     *moved = true;
   }
-  pair.AckPeerRead();
+  single->AckPeerRead();
   ++stats_.single_copy_recvs;
   *moved = true;
   op.done = true;
@@ -342,11 +343,11 @@ void StreamEndpoint::CheckReturns(bool* moved) {
     std::deque<uint64_t>& waiting = returns_[peer];
     while (!waiting.empty()) {
       Op& op = ops_[waiting.front() - base_id_];
-      Pair& pair = *pairs_[peer];
+      ReturnLink& link = *caps_[peer].returns;  // a return send's pair has it (EnterReturns)
       const size_t frame = sizeof(Header) + op.bytes + PadFor(op.bytes);
       const void* data = nullptr;
       size_t avail = 0;
-      while (op.back_done < frame && pair.PeekReturned(&data, &avail) && avail > 0) {
+      while (op.back_done < frame && link.PeekReturned(&data, &avail) && avail > 0) {
         const size_t take = std::min(avail, frame - op.back_done);
         const size_t lo = std::max(op.back_done, sizeof(Header));
         const size_t hi = std::min(op.back_done + take, sizeof(Header) + op.bytes);
@@ -359,7 +360,7 @@ void StreamEndpoint::CheckReturns(bool* moved) {
             std::memcpy(dst, src, hi - lo);
           }
         }
-        pair.TakeReturned(take);
+        link.TakeReturned(take);
         op.back_done += take;
         *moved = true;
       }
@@ -373,10 +374,11 @@ void StreamEndpoint::CheckReturns(bool* moved) {
 }
 
 // Combines the payload into op.data in pieces as it arrives, so the sender keeps streaming into the space each
-// piece frees. In place from the ring when the pair can Peek; otherwise (TCP, or an element split by the ring's
+// piece frees. In place from the ring when the pair has RingReads; otherwise (TCP, or an element split by the ring's
 // wrap) through stage_, carrying a partial element over to the next read.
 absl::Status StreamEndpoint::ProgressReduce(Op& op, Pair& pair, bool* moved) {
   const Combiner& c = *op.combiner;
+  RingReads* ring = caps_[static_cast<size_t>(op.peer)].ring;
   const size_t es = c.elem_bytes;
   constexpr size_t kPiece = 256u << 10;  // fits L2 beside the operands; frees ring space early
   while (op.payload_done < op.bytes) {
@@ -384,18 +386,18 @@ absl::Status StreamEndpoint::ProgressReduce(Op& op, Pair& pair, bool* moved) {
     if (op.carried == 0) {
       const void* in = nullptr;
       size_t avail = 0;
-      if (pair.Peek(op.lane, &in, &avail)) {
+      if (ring != nullptr && ring->Peek(op.lane, &in, &avail)) {
         const size_t take = std::min(avail, want) / es * es;
         if (take > 0 && op.returns) {
-          // In a return period the bytes are ours to rewrite until consumed (Pair::BeginReturns).
+          // In a return period the bytes are ours to rewrite until consumed (ReturnLink).
           CombineReturn(op, const_cast<uint8_t*>(static_cast<const uint8_t*>(in)), take);
-          pair.Consume(op.lane, take);
+          ring->Consume(op.lane, take);
           *moved = true;
           continue;
         }
         if (take > 0) {
           if (absl::Status s = CombineForward(op, in, take); !s.ok()) return s;
-          pair.Consume(op.lane, take);
+          ring->Consume(op.lane, take);
           *moved = true;
           continue;
         }

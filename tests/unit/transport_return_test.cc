@@ -1,4 +1,4 @@
-// In-place return over the shm transport (Pair::BeginReturns, Endpoint::IsendReturn / IrecvReduceReturn): the
+// In-place return over the shm transport (ReturnLink::BeginReturns, Endpoint::IsendReturn / IrecvReduceReturn): the
 // pair protocol on its own, then two endpoints reducing each other's messages through rings smaller than the
 // messages, periods back to back and between plain messages, and a return message matched with a plain one.
 #include <gtest/gtest.h>
@@ -26,10 +26,14 @@ TEST(ShmReturn, PairReturnsRewrittenBytesInOrder) {
   auto doms = MakeShm(2, 4096);
   Pair& w = *doms[0]->pair(1);
   Pair& r = *doms[1]->pair(0);
-  ASSERT_TRUE(w.SupportsReturn() && r.SupportsReturn());
+  const PairCapabilities wc = w.capabilities(), rc = r.capabilities();
+  ASSERT_TRUE(wc.returns != nullptr && rc.returns != nullptr && rc.ring != nullptr);
+  ReturnLink& w_back = *wc.returns;
+  ReturnLink& r_back = *rc.returns;
+  RingReads& r_ring = *rc.ring;
   for (int period = 0; period < 2; ++period) {
-    w.BeginReturns();
-    r.BeginReturns();
+    w_back.BeginReturns();
+    r_back.BeginReturns();
     const size_t total = 3 * 4096 + 40;
     std::vector<uint8_t> sent(total), back;
     for (size_t i = 0; i < total; ++i) sent[i] = static_cast<uint8_t>(i * 31 + period);
@@ -43,23 +47,23 @@ TEST(ShmReturn, PairReturnsRewrittenBytesInOrder) {
       moved = moved || *n > 0;
       const void* in = nullptr;
       size_t avail = 0;
-      ASSERT_TRUE(r.Peek(0, &in, &avail));
+      ASSERT_TRUE(r_ring.Peek(0, &in, &avail));
       avail = std::min<size_t>(avail, 700);
       for (size_t i = 0; i < avail; ++i) static_cast<uint8_t*>(const_cast<void*>(in))[i] ^= 0xff;
-      r.Consume(0, avail);
+      r_ring.Consume(0, avail);
       moved = moved || avail > 0;
       const void* ret = nullptr;
       size_t got = 0;
-      ASSERT_TRUE(w.PeekReturned(&ret, &got));
+      ASSERT_TRUE(w_back.PeekReturned(&ret, &got));
       back.insert(back.end(), static_cast<const uint8_t*>(ret), static_cast<const uint8_t*>(ret) + got);
-      w.TakeReturned(got);
+      w_back.TakeReturned(got);
       moved = moved || got > 0;
       idle = moved ? 0 : idle + 1;
     }
     ASSERT_EQ(back.size(), total) << "period " << period;
     for (size_t i = 0; i < total; ++i) ASSERT_EQ(back[i], static_cast<uint8_t>(sent[i] ^ 0xff)) << i;
-    r.EndReturns();
-    w.EndReturns();
+    r_back.EndReturns();
+    w_back.EndReturns();
     // A plain message after the period: written where the period ended, read from there, freed by the reader.
     const char msg[5] = {'h', 'e', 'l', 'l', 'o'};
     char got[5] = {};

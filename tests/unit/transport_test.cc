@@ -143,7 +143,7 @@ TEST(ShmTransport, TimeoutNamesThePeer) {
   EXPECT_FALSE(b.Recv(0, &c, 1).ok());
 }
 
-// A pair that hides Peek, so StreamEndpoint's receive-and-reduce takes its staged path.
+// A pair with no capabilities (no RingReads), so StreamEndpoint's receive-and-reduce takes its staged path.
 class NoPeekPair final : public Pair {
  public:
   explicit NoPeekPair(Pair* p) : p_(p) {}
@@ -167,7 +167,7 @@ TEST(ShmTransport, RecvReduceAcrossWrap) {
     if (!peek) p0[1] = &np0, p1[0] = &np1;
     StreamEndpoint a(0, p0, doms[0]->doorbell(), absl::Seconds(20));
     StreamEndpoint b(1, p1, doms[1]->doorbell(), absl::Seconds(20));
-    ASSERT_TRUE(b.SupportsRecvReduce());
+    ASSERT_NE(b.capabilities().recv_reduce, nullptr);
     const Combiner add{8, AddInt64, 0, 0};
     for (size_t count : {size_t{0}, size_t{1}, size_t{10007}}) {
       std::vector<int64_t> sent(count), local(count), out(count, -1), inplace(count);
@@ -254,14 +254,14 @@ TEST(ShmTransport, PairsKnowWhenBothAreBoundToOneCpu) {
   ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0);
   {
     auto doms = MakeShm(2, 4096);  // both segments created by this thread, bound to `cpu`
-    EXPECT_TRUE(doms[0]->pair(1)->SharesCpuWithPeer());
-    EXPECT_TRUE(doms[1]->pair(0)->SharesCpuWithPeer());
+    EXPECT_TRUE(doms[0]->pair(1)->capabilities().single_copy->SharesCpuWithPeer());
+    EXPECT_TRUE(doms[1]->pair(0)->capabilities().single_copy->SharesCpuWithPeer());
   }
   ASSERT_EQ(::sched_setaffinity(0, sizeof(saved), &saved), 0);
   if (CPU_COUNT(&saved) > 1) {
     auto doms = MakeShm(2, 4096);  // not bound to one CPU: cannot tell, so no
-    EXPECT_FALSE(doms[0]->pair(1)->SharesCpuWithPeer());
-    EXPECT_FALSE(doms[1]->pair(0)->SharesCpuWithPeer());
+    EXPECT_FALSE(doms[0]->pair(1)->capabilities().single_copy->SharesCpuWithPeer());
+    EXPECT_FALSE(doms[1]->pair(0)->capabilities().single_copy->SharesCpuWithPeer());
   }
 }
 
@@ -320,7 +320,7 @@ TEST(ShmTransport, ForwardAlongAChain) {
   for (bool stream : {false, true}) {
     auto doms = MakeShm(3, 4096);
     auto eps = Endpoints(doms);
-    ASSERT_TRUE(eps[1]->SupportsForward());
+    ASSERT_NE(eps[1]->capabilities().forward, nullptr);
     const Combiner add{8, AddInt64, 0, 0};
     // 24 and 800 bytes travel as one frame (no forwarding from the cache: the forward follows the whole frame);
     // 1600 bytes fit the ring beside rank 1's own message, so part of the forward goes from the cache.
@@ -379,8 +379,9 @@ TEST(ShmTransport, ForwardAlongAChain) {
 // writer then leaves it alone). Ranks are two domains of this process, so both copies target our own pid.
 TEST(ShmTransport, SharedSingleCopyFrontPart) {
   auto doms = MakeShm(2, 4096, {SingleCopyFrom(1024)});
-  Pair* writer = doms[0]->pair(1);  // rank 0's link to rank 1
-  Pair* reader = doms[1]->pair(0);
+  SingleCopyLink* writer = doms[0]->pair(1)->capabilities().single_copy;  // rank 0's link to rank 1
+  SingleCopyLink* reader = doms[1]->pair(0)->capabilities().single_copy;
+  ASSERT_TRUE(writer != nullptr && reader != nullptr);
   ASSERT_TRUE(reader->PeerCanWriteMemory());
   std::vector<uint8_t> src(8192), dst(8192, 0);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 13 + 1);

@@ -8,13 +8,13 @@
 
 namespace hccltune::algo {
 
-absl::Status AllgatherDirectExchange(const CollectiveArgs& args, Endpoint& ep, const void** blocks) {
+absl::Status AllgatherDirectExchange(const CollectiveArgs& args, MailboxEndpoint& ep, int rank, int size,
+                                     const void** blocks) {
   const size_t dsize = DataTypeSize(args.dtype);
   const size_t bytes = args.count * dsize;
   HT_RETURN_IF_ERROR(ep.Exchange(args.send, bytes, blocks));
-  for (int q = 0; q < ep.size(); ++q) {
-    CopyOut(args, At(args.recv, static_cast<size_t>(q) * args.count, dsize), q == ep.rank() ? args.send : blocks[q],
-            bytes);
+  for (int q = 0; q < size; ++q) {
+    CopyOut(args, At(args.recv, static_cast<size_t>(q) * args.count, dsize), q == rank ? args.send : blocks[q], bytes);
   }
   return absl::OkStatus();
 }
@@ -29,10 +29,10 @@ absl::Status AllgatherDirect(const CollectiveArgs& args, const Configuration& co
     CopyOut(args, mine, args.send, bytes);
     return absl::OkStatus();
   }
-  if (bytes <= g.ep->ExchangeCapacity()) {
+  if (g.caps.mailbox != nullptr && bytes <= g.caps.mailbox->ExchangeCapacity()) {
     // One node, shm: one mailbox exchange, every block copied into place from where its rank wrote it.
     auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
-    return AllgatherDirectExchange(args, *g.ep, blocks);
+    return AllgatherDirectExchange(args, *g.caps.mailbox, g.rank, g.size, blocks);
   }
   for (int k = 1; k < g.size; ++k) {
     const int from = Mod(g.rank - k, g.size);

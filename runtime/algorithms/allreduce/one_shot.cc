@@ -14,9 +14,11 @@
 
 namespace hccltune::algo {
 
-absl::Status AllreduceOneShotExchange(const CollectiveArgs& args, Endpoint& ep, const void** blocks) {
+absl::Status AllreduceOneShotExchange(const CollectiveArgs& args, MailboxEndpoint& ep, int rank, int size,
+                                      const void** blocks) {
+  (void)rank;
   HT_RETURN_IF_ERROR(ep.Exchange(args.send, args.count * DataTypeSize(args.dtype), blocks));
-  CombineAll(args, args.recv, blocks, ep.size(), args.count);
+  CombineAll(args, args.recv, blocks, size, args.count);
   return absl::OkStatus();
 }
 
@@ -29,11 +31,11 @@ absl::Status AllreduceOneShot(const CollectiveArgs& args, const Configuration& c
     CopyBytes(args.recv, args.send, bytes);
     return absl::OkStatus();
   }
-  if (bytes <= g.ep->ExchangeCapacity()) {
+  if (g.caps.mailbox != nullptr && bytes <= g.caps.mailbox->ExchangeCapacity()) {
     // One node, shm: every input is read where its rank wrote it, in the mailbox (runtime/transport/mailbox.h);
     // this rank's own is a copy there, so in place needs nothing more.
     auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
-    return AllreduceOneShotExchange(args, *g.ep, blocks);
+    return AllreduceOneShotExchange(args, *g.caps.mailbox, g.rank, g.size, blocks);
   }
   // Slot i holds rank i's input; this rank's own slot is a copy only in place (recv is overwritten below). After
   // the slots: the n input pointers for CombineAll.

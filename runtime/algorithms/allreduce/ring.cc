@@ -14,12 +14,12 @@
 // 2(n-1) x alpha. recv is the working buffer; out of place, the reduce-scatter reads this rank's blocks from
 // send and writes recv = send op incoming, so the input is never copied first — except for an fp16/bf16 avg,
 // whose input is scaled by 1/n into recv first (internal.h: it is sent on raw otherwise). Over an endpoint that
-// SupportsRecvReduce (shm) each chunk is combined straight out of the shared ring (one copy per hop).
-// Over an endpoint that also SupportsForward (StreamEndpoint: shm and TCP), both phases run as one pipeline
-// (RingAllreducePipelined): every received chunk is forwarded as it arrives, and the last reduce-scatter step's
-// result goes on as the first allgather message straight from the cache instead of being written out and read
+// receive-and-reduce (RecvReduceEndpoint, shm) each chunk is combined straight out of the shared ring (one copy per
+// hop). Over an endpoint that also forwards (ForwardEndpoint; StreamEndpoint: shm and TCP), both phases run as one
+// pipeline (RingAllreducePipelined): every received chunk is forwarded as it arrives, and the last reduce-scatter
+// step's result goes on as the first allgather message straight from the cache instead of being written out and read
 // back; messages leave in wavefront order (chunk + step). Same messages, same results; an fp32/fp64 avg keeps the
-// two phases (its owned block is divided in between). Two ranks over shm (Endpoint::SupportsReturn) take one
+// two phases (its owned block is divided in between). Two ranks over shm (ReturnEndpoint) take one
 // message per chunk instead (RingAllreduceReturned): the peer reduces the chunk and hands the result back in
 // place in the ring it arrived in, so the results need no second ring (13-30% faster at 1-64 MiB than the
 // pipelined ring in alternating runs of tests/perf/compare-peers.sh -B).
@@ -50,12 +50,14 @@ absl::Status AllreduceRing(const CollectiveArgs& args, const Configuration& conf
     lane.block_cnt.push_back(BlockCount(args.count, g.size, b));
   }
   const size_t ce = ChunkElems(config.chunk, g.dsize);
-  if (g.ep->SupportsRecvReduce() && g.ep->SupportsForward() && !DividesAtEnd(args)) {
-    if (g.size == 2 && g.ep->SupportsReturn(1 - g.rank)) return RingAllreduceReturned(g, args, lane, ce);
+  if (g.caps.recv_reduce != nullptr && g.caps.forward != nullptr && !DividesAtEnd(args)) {
+    if (g.size == 2 && g.caps.returns != nullptr && g.caps.returns->SupportsReturn(1 - g.rank)) {
+      return RingAllreduceReturned(g, args, lane, ce);
+    }
     return RingAllreducePipelined(g, args, lane, ce);
   }
   const std::vector<RingLane> lanes = {lane};
-  void* slots = g.ep->SupportsRecvReduce() ? nullptr : ctx.Scratch(RingSlotBytes(lanes, ce, g.dsize));
+  void* slots = g.caps.recv_reduce != nullptr ? nullptr : ctx.Scratch(RingSlotBytes(lanes, ce, g.dsize));
   HT_RETURN_IF_ERROR(RingReduceScatter(g, args, lanes, ce, slots));
   if (DividesAtEnd(args)) {
     const size_t owned = static_cast<size_t>(RingOwnedBlock(g, lane));

@@ -12,11 +12,12 @@
 
 namespace hccltune::algo {
 
-absl::Status AlltoallDirectExchange(const CollectiveArgs& args, Endpoint& ep, const void** blocks) {
+absl::Status AlltoallDirectExchange(const CollectiveArgs& args, MailboxEndpoint& ep, int rank, int size,
+                                    const void** blocks) {
   const size_t dsize = DataTypeSize(args.dtype);
   const size_t bytes = args.count * dsize;
-  const size_t n = static_cast<size_t>(ep.size());
-  const size_t r = static_cast<size_t>(ep.rank());
+  const size_t n = static_cast<size_t>(size);
+  const size_t r = static_cast<size_t>(rank);
   HT_RETURN_IF_ERROR(ep.Exchange(args.send, bytes * n, blocks));
   // The slots hold copies of every input, this rank's own included, so in place the output may overwrite it.
   for (size_t q = 0; q < n; ++q) {
@@ -38,9 +39,9 @@ absl::Status AlltoallDirect(const CollectiveArgs& args, const Configuration& con
     if (args.send != args.recv) CopyOut(args, args.recv, args.send, bytes);
     return absl::OkStatus();
   }
-  if (bytes * n <= g.ep->ExchangeCapacity()) {
+  if (g.caps.mailbox != nullptr && bytes * n <= g.caps.mailbox->ExchangeCapacity()) {
     auto* blocks = static_cast<const void**>(ctx.Scratch(n * sizeof(void*)));
-    return AlltoallDirectExchange(args, *g.ep, blocks);
+    return AlltoallDirectExchange(args, *g.caps.mailbox, g.rank, g.size, blocks);
   }
   const char* in = static_cast<const char*>(args.send);
   if (args.send == args.recv) {

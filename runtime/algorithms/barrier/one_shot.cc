@@ -7,8 +7,9 @@
 
 namespace hccltune::algo {
 
-absl::Status BarrierOneShotExchange(const CollectiveArgs& args, Endpoint& ep, const void** blocks) {
-  (void)args;
+absl::Status BarrierOneShotExchange(const CollectiveArgs& args, MailboxEndpoint& ep, int rank, int size,
+                                    const void** blocks) {
+  (void)args, (void)rank, (void)size;
   return ep.Exchange(nullptr, 0, blocks);
 }
 
@@ -17,9 +18,9 @@ absl::Status BarrierOneShot(const CollectiveArgs& args, const Configuration& con
   if (!group.ok()) return group.status();
   const Group& g = *group;
   if (g.size == 1) return absl::OkStatus();
-  if (g.ep->ExchangeCapacity() > 0) {
+  if (g.caps.mailbox != nullptr && g.caps.mailbox->ExchangeCapacity() > 0) {
     auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
-    return BarrierOneShotExchange(args, *g.ep, blocks);
+    return BarrierOneShotExchange(args, *g.caps.mailbox, g.rank, g.size, blocks);
   }
   for (int k = 1; k < g.size; ++k) g.ep->Irecv(Mod(g.rank - k, g.size), nullptr, 0);
   for (int k = 1; k < g.size; ++k) g.ep->Isend(Mod(g.rank + k, g.size), nullptr, 0);

@@ -9,12 +9,13 @@
 
 namespace hccltune::algo {
 
-absl::Status ReducescatterDirectExchange(const CollectiveArgs& args, Endpoint& ep, const void** blocks) {
+absl::Status ReducescatterDirectExchange(const CollectiveArgs& args, MailboxEndpoint& ep, int rank, int size,
+                                         const void** blocks) {
   const size_t dsize = DataTypeSize(args.dtype);
-  const size_t n = static_cast<size_t>(ep.size());
+  const size_t n = static_cast<size_t>(size);
   HT_RETURN_IF_ERROR(ep.Exchange(args.send, args.count * dsize * n, blocks));
-  for (size_t i = 0; i < n; ++i) blocks[i] = At(blocks[i], static_cast<size_t>(ep.rank()) * args.count, dsize);
-  CombineAll(args, args.recv, blocks, ep.size(), args.count);
+  for (size_t i = 0; i < n; ++i) blocks[i] = At(blocks[i], static_cast<size_t>(rank) * args.count, dsize);
+  CombineAll(args, args.recv, blocks, size, args.count);
   return absl::OkStatus();
 }
 
@@ -29,11 +30,11 @@ absl::Status ReducescatterDirect(const CollectiveArgs& args, const Configuration
     CopyOut(args, args.recv, own, bytes);
     return absl::OkStatus();
   }
-  if (bytes * static_cast<size_t>(g.size) <= g.ep->ExchangeCapacity()) {
+  if (g.caps.mailbox != nullptr && bytes * static_cast<size_t>(g.size) <= g.caps.mailbox->ExchangeCapacity()) {
     // One node, shm: each rank publishes its whole input in one mailbox exchange and reduces its own block
     // straight out of every rank's slot (its own included: a copy, so in place needs nothing more).
     auto* blocks = static_cast<const void**>(ctx.Scratch(static_cast<size_t>(g.size) * sizeof(void*)));
-    return ReducescatterDirectExchange(args, *g.ep, blocks);
+    return ReducescatterDirectExchange(args, *g.caps.mailbox, g.rank, g.size, blocks);
   }
   const size_t slot_bytes = CeilDiv(bytes * static_cast<size_t>(g.size), size_t{64}) * 64;
   char* slots = static_cast<char*>(ctx.Scratch(slot_bytes + static_cast<size_t>(g.size) * sizeof(void*)));

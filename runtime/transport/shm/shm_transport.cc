@@ -55,12 +55,12 @@ struct alignas(kLine) RingControl {
   // Single copy: messages the consumer has read straight from the producer's memory, and whether it can.
   alignas(kLine) std::atomic<uint64_t> reads_done{0};
   std::atomic<uint32_t> reader_cma{kCmaUnknown};
-  // In-place return (Pair::BeginReturns): the consumer's position while it returns bytes instead of freeing them.
+  // In-place return (ReturnLink::BeginReturns): the consumer's position while it returns bytes instead of freeing them.
   // Written by the consumer and read by the producer as reads_done is (and never in the same call: reductions do
   // not use single copy), so it shares that line: a fifth line per ring made the 4-rank 8 B allreduce 1-2% slower
   // (the mailbox slots after the controls moved).
   std::atomic<uint64_t> returned{0};
-  // Shared single copy (Pair::RequestPeerWrite): the consumer's request for message `ticket`, as
+  // Shared single copy (SingleCopyLink::RequestPeerWrite): the consumer's request for message `ticket`, as
   // ticket << 3 | HelpState; the front part's destination and size in the consumer's address space.
   alignas(kLine) std::atomic<uint64_t> help{0};
   uint64_t help_dst = 0;
@@ -225,7 +225,7 @@ class ShmDoorbell final : public Doorbell {
 };
 
 // Link to one local peer: we write into the ring in the peer's segment and read from the ring in ours.
-class ShmPair final : public Pair {
+class ShmPair final : public Pair, public RingReads, public SingleCopyLink, public ReturnLink {
  public:
   ShmPair(int peer, int peer_pid, RingControl* out_ctl, uint8_t* out_ring, RingControl* in_ctl, uint8_t* in_ring,
           size_t ring_bytes, BellWord* peer_bell, int host_ranks, size_t single_copy_min, size_t single_copy_max,
@@ -299,7 +299,6 @@ class ShmPair final : public Pair {
   // the period began (so the writer knows everything before it is consumed) until EndReturns frees it all.
   // Writer: what it has taken back is free; before the reader's tail reached the period's start (the reader
   // was still consuming earlier messages) the tail bounds the room as always.
-  bool SupportsReturn() const override { return true; }
   void BeginReturns() override {
     in_returning_ = true;
     in_pos_ = in_ctl_->tail.load(std::memory_order_relaxed);
@@ -406,6 +405,7 @@ class ShmPair final : public Pair {
   }
 
   std::string Describe() const override { return "shm"; }
+  PairCapabilities capabilities() override { return {this, this, this}; }
 
  private:
   int peer_;

@@ -15,12 +15,12 @@
 // that peer (same user, Yama ptrace_scope, dumpable, same pid namespace: it reads the peer segment's header at the
 // peer's own address and compares) and publishes the result in the control block of the ring the peer writes into; a
 // peer whose read is refused keeps the two-copy ring, and SingleCopyStatus() says why. Messages of 64 KiB and more
-// are shared (Pair::RequestPeerWrite): the reader asks the writer, which only waits for the acknowledgement, to
-// write the front half into the reader's buffer with process_vm_writev while it reads the back half; the front
-// half goes to whichever side claims it first (a compare-and-swap on a word in the same control block), so a busy
-// writer costs the reader nothing, and a failed write (the reader died, the kernel refused) falls back to the
-// reader; each segment records the CPU its owner is bound to, and two ranks bound to the same CPU do not share
-// (Pair::SharesCpuWithPeer: they never copy at once). With Yama ptrace_scope 1 every
+// are shared (SingleCopyLink::RequestPeerWrite): the reader asks the writer, which only waits for the acknowledgement,
+// to write the front half into the reader's buffer with process_vm_writev while it reads the back half; the front half
+// goes to whichever side claims it first (a compare-and-swap on a word in the same control block), so a busy writer
+// costs the reader nothing, and a failed write (the reader died, the kernel refused) falls back to the reader; each
+// segment records the CPU its owner is bound to, and two ranks bound to the same CPU do not share
+// (SingleCopyLink::SharesCpuWithPeer: they never copy at once). With Yama ptrace_scope 1 every
 // rank declares "any process may attach" (PR_SET_PTRACER_ANY), as Open MPI's vader does; scope 2 or 3 refuses single
 // copy.
 //

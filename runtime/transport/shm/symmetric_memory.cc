@@ -58,6 +58,28 @@ bool MapOwnPiece(uint64_t id, size_t map_bytes, bool huge, int* fd, char** map) 
   return true;
 }
 
+// Nobody returns (and so nobody may free its piece and close the fd) before every rank has mapped every piece:
+// publishes this rank's "mapped/<rank>" and waits for every rank's (a rank that failed published why).
+absl::Status AwaitMapped(Store& store, const std::string& prefix, uint64_t id, int rank, int size,
+                         absl::Duration timeout) {
+  if (absl::Status s = store.Set(absl::StrCat(prefix, "mapped/", rank), "1"); !s.ok()) return s;
+  std::vector<std::string> keys;
+  for (int q = 0; q < size; ++q) keys.push_back(absl::StrCat(prefix, "mapped/", q));
+  if (absl::Status s = store.Wait(keys, timeout); !s.ok()) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("symmetric memory ", id, ": not every rank mapped the others' memory: ", s.message()));
+  }
+  for (int q = 0; q < size; ++q) {
+    absl::StatusOr<std::string> v = store.Get(keys[static_cast<size_t>(q)], timeout);
+    if (!v.ok()) return v.status();
+    if (absl::StartsWith(*v, "failed ")) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("symmetric memory ", id, ": rank ", q, " could not map: ", v->substr(7)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Create(Store& store, const std::string& key_prefix,
@@ -159,22 +181,7 @@ absl::StatusOr<std::unique_ptr<SymmetricMemory>> SymmetricMemory::Setup(Store& s
     m->bases_[static_cast<size_t>(q)] = static_cast<char*>(p);
     m->map_bytes_[static_cast<size_t>(q)] = peer_map;
   }
-  // Nobody returns (and so nobody may free its piece and close the fd) before every rank has mapped every piece.
-  if (absl::Status s = store.Set(absl::StrCat(prefix, "mapped/", rank), "1"); !s.ok()) return s;
-  std::vector<std::string> keys;
-  for (int q = 0; q < size; ++q) keys.push_back(absl::StrCat(prefix, "mapped/", q));
-  if (absl::Status s = store.Wait(keys, timeout); !s.ok()) {
-    return absl::DeadlineExceededError(
-        absl::StrCat("symmetric memory ", id, ": not every rank mapped the others' memory: ", s.message()));
-  }
-  for (int q = 0; q < size; ++q) {
-    absl::StatusOr<std::string> v = store.Get(keys[static_cast<size_t>(q)], timeout);
-    if (!v.ok()) return v.status();
-    if (absl::StartsWith(*v, "failed ")) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("symmetric memory ", id, ": rank ", q, " could not map: ", v->substr(7)));
-    }
-  }
+  if (absl::Status s = AwaitMapped(store, prefix, id, rank, size, timeout); !s.ok()) return s;
   ::close(m->fd_);  // every mapping holds the memory from here on
   m->fd_ = -1;
   return m;
@@ -185,13 +192,6 @@ SymmetricMemory::~SymmetricMemory() {
     if (bases_[q] != nullptr) ::munmap(bases_[q], map_bytes_[q]);
   }
   if (fd_ >= 0) ::close(fd_);
-}
-
-int64_t SymmetricMemory::OffsetOf(const void* p, size_t n) const {
-  const char* c = static_cast<const char*>(p);
-  const char* b = bases_[static_cast<size_t>(rank_)];
-  if (b == nullptr || c < b || n > bytes_ || static_cast<size_t>(c - b) > bytes_ - n) return -1;
-  return c - b;
 }
 
 }  // namespace hccltune

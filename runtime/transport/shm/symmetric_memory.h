@@ -27,10 +27,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "runtime/bootstrap/store.h"
+#include "runtime/transport/symmetric_region.h"
 
 namespace hccltune {
 
-class SymmetricMemory {
+class SymmetricMemory final : public SymmetricRegion {
  public:
   // Collective over the `size` ranks of a group that are all on this host: each calls it with the same `id`
   // and `bytes`. Keys live under `key_prefix` in `store`; waits up to `timeout` for the others (an error names
@@ -39,32 +40,15 @@ class SymmetricMemory {
   static absl::StatusOr<std::unique_ptr<SymmetricMemory>> Create(Store& store, const std::string& key_prefix,
                                                                  uint64_t id, int rank, int size, size_t bytes,
                                                                  size_t huge_from, absl::Duration timeout);
-  ~SymmetricMemory();
-  SymmetricMemory(const SymmetricMemory&) = delete;
-  SymmetricMemory& operator=(const SymmetricMemory&) = delete;
-
-  uint64_t id() const { return id_; }
-  size_t bytes() const { return bytes_; }
-  // Whether this rank's own piece is in huge pages.
-  bool huge() const { return huge_; }
-  // Rank q's region as mapped in this process (q = this rank: the caller's own memory).
-  char* base(int q) const { return bases_[static_cast<size_t>(q)]; }
-  const std::vector<char*>& bases() const { return bases_; }
-  // Offset of [p, p + n) inside this rank's region, or -1 when it is not entirely inside.
-  int64_t OffsetOf(const void* p, size_t n) const;
+  ~SymmetricMemory() override;
 
  private:
   SymmetricMemory() = default;
   static absl::StatusOr<std::unique_ptr<SymmetricMemory>> Setup(Store& store, const std::string& prefix, uint64_t id,
                                                                 int rank, int size, size_t bytes, size_t huge_from,
                                                                 absl::Duration timeout);
-  uint64_t id_ = 0;
-  size_t bytes_ = 0;
-  int rank_ = 0;
-  int fd_ = -1;  // this rank's memfd, open until every rank has mapped it
-  bool huge_ = false;
-  std::vector<char*> bases_;       // every rank's piece, mapped here
-  std::vector<size_t> map_bytes_;  // and its mapping's length
+  int fd_ = -1;                    // this rank's memfd, open until every rank has mapped it
+  std::vector<size_t> map_bytes_;  // every rank's mapping's length
 };
 
 }  // namespace hccltune
