@@ -147,15 +147,16 @@ std::vector<LinkInfo> Candidates(int a, int b, const RankFacts& fa, const RankFa
   return out;
 }
 
-// Measures every pair over two-rank sub-communicators of `whole`; returns the links where this rank is src.
-absl::StatusOr<std::vector<LinkInfo>> MeasurePairs(Communicator& whole, const std::vector<RankFacts>& facts,
+// Measures every pair over two-rank sub-communicators of `comm`; returns the links where this rank is src.
+// (Splits of `comm` itself, not of a split: a file store's key, hence its file name, grows with each level.)
+absl::StatusOr<std::vector<LinkInfo>> MeasurePairs(Communicator& comm, const std::vector<RankFacts>& facts,
                                                    const LinkInspectorOptions& opt) {
-  const int me = whole.rank();
+  const int me = comm.rank();
   std::vector<LinkInfo> measured;
-  for (int a = 0; a < whole.size(); ++a) {
-    for (int b = a + 1; b < whole.size(); ++b) {
+  for (int a = 0; a < comm.size(); ++a) {
+    for (int b = a + 1; b < comm.size(); ++b) {
       const bool in_pair = me == a || me == b;
-      auto sub = whole.Split(in_pair ? 0 : -1, me);
+      auto sub = comm.Split(in_pair ? 0 : -1, me);
       if (!sub.ok()) return sub.status();
       if (!in_pair) continue;
       for (LinkInfo& l : Candidates(a, b, facts[static_cast<size_t>(a)], facts[static_cast<size_t>(b)])) {
@@ -247,12 +248,13 @@ absl::StatusOr<LinkInspector> LinkInspector::Measure(Communicator& comm, const E
                                                    opt.bytes, ", iters ", opt.iters, ", latency iters ",
                                                    opt.latency_iters, ")"));
   }
-  // Every message of the inspector goes over communicators of its own: comm's links in use stay the program's.
+  // Every message of the inspector goes over communicators of its own (splits of comm, which use only the store):
+  // comm's links in use stay the program's.
   auto whole = comm.Split(0, comm.rank());
   if (!whole.ok()) return whole.status();
   auto facts = GatherFacts(**whole, env);
   if (!facts.ok()) return facts.status();
-  auto measured = MeasurePairs(**whole, *facts, opt);
+  auto measured = MeasurePairs(comm, *facts, opt);
   if (!measured.ok()) return measured.status();
   nlohmann::json mj = nlohmann::json::array();
   for (const auto& l : *measured) mj.push_back(l.ToJson());

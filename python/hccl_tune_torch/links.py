@@ -21,7 +21,16 @@ def _fmt(x):
     return f"{x:.3g}"
 
 
-class Bandwidth(float):
+class _Quantity(float):
+    """A float in `unit`; str() is readable text with a unit, repr() names the class and the unit."""
+
+    unit = ""
+
+    def __repr__(self):
+        return f"{type(self).__name__}({float(self)!r} {self.unit})"
+
+
+class Bandwidth(_Quantity):
     """A bandwidth in Gbit/s (1e9 bit/s): a float that prints with its unit ("9.87 Gbit/s", "180 Mbit/s")."""
 
     unit = "Gbit/s"
@@ -38,11 +47,8 @@ class Bandwidth(float):
         g = float(self)
         return f"{_fmt(g)} Gbit/s" if g >= 1 else f"{_fmt(g * 1e3)} Mbit/s"
 
-    def __repr__(self):
-        return f"Bandwidth({float(self)!r} Gbit/s)"
 
-
-class Latency(float):
+class Latency(_Quantity):
     """A one-way latency in microseconds: a float that prints with its unit ("12.3 us", "1.5 ms")."""
 
     unit = "us"
@@ -58,9 +64,6 @@ class Latency(float):
     def __str__(self):
         u = float(self)
         return f"{_fmt(u)} us" if u < 1000 else f"{_fmt(u / 1e3)} ms"
-
-    def __repr__(self):
-        return f"Latency({float(self)!r} us)"
 
 
 class Link:
