@@ -3,7 +3,7 @@
 include(CMakePackageConfigHelpers)
 
 set(HCCL_TUNE_INSTALL_LIBS hccltune_common hccltune_policies hccltune_algorithms hccltune_selector hccltune_transport
-  hccltune_runtime)
+  hccltune_runtime hccltune_links)
 # Components (one Debian package each, cmake/Packaging.cmake): `tune` = the CLI, the runtime libraries, headers and
 # the CMake and pkg-config files; `tuned` = the daemon with its unit, system user and config; `torch` = the PyTorch
 # backend (python/CMakeLists.txt).
@@ -11,6 +11,8 @@ install(TARGETS ${HCCL_TUNE_INSTALL_LIBS} EXPORT hccltuneTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tune
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tune)
 install(DIRECTORY runtime/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hccltune/runtime COMPONENT tune
+        FILES_MATCHING PATTERN "*.h")
+install(DIRECTORY links/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hccltune/links COMPONENT tune
         FILES_MATCHING PATTERN "*.h")
 install(DIRECTORY policies/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/hccltune/policies COMPONENT tune
         FILES_MATCHING PATTERN "*.h")

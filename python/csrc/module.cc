@@ -8,6 +8,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "hccltune/version.h"
+#include "python/csrc/links.h"
 #include "python/csrc/process_group.h"
 #include "python/csrc/symmetric.h"
 #include "runtime/common/config.h"
@@ -32,6 +33,10 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("num_nodes", [](ProcessGroupHcclTune& pg) { return pg.communicator().num_nodes(); })
       .def("last_config", [](ProcessGroupHcclTune& pg) { return pg.communicator().last_config(); })
       .def("fallback_allocations", [](ProcessGroupHcclTune& pg) { return pg.communicator().fallback_allocations(); })
+      // The link inspector (hccl_tune_torch.LinkInspector): a collective measurement, and this rank's links in use.
+      .def("measure_links", &hccltune::torch_backend::MeasureLinksJson, py::arg("bytes"), py::arg("iters"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("links_used", &hccltune::torch_backend::LinksUsedJson, py::call_guard<py::gil_scoped_release>())
       // Collective: a 1-D uint8 tensor of `nbytes` in symmetric memory (Communicator::AllocSymmetric); see
       // hccl_tune_torch.empty_symmetric. Freed when the last tensor on it goes, if the group still exists.
       .def(

@@ -14,6 +14,7 @@ import torch
 import torch.distributed as dist
 
 from hccl_tune_torch._C import ProcessGroupHcclTune, __version__  # noqa: F401
+from hccl_tune_torch.links import Bandwidth, Latency, Link, LinkInspector, UsedLink  # noqa: F401
 
 BACKEND = "hccltune"
 ALIAS = "hccl"

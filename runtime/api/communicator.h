@@ -83,6 +83,16 @@ class TimingSink {
   virtual void Record(const TimingSample& sample) = 0;
 };
 
+// The link this rank last moved a collective's data over with one peer (Communicator::LinksUsed).
+struct PeerLink {
+  int peer = -1;
+  std::string type;           // "shm" or "tcp"
+  std::string local_address;  // tcp: this rank's address on the connection ("10.77.1.1"); shm: ""
+  std::string peer_address;   // tcp: the peer's address on it; shm: ""
+  int lanes = 0;              // connections (TCP channels); 1 for shm
+  uint32_t operation = 0;     // that collective's operation number (the communicator's count of collectives)
+};
+
 // Handle for a non-blocking call. Thread-safe.
 class Work {
  public:
@@ -118,6 +128,10 @@ class Communicator {
   virtual std::vector<std::string> ValidAlgorithms(Collective c) const = 0;
   // The configuration the last completed call ran with.
   virtual std::string last_config() const = 0;
+  // For every peer this rank has exchanged a collective's data with, the link of the latest such collective (by
+  // peer; calls completed so far, queued non-blocking work not included; point-to-point and calls on symmetric
+  // memory, which send no messages, are not counted). Not collective: it reads what the transport recorded.
+  virtual std::vector<PeerLink> LinksUsed() const = 0;
   // Hot-path allocations beyond the preallocated buffer ("fallback to malloc").
   virtual uint64_t fallback_allocations() const = 0;
 

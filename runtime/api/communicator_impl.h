@@ -53,6 +53,7 @@ class CommImpl final : public Communicator {
   absl::StatusOr<std::string> ResolveConfig(Collective c, DataType dtype, uint64_t bytes,
                                             const std::string& config) const override;
   std::string last_config() const override;
+  std::vector<PeerLink> LinksUsed() const override;  // links_used.cc
   std::vector<std::string> ValidAlgorithms(Collective c) const override;
   uint64_t fallback_allocations() const override { return fallback_allocs_.load(); }
   void SetTimingSink(std::shared_ptr<TimingSink> sink) override;

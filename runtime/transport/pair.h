@@ -130,6 +130,10 @@ class Pair {
   virtual std::string Describe() const = 0;
   // The optional abilities (above); the same answer for the pair's whole life.
   virtual PairCapabilities capabilities() { return {}; }
+  // The IPv4 addresses of this link's first connection, this side's and the peer's ("10.77.1.1"); empty when the
+  // link has none (shm). For the link inspector (Communicator::LinksUsed).
+  virtual std::string LocalAddress() const { return ""; }
+  virtual std::string PeerAddress() const { return ""; }
 };
 
 // Blocks a rank until a peer may have made progress on one of its shm links (the rank's doorbell).

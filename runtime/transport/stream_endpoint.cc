@@ -62,6 +62,7 @@ StreamEndpoint::StreamEndpoint(int rank, std::vector<Pair*> pairs, Doorbell* doo
   }
   queues_.resize(pairs_.size() * 2 * static_cast<size_t>(max_lanes_));
   send_seq_.assign(pairs_.size(), 0);
+  used_.assign(pairs_.size(), 0);
   returning_.assign(pairs_.size(), 0);
   returns_.resize(pairs_.size());
   recv_seq_.assign(pairs_.size(), 0);
@@ -151,6 +152,7 @@ OpHandle StreamEndpoint::PostSend(int peer, const void* data, size_t bytes, uint
     return id;
   }
   Pair& pair = *pairs_[static_cast<size_t>(peer)];
+  if (call_.collective != Collective::kSendRecv) used_[static_cast<size_t>(peer)] = call_.sequence;
   if (!returns && returning_[static_cast<size_t>(peer)]) MixedWithReturns(peer, "send to");
   op.lane = static_cast<int>(send_seq_[static_cast<size_t>(peer)]++ % static_cast<uint64_t>(pair.lanes()));
   if (returns) {
@@ -214,6 +216,7 @@ OpHandle StreamEndpoint::Irecv(int peer, void* data, size_t bytes) {
     ops_.push_back(op);
     return id;
   }
+  if (call_.collective != Collective::kSendRecv) used_[static_cast<size_t>(peer)] = call_.sequence;
   if (!posting_return_ && returning_[static_cast<size_t>(peer)]) MixedWithReturns(peer, "receive from");
   op.lane = static_cast<int>(recv_seq_[static_cast<size_t>(peer)]++ %
                              static_cast<uint64_t>(pairs_[static_cast<size_t>(peer)]->lanes()));

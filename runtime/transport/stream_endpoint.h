@@ -30,6 +30,7 @@
 // Thread-safety: one thread at a time (see Endpoint).
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <deque>
@@ -119,6 +120,13 @@ class StreamEndpoint final : public Endpoint,
   void SetAbortProbe(std::function<absl::Status()> probe) { abort_probe_ = std::move(probe); }
   // Describes the link to `peer` ("shm", "tcp eth0 10.0.0.2:4000 x2").
   std::string DescribeLink(int peer) const;
+  // The pair to `peer`, null when none is attached.
+  const Pair* PairTo(int peer) const { return HasPair(peer) ? pairs_[static_cast<size_t>(peer)] : nullptr; }
+  // The operation number (CallDescriptor::sequence) of the last collective that posted a message to or from
+  // `peer` here, or exchanged blocks with it through the mailbox; 0 = none (point-to-point is not counted).
+  uint32_t LastCollectiveWith(int peer) const {
+    return HasPair(peer) ? std::max(used_[static_cast<size_t>(peer)], mailbox_ != nullptr ? exchanged_ : 0) : 0;
+  }
 
   struct Header;
 
@@ -229,6 +237,8 @@ class StreamEndpoint final : public Endpoint,
   int returning_peers_ = 0;
   bool posting_return_ = false;                // IrecvReduceReturn is posting through Irecv
   std::vector<uint64_t> send_seq_, recv_seq_;  // messages posted per peer, per direction
+  std::vector<uint32_t> used_;                 // per peer: LastCollectiveWith, messages
+  uint32_t exchanged_ = 0;                     // LastCollectiveWith, mailbox exchanges
   std::vector<uint8_t> stage_;                 // receive-and-reduce staging when the pair cannot Peek (allocated once)
   std::vector<uint8_t> tile_;                  // fused receive-reduce-forward: one L1-sized result tile
   int max_lanes_ = 1;

@@ -99,6 +99,7 @@ absl::Status StreamEndpoint::Exchange(const void* data, size_t bytes, const void
   if (bytes > 0) std::memcpy(mine + kSlotHeader, data, bytes);
   Number(mine).store(k, std::memory_order_release);
   ++stats_.exchanges;
+  exchanged_ = call_.sequence;
   mailbox_->NotifyMembers();                  // a peer asleep on its doorbell wakes up to read it
   if (seen_.size() != n) seen_.assign(n, 0);  // exchange numbers start at 1
   seen_[static_cast<size_t>(rank_)] = k;

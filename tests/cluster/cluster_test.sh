@@ -9,6 +9,10 @@
 #                        by far less; with "both", the same again with the slow network chosen (and reversed), and
 #                        HCCL_SOCKET_IFNAME=slow0 winning over a configuration that names the fast subnet
 #   links                hccl-tune links across 2 x 2: shm inside a node, tcp between, fast >= 3x slow
+#   torch_links PY USERBASE
+#                        tests/python/links_test.py (hccl_tune_torch.LinkInspector) across 2 x 2 under interpreter
+#                        PY with the build tree's package (PYTHONUSERBASE): shm inside a node, tcp on the fast network
+#                        between; a group whose calls are forced onto the slow network reports it as the link in use
 #   sweep                2 x 2 with the slow network as the default route: before any table, link=auto sends
 #                        the cross-node bytes over slow0; a launched sweep (ring and hierarchical over both
 #                        networks) leaves both nodes' daemons with the same table, whose winners use the fast
@@ -160,6 +164,24 @@ case $case_ in
     echo "0-2: fast $fast Gbit/s on $iff, slow $slow Gbit/s"
     [[ $iff == fast0 ]] || fail "0-2 on 10.77.1.0/24 reports interface '$iff', expected fast0"
     awk -v f="$fast" -v s="$slow" 'BEGIN { exit !(s > 0 && f >= 3 * s) }' || fail "fast ($fast) < 3 x slow ($slow)"
+    "${CLUSTER[@]}" down --name "$NAME"
+    no_leftovers
+    ;;
+
+  torch_links)
+    py=$1 userbase=$2
+    NODES_UP=2
+    up --nodes 2
+    rc=0
+    PYTHONUSERBASE=$userbase OMP_NUM_THREADS=1 "$root/deploy/cluster/launch.sh" --name "$NAME" --ranks-per-node 2 \
+      --timeout 240 --out "$DIR/out" -- "$py" "$root/tests/python/links_test.py" hccltune - \
+      --cluster 10.77.1.0/24 10.77.2.0/24 || rc=$?
+    for ((r = 0; r < 4; r++)); do
+      grep -q "^OK rank $r:" "$DIR/out/rank$r.out" ||
+        fail "rank $r (exit $rc): $(tail -n 20 "$DIR/out/rank$r.out" "$DIR/out/rank$r.err")"
+      grep "^OK rank $r:" "$DIR/out/rank$r.out"
+    done
+    ((rc == 0)) || fail "the job exited $rc"
     "${CLUSTER[@]}" down --name "$NAME"
     no_leftovers
     ;;

@@ -10,7 +10,7 @@ cd "$src"
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files -- '*.cc' '*.h' '*.c')
 else
-  mapfile -t files < <(find daemon db policies proto python rpc runtime tests tuner examples -name '*.cc' -o -name '*.h' \
+  mapfile -t files < <(find daemon db links policies proto python rpc runtime tests tuner examples -name '*.cc' -o -name '*.h' \
     -o -name '*.c' 2>/dev/null)
 fi
 ((${#files[@]})) || { echo "no source files found under $src" >&2; exit 1; }

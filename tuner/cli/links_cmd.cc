@@ -1,15 +1,15 @@
 // `hccl-tune links`: measured link type, interface, bandwidth and latency for every rank pair
-// (tuner/links/link_inspector.h). Spawns local ranks, or joins a launched job with --launched.
+// (links/link_inspector.h). Spawns local ranks, or joins a launched job with --launched.
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "absl/strings/str_format.h"
+#include "links/link_inspector.h"
 #include "runtime/common/sizes.h"
 #include "tuner/bench/rank_report.h"
 #include "tuner/bench/spawn.h"
 #include "tuner/cli/commands.h"
-#include "tuner/links/link_inspector.h"
 
 namespace hccltune::cli {
 namespace {
@@ -57,8 +57,9 @@ int RunLaunched(const LinksArgs& a) {
                   "bw_gbit/s", "latency_us", "default");
       for (const LinkInfo& l : li->links()) {
         std::printf("%4d %4d %-5s %-18s %-10s %-16s %12.3f %12.1f %s\n", l.src, l.dst, l.type.c_str(),
-                    l.network.empty() ? "-" : l.network.c_str(), l.interface.empty() ? "-" : l.interface.c_str(),
-                    l.peer_address.empty() ? "-" : l.peer_address.c_str(), l.bandwidth_gbps, l.latency_us,
+                    l.network.empty() ? "-" : l.network.c_str(),
+                    l.src_interface.empty() ? "-" : l.src_interface.c_str(),
+                    l.dst_address.empty() ? "-" : l.dst_address.c_str(), l.bandwidth_gbps, l.latency_us,
                     l.is_default ? "yes" : "");
       }
     }

@@ -65,8 +65,21 @@ class TcpPair final : public Pair {
     fds->push_back({fds_[static_cast<size_t>(lane)], ev, 0});
   }
   std::string Describe() const override { return absl::StrCat("tcp ", where_, " x", fds_.size()); }
+  std::string LocalAddress() const override { return Address(::getsockname); }
+  std::string PeerAddress() const override { return Address(::getpeername); }
 
  private:
+  // The IPv4 address getsockname/getpeername reports for the first connection ("" when it cannot tell).
+  std::string Address(int (*name)(int, sockaddr*, socklen_t*)) const {
+    sockaddr_in sa{};
+    socklen_t len = sizeof(sa);
+    char text[INET_ADDRSTRLEN] = {};
+    if (fds_.empty() || name(fds_[0], reinterpret_cast<sockaddr*>(&sa), &len) != 0 || sa.sin_family != AF_INET ||
+        ::inet_ntop(AF_INET, &sa.sin_addr, text, sizeof(text)) == nullptr) {
+      return "";
+    }
+    return text;
+  }
   absl::Status Lost(absl::string_view why) const {
     return absl::UnavailableError(absl::StrCat("tcp link to rank ", peer_, " (", where_, ") lost: ", why));
   }
