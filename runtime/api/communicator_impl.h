@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "runtime/algorithms/algorithm.h"
 #include "runtime/algorithms/registry.h"
 #include "runtime/api/communicator.h"
@@ -261,7 +262,10 @@ class CommImpl final : public Communicator {
     }
   };
   std::array<CallMemo, kNumCollectives> memo_{};
-  // The call pipeline's steps (ExecuteLocked; REQUIRES: exec_mu_ held). PreparedCall: what one call runs.
+  // The call pipeline's steps (ExecuteLocked; REQUIRES: exec_mu_ held). PreparedCall: what one call runs. The
+  // steps are always inlined into ExecuteLocked (they are defined and used in collectives.cc only): as calls, their
+  // entries, exits and the status passed between them cost 77 instructions a call, on top of the ~1200 the runtime
+  // spends on a 2-rank 8 B allreduce over shm outside its waits (callgrind, hccl-tune bench --link shm).
   struct PreparedCall {
     CollectiveArgs run;  // the arguments the algorithm gets (send may be a copy; stream set once numbered)
     const Configuration* config = nullptr;
@@ -271,12 +275,15 @@ class CommImpl final : public Communicator {
   };
   // Validate, copy aliased input, choose the configuration and output region, remember a repeatable call.
   // Errors are refusals (Refuse), returned as such.
-  absl::Status PrepareCall(const CollectiveArgs& args, const CallOptions& opt, CallMemo& memo, PreparedCall* call);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status PrepareCall(const CollectiveArgs& args, const CallOptions& opt,
+                                                               CallMemo& memo, PreparedCall* call);
   // Runs the chosen configuration (through a remembered call's algorithm or mailbox form where there is one).
-  absl::Status RunPrepared(const CollectiveArgs& args, const PreparedCall& call, CallMemo& memo);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status RunPrepared(const CollectiveArgs& args, const PreparedCall& call,
+                                                               CallMemo& memo);
   // After the run: last_config, the debug log, failures (CallFailed), timing samples and the user's sink.
-  absl::Status FinishCall(const CollectiveArgs& args, const CallOptions& opt, const PreparedCall& call,
-                          const CallMemo& memo, absl::Status s, bool sampled, double us);
+  ABSL_ATTRIBUTE_ALWAYS_INLINE inline absl::Status FinishCall(const CollectiveArgs& args, const CallOptions& opt,
+                                                              const PreparedCall& call, const CallMemo& memo,
+                                                              absl::Status s, bool sampled, double us);
   // A failed run: an argument error is refused (the communicator stays usable); any other breaks it.
   absl::Status CallFailed(const CollectiveArgs& args, const CallOptions& opt, const Configuration& config,
                           absl::Status s);

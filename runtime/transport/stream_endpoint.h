@@ -176,7 +176,7 @@ class StreamEndpoint final : public Endpoint,
   // `bytes` it expects.
   absl::Status CheckHeader(const Header& h, int peer, uint64_t bytes) const;
   // Exchange's checks before it posts (capacity, nothing pending, no stray message) and its slot table; an error
-  // has broken the endpoint.
+  // has broken the endpoint. Exchange tests inline whether all would pass and calls this only when one may not.
   absl::Status BeginExchange(size_t bytes);
   // Exchange: an error when `peer`'s ring holds a message (which no exchange would read), naming the call it
   // belongs to when its header says.

@@ -89,8 +89,15 @@ absl::Status StreamEndpoint::BeginExchange(size_t bytes) {
 
 absl::Status StreamEndpoint::Exchange(const void* data, size_t bytes, const void** blocks) {
   if (!broken_.ok()) return broken_;
-  if (absl::Status s = BeginExchange(bytes); !s.ok()) return s;
   const size_t n = pairs_.size();
+  // BeginExchange only when one of its checks has something to say or its slot table is not set up: as a call on
+  // every exchange it cost 30 instructions, on top of the ~1200 of a 2-rank 8 B allreduce outside its waits
+  // (callgrind).
+  const bool ready = mailbox_ != nullptr && bytes <= mailbox_->SlotBytes() - kSlotHeader && pending_ == 0 &&
+                     mailbox_->broken().ok() && !mailbox_->InboundPending() && slots_.size() == 2 * n;
+  if (!ready) {
+    if (absl::Status s = BeginExchange(bytes); !s.ok()) return s;
+  }
   const uint64_t k = mailbox_->NextExchange();
   uint8_t* const* const slots = slots_.data() + (k & 1);  // rank q's slot for exchange k: slots[2 * q]
   uint8_t* mine = slots[2 * static_cast<size_t>(rank_)];
