@@ -46,6 +46,11 @@ class EndpointCache {
     }
     return Find(link, lanes, members, call, stream);
   }
+  // Calls `f(const StreamEndpoint&)` for every endpoint made so far, in no particular order.
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (const auto& [key, ep] : endpoints_) f(*ep);
+  }
   // The ranks links are being connected to right now (empty outside a connect); a probe may check they live.
   const std::vector<int>& connecting() const { return connecting_; }
   void Clear() {

@@ -12,9 +12,11 @@ std::vector<PeerLink> CommImpl::LinksUsed() const {
   for (int peer = 0; peer < size_; ++peer) {
     const Pair* pair = nullptr;
     uint32_t operation = 0;
-    for (const auto& [key, ep] : endpoints_) {
-      const uint32_t op = ep->LastCollectiveWith(peer);
-      if (op > operation) operation = op, pair = ep->PairTo(peer);
+    if (endpoints_) {
+      endpoints_->ForEach([&](const StreamEndpoint& ep) {
+        const uint32_t op = ep.LastCollectiveWith(peer);
+        if (op > operation) operation = op, pair = ep.PairTo(peer);
+      });
     }
     if (pair == nullptr) continue;
     const std::string what = pair->Describe();  // "shm" or "tcp ..."
