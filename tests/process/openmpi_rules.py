@@ -10,7 +10,7 @@ the collective's ompi_coll_base_<coll>_intra_* functions (Debian's Open MPI has 
 which algorithm ran). Per probe (collective, size, ranks) the function of the algorithm the table names must be
 entered, with the bench's own bookkeeping kept off these collectives (tuner/peers/mpi_bench.c). A 3-rank
 communicator gets the 2-rank rules (the nearest smaller measured size), a 1-rank one none (Open MPI's fixed rules,
-no error). Without the file Open MPI must choose differently at some probe, so the file is what changed the choice.
+no error). Without the file Open MPI must choose differently at a probe, so the file is what changed the choice.
 The bench checks every rank's result of every batch.
 """
 import hashlib
@@ -50,11 +50,11 @@ TABLE = {
         "broadcast": [("0-", "openmpi:split_binary_tree(segment=8K)")],
         "reducescatter": [("0-", "openmpi:butterfly(segment=0)")]},
 }
-# (ranks, collective, bytes, the world whose rules apply)
-PROBES = [(2, "allreduce", 1024, 2), (2, "allreduce", 65536, 2), (2, "allgather", 4096, 2), (2, "broadcast", 65536, 2),
-          (2, "reducescatter", 4096, 2), (4, "allreduce", 1024, 4), (4, "allreduce", 65536, 4),
-          (4, "allgather", 4096, 4), (4, "broadcast", 65536, 4), (4, "reducescatter", 4096, 4),
-          (3, "allreduce", 65536, 2)]
+# (ranks, collective, bytes, the world whose rules apply, also run without the file). Each probe is one launch
+# under ltrace (seconds each on a loaded machine), so every collective is probed once and each rank count once.
+PROBES = [(2, "allreduce", 1024, 2, True), (2, "allgather", 4096, 2, False), (2, "broadcast", 65536, 2, True),
+          (2, "reducescatter", 4096, 2, False), (4, "allreduce", 65536, 4, False), (4, "broadcast", 65536, 4, False),
+          (3, "allreduce", 65536, 2, False)]
 
 
 def fail(msg):
@@ -156,20 +156,22 @@ def main():
     run([HT, "export", "--format", "openmpi-rules", "--db", db, "--topology", swept, os.path.join(tmp, "swept.txt")])
     with_rules = dict(os.environ, OMPI_MCA_coll_tuned_dynamic_rules_filename=rules)
     differs = 0
-    for ranks, coll, size, world in PROBES:
+    for ranks, coll, size, world, compare in PROBES:
         want = FUNCTIONS[(coll, choice(world, coll, size))]
         got = entered(ranks, coll, size, with_rules, tmp)
-        print(f"{ranks} ranks {coll} {size} B: rules file -> {' '.join(got) or '(nothing)'}; expected {want}")
+        print(f"{ranks} ranks {coll} {size} B: rules file -> {' '.join(got) or '(nothing)'}; expected {want}",
+              flush=True)
         if want not in got:
             fail(f"{ranks} ranks {coll} {size} B: Open MPI did not run {want} with the rules file")
-        plain = entered(ranks, coll, size, dict(os.environ), tmp)
-        print(f"{ranks} ranks {coll} {size} B: no file    -> {' '.join(plain) or '(nothing)'}")
-        differs += want not in plain
+        if compare:
+            plain = entered(ranks, coll, size, dict(os.environ), tmp)
+            print(f"{ranks} ranks {coll} {size} B: no file    -> {' '.join(plain) or '(nothing)'}", flush=True)
+            differs += want not in plain
     if differs == 0:
         fail("Open MPI's fixed rules chose the same everywhere: the probes do not show the file's effect")
     # A single rank: the fixed rules (no error), the result still checked by the bench.
     launch(1, ["measure allreduce 1024 default 0 2 0"], with_rules)
-    print(f"PASS: {len(PROBES)} probes ran the algorithm of the exported rules; {differs} differ without the file")
+    print(f"PASS: {len(PROBES)} probes ran the algorithm of the exported rules; {differs} ran another without it")
 
 
 if __name__ == "__main__":
