@@ -8,6 +8,7 @@
 #include "nlohmann/json.hpp"
 #include "runtime/common/json_field.h"
 #include "runtime/common/logging.h"
+#include "runtime/common/peer_configuration.h"
 
 namespace hccltune::daemon {
 namespace {
@@ -256,7 +257,8 @@ MiniSweepEvent MiniSweeper::MaybeStart(absl::Time now) {
   auto tables = store_->ListTables();
   if (!tables.ok()) return {};
   for (const db::TableSummary& s : *tables) {
-    if (!IsSingleNode(s.topology.json)) continue;
+    // Mini-sweeps run this runtime's ranks: a peer runtime's table (hccl-tune sweep --runtime) is not theirs.
+    if (!IsSingleNode(s.topology.json) || !IsOwnRuntimeTopology(s.topology.json)) continue;
     auto t = store_->GetTable(s.topology.fingerprint, 0);
     if (!t.ok()) continue;
     for (const db::TunedEntry& e : t->entries) {

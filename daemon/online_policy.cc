@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "db/store_util.h"
 #include "runtime/common/logging.h"
+#include "runtime/common/peer_configuration.h"
 
 namespace hccltune::daemon {
 namespace {
@@ -190,6 +191,11 @@ absl::StatusOr<std::vector<PolicyAction>> OnlinePolicy::Evaluate(absl::Time now)
     auto table = store_->GetTable(fp, 0);
     if (!table.ok()) {
       if (table.status().code() != absl::StatusCode::kNotFound && first_error.ok()) first_error = table.status();
+      state_.erase(fp);
+      continue;
+    }
+    // A peer runtime's table (hccl-tune sweep --runtime) gets no live samples of ours, no plans, no staleness.
+    if (!IsOwnRuntimeTopology(table->topology.json)) {
       state_.erase(fp);
       continue;
     }

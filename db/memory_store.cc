@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/common/configuration.h"
+#include "runtime/common/peer_configuration.h"
 
 namespace hccltune::db {
 
@@ -209,7 +209,7 @@ absl::Status InMemoryTuningStore::AddSweepSamples(absl::string_view sweep_id, ab
   std::vector<SweepSample> normalized(samples.begin(), samples.end());
   for (SweepSample& s : normalized) {
     if (absl::Status st = ValidateSweepSample(s); !st.ok()) return st;
-    s.configuration = Configuration::Parse(s.configuration)->ToString();
+    s.configuration = *CanonicalConfigurationString(s.configuration);
   }
   absl::MutexLock lock(&mu_);
   auto it = sweeps_.find(sweep_id);

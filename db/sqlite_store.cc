@@ -22,7 +22,7 @@
 #include "db/sqlite_schema.h"
 #include "db/sqlite_stmt.h"
 #include "db/store_util.h"
-#include "runtime/common/configuration.h"
+#include "runtime/common/peer_configuration.h"
 #include "runtime/common/status_macros.h"
 
 namespace hccltune::db {
@@ -692,7 +692,7 @@ absl::Status SqliteTuningStore::AddSweepSamples(absl::string_view sweep_id, absl
            "rank_time_us, iteration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
       ins.Bind(1, sweep_id).Bind(2, CollectiveName(s.collective)).Bind(3, DataTypeName(s.dtype));
       ins.Bind(4, static_cast<int64_t>(s.world_size)).Bind(5, static_cast<int64_t>(s.bytes));
-      ins.Bind(6, Configuration::Parse(s.configuration)->ToString()).Bind(7, s.time_us).Bind(8, s.rank_time_us);
+      ins.Bind(6, *CanonicalConfigurationString(s.configuration)).Bind(7, s.time_us).Bind(8, s.rank_time_us);
       ins.Bind(9, static_cast<int64_t>(s.iteration));
       HT_RETURN_IF_ERROR(ins.Run());
     }

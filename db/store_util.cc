@@ -9,7 +9,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "runtime/common/configuration.h"
+#include "runtime/common/peer_configuration.h"
 
 namespace hccltune::db {
 
@@ -75,11 +75,12 @@ absl::Status CheckBytes(uint64_t bytes, absl::string_view what) {
 
 absl::StatusOr<std::string> Canonical(absl::string_view config, absl::string_view what) {
   if (absl::Status s = CheckTextBytes(config, kMaxTextBytes, what); !s.ok()) return s;
-  auto parsed = Configuration::Parse(config);
+  // This runtime's configurations and peer runtimes' (runtime/common/peer_configuration.h).
+  auto parsed = CanonicalConfigurationString(config);
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", parsed.status().message()));
   }
-  return parsed->ToString();
+  return *parsed;
 }
 
 absl::Status CheckDuration(double us, absl::string_view what) {

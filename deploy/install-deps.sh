@@ -24,6 +24,9 @@ PACKAGES=(
   dpkg-dev lintian
   # PyTorch backend (python/) for /usr/bin/python3: torch 1.13, its C++ headers, pybind11
   python3-torch libtorch-dev pybind11-dev python3-dev
+  # hccl-tune sweep --runtime openmpi|mpich: both MPI libraries, their compiler wrappers (the MPI bench is built with
+  # each), and ltrace for the test that watches which Open MPI algorithm function a rules file makes run
+  openmpi-bin libopenmpi-dev mpich libmpich-dev ltrace
   # tests: process and network tooling
   iproute2 procps util-linux
   # tests of the emulated cluster (deploy/cluster/): JSON checks

@@ -19,6 +19,7 @@
 #include "db/store_util.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/configuration.h"
+#include "runtime/common/fingerprint.h"
 #include "runtime/common/json_field.h"
 #include "runtime/common/sizes.h"
 #include "tuner/bench/rank_report.h"
@@ -27,6 +28,7 @@
 #include "tuner/cli/store_access.h"
 #include "tuner/cli/sweep_common.h"
 #include "tuner/cli/sweep_daemon.h"
+#include "tuner/peers/peer_sweep.h"
 #include "tuner/sweep/sweep.h"
 #include "tuner/sweep/winners.h"
 
@@ -38,7 +40,7 @@ void OnSignal(int) { g_stop.store(true); }
 
 struct SweepArgs {
   std::string coll = "allreduce", dtype = "fp32", min_bytes = "1K", max_bytes = "64M", algo, links, resume, sweep_id,
-              journal, range;
+              journal, range, runtime;
   int ranks = 2, step = 2, max_iters = 200;
   double ci = 0.03, cap_ms = 300;
   bool exhaustive = false, launched = false, force = false, json = false, plain = false, checked = false,
@@ -339,6 +341,60 @@ int RunLocal(SweepArgs a) {
   return 0;
 }
 
+// `--runtime openmpi|mpich`: the library's own algorithms, measured by an MPI job of its bench (tuner/peers/).
+int RunPeer(const SweepArgs& a) {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  peers::PeerSweepSpec ps;
+  ps.runtime = a.runtime;
+  ps.ranks = a.ranks;
+  if (!a.links.empty()) {
+    return ReportError(absl::InvalidArgumentError(absl::StrCat("--links does not apply to --runtime ", a.runtime)));
+  }
+  SweepArgs own = a;
+  own.algo.clear();  // the library's names, checked against the library by the sweep
+  auto spec = SpecFromArgs(own);
+  if (!spec.ok()) return ReportError(spec.status());
+  ps.spec = *spec;
+  for (absl::string_view x : absl::StrSplit(a.algo, ',', absl::SkipEmpty())) ps.spec.algorithms.emplace_back(x);
+  auto storage = OpenStorage(a);
+  if (!storage.ok()) return ReportError(storage.status());
+  peers::PeerSweepIo io;
+  io.journal = storage->journal;
+  io.tables = storage->tables.store.get();
+  io.resume = !a.resume.empty();
+  io.store_table = !a.no_table;
+  io.sweep_id = !a.resume.empty() ? a.resume : !a.sweep_id.empty() ? a.sweep_id : sweep::NewSweepId();
+  io.stop = &g_stop;
+  if (io.resume && !a.force) {
+    auto row = io.journal->GetSweep(io.sweep_id);
+    if (!row.ok()) return ReportError(row.status());
+    if (absl::Status busy = sweep::CheckResumable(*row, db::NowUnixMs()); !busy.ok()) return ReportError(busy);
+  }
+  auto q = CheckQuiet(io.journal, storage->tables.remote, io.sweep_id);
+  if (!q.warning.empty()) std::fprintf(stderr, "hccl-tune sweep: warning: %s\n", q.warning.c_str());
+  if (q.refuse && !a.force) {
+    return ReportError(absl::FailedPreconditionError(
+        absl::StrCat("refusing to sweep a busy node (", q.warning, "); pass --force to sweep anyway")));
+  }
+  ProgressPrinter printer(a.json, a.plain);
+  io.on_progress = [&](const sweep::Progress& p) { printer(p); };
+  auto out = peers::RunPeerSweep(ps, io);
+  if (!out.ok()) {
+    if (absl::IsCancelled(out.status())) {
+      std::fprintf(stderr, "\nhccl-tune sweep: stopped; continue with: hccl-tune sweep --runtime %s --resume %s%s\n",
+                   a.runtime.c_str(), io.sweep_id.c_str(),
+                   a.store.db.empty() ? "" : absl::StrCat(" --db ", a.store.db).c_str());
+      return 130;
+    }
+    return ReportError(out.status());
+  }
+  PrintOutcome(out->outcome, storage->where, out->topology.fingerprint, a.json);
+  return 0;
+}
+
 // The StartSweep request for these options; names are checked by the daemon's sweep process as for a local one.
 v1::StartSweepRequest DaemonSweepRequest(const SweepArgs& a) {
   v1::StartSweepRequest r;
@@ -390,10 +446,22 @@ void RegisterSweep(CLI::App& app, int* exit_code) {
   cmd->add_flag("--force", a->force, "Sweep even when the node is busy");
   cmd->add_flag("--json", a->json, "Progress and result as JSON lines on stdout");
   cmd->add_flag("--plain", a->plain, "Plain progress lines even on a terminal");
+  cmd->add_option("--runtime", a->runtime,
+                  "Sweep another MPI library's own algorithms: openmpi or mpich (--ranks local ranks under its "
+                  "launcher; --algo takes its names)");
   cmd->add_flag("--launched", a->launched, "Join a job started by torchrun/srun/mpirun instead of spawning ranks");
   AddStoreFlags(cmd, &a->store);
   AddDaemonSweepFlags(cmd, &a->via);
   cmd->callback([a, exit_code] {
+    if (!a->runtime.empty() && a->runtime != kOwnRuntime) {
+      if (a->launched || a->via.active()) {
+        *exit_code = ReportError(absl::InvalidArgumentError(
+            "--runtime starts the library's own launcher: not with --launched or through the daemon"));
+        return;
+      }
+      *exit_code = RunPeer(*a);
+      return;
+    }
     if (a->via.active()) {
       if (a->via.via && a->resume.empty()) {
         if (auto spec = SpecFromArgs(*a); !spec.ok()) {  // the same errors as a local sweep, before asking the daemon

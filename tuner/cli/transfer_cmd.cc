@@ -17,8 +17,11 @@
 #include "absl/strings/str_cat.h"
 #include "db/table_json.h"
 #include "runtime/common/bounded_read.h"
+#include "runtime/common/peer_configuration.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
+#include "tuner/export/hccl_env.h"
+#include "tuner/export/openmpi_rules.h"
 
 namespace hccltune::cli {
 namespace {
@@ -96,21 +99,58 @@ absl::Status WriteFileAtomically(const std::string& file, absl::string_view text
   return absl::OkStatus();
 }
 
+struct ExportArgs {
+  std::string format = "json", topology;
+  int world = 0;
+};
+
+// The text `export` writes in `format`.
+absl::StatusOr<std::string> ExportText(db::TuningStore& store, const ExportArgs& a) {
+  if (a.format == "json") return db::ExportStore(store);
+  if (a.format == "hccl-env") {
+    auto e = exporter::ExportHcclEnv(store, a.topology, a.world);
+    if (!e.ok()) return e.status();
+    return e->text;
+  }
+  if (a.format == "openmpi-rules") {
+    auto t = exporter::PickTable(store, a.topology, kOpenMpi);
+    if (!t.ok()) return t.status();
+    return exporter::OpenMpiRules(*t);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--format ", a.format, " is unknown; accepted: json, hccl-env, openmpi-rules"));
+}
+
 }  // namespace
 
 void RegisterExport(CLI::App& app, int* exit_code) {
-  auto* cmd = app.add_subcommand("export", "Write every tuned table (latest versions) to a JSON file");
+  auto* cmd = app.add_subcommand(
+      "export", "Write the tuned tables: every table as JSON (default), or one table where a runtime reads it");
   auto flags = std::make_shared<StoreFlags>();
   auto file = std::make_shared<std::string>();
+  auto a = std::make_shared<ExportArgs>();
   cmd->add_option("FILE", *file, "Output file, - for stdout")->required();
+  cmd->add_option("--format", a->format,
+                  "json: every table (import reads it back); hccl-env: HCCL_ALGO for one table of this runtime; "
+                  "openmpi-rules: Open MPI's coll/tuned dynamic rules file for one table of runtime openmpi")
+      ->capture_default_str();
+  cmd->add_option("--topology", a->topology,
+                  "Per-table formats: the table's fingerprint (default: the store's only table of that runtime)");
+  cmd->add_option("--world", a->world,
+                  "hccl-env: the world size (default: the table's only one); openmpi-rules covers every world size");
   AddStoreFlags(cmd, flags.get());
-  cmd->callback([flags, file, exit_code] {
+  cmd->callback([flags, file, a, exit_code] {
+    if (a->format == "json" && (!a->topology.empty() || a->world != 0)) {
+      *exit_code = ReportError(absl::InvalidArgumentError(
+          "--topology and --world select one table for the per-table formats; --format json writes every table"));
+      return;
+    }
     auto opened = OpenStore(*flags);
     if (!opened.ok()) {
       *exit_code = ReportError(opened.status());
       return;
     }
-    auto text = db::ExportStore(*opened->store);
+    auto text = ExportText(*opened->store, *a);
     if (!text.ok()) {
       *exit_code = ReportError(text.status());
       return;

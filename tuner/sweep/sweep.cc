@@ -224,43 +224,6 @@ class CommMeasurer final : public Measurer {
   size_t count_ = 0;
 };
 
-// Resume: batches already in the journal are returned from it, in order; the rest is measured.
-class ReplayMeasurer final : public Measurer {
- public:
-  using Key = std::tuple<int, int, uint64_t, std::string>;
-  ReplayMeasurer(Measurer* live, const std::vector<db::SweepSample>& kept) : live_(live) {
-    for (const auto& s : kept) {
-      auto& v = kept_[Key{static_cast<int>(s.collective), static_cast<int>(s.dtype), s.bytes, s.configuration}];
-      v.time_us.push_back(s.time_us);
-      v.rank_time_us.push_back(s.rank_time_us);
-    }
-  }
-  absl::StatusOr<Batch> Measure(const Point& p, const std::string& config, int iters, int warmup) override {
-    auto it = kept_.find(Key{static_cast<int>(p.collective), static_cast<int>(p.dtype), p.bytes, config});
-    size_t& pos = cursor_[Key{static_cast<int>(p.collective), static_cast<int>(p.dtype), p.bytes, config}];
-    if (it != kept_.end() && pos + static_cast<size_t>(iters) <= it->second.time_us.size()) {
-      Batch b;
-      b.time_us.assign(it->second.time_us.begin() + static_cast<ptrdiff_t>(pos),
-                       it->second.time_us.begin() + static_cast<ptrdiff_t>(pos) + iters);
-      b.rank_time_us.assign(it->second.rank_time_us.begin() + static_cast<ptrdiff_t>(pos),
-                            it->second.rank_time_us.begin() + static_cast<ptrdiff_t>(pos) + iters);
-      pos += static_cast<size_t>(iters);
-      last_replayed = true;
-      replayed += static_cast<uint64_t>(iters);
-      return b;
-    }
-    last_replayed = false;
-    return live_->Measure(p, config, iters, warmup);
-  }
-  bool last_replayed = false;
-  uint64_t replayed = 0;
-
- private:
-  Measurer* live_;
-  std::map<Key, Batch> kept_;
-  std::map<Key, size_t> cursor_;
-};
-
 std::string EntriesToJson(const Communicator& comm, const std::vector<db::TunedEntry>& entries) {
   db::Table t;
   t.topology = db::Topology{comm.fingerprint(), comm.topology_json()};

@@ -16,8 +16,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -69,6 +71,44 @@ struct SweepOutcome {
   int64_t table_version = 0;         // rank 0: the table version written (0 with store_table false)
   uint64_t replayed_iterations = 0;  // resume: iterations taken from the journal
   double seconds = 0;
+};
+
+// Resume: batches already in the journal (`kept`) are returned from it, in order; the rest is measured by `live`.
+// Used by RunSweep and the peer runtimes' sweep (tuner/peers/peer_sweep.h).
+class ReplayMeasurer final : public Measurer {
+ public:
+  using Key = std::tuple<int, int, uint64_t, std::string>;
+  ReplayMeasurer(Measurer* live, const std::vector<db::SweepSample>& kept) : live_(live) {
+    for (const auto& s : kept) {
+      auto& v = kept_[Key{static_cast<int>(s.collective), static_cast<int>(s.dtype), s.bytes, s.configuration}];
+      v.time_us.push_back(s.time_us);
+      v.rank_time_us.push_back(s.rank_time_us);
+    }
+  }
+  absl::StatusOr<Batch> Measure(const Point& p, const std::string& config, int iters, int warmup) override {
+    auto it = kept_.find(Key{static_cast<int>(p.collective), static_cast<int>(p.dtype), p.bytes, config});
+    size_t& pos = cursor_[Key{static_cast<int>(p.collective), static_cast<int>(p.dtype), p.bytes, config}];
+    if (it != kept_.end() && pos + static_cast<size_t>(iters) <= it->second.time_us.size()) {
+      Batch b;
+      b.time_us.assign(it->second.time_us.begin() + static_cast<ptrdiff_t>(pos),
+                       it->second.time_us.begin() + static_cast<ptrdiff_t>(pos) + iters);
+      b.rank_time_us.assign(it->second.rank_time_us.begin() + static_cast<ptrdiff_t>(pos),
+                            it->second.rank_time_us.begin() + static_cast<ptrdiff_t>(pos) + iters);
+      pos += static_cast<size_t>(iters);
+      last_replayed = true;
+      replayed += static_cast<uint64_t>(iters);
+      return b;
+    }
+    last_replayed = false;
+    return live_->Measure(p, config, iters, warmup);
+  }
+  bool last_replayed = false;
+  uint64_t replayed = 0;
+
+ private:
+  Measurer* live_;
+  std::map<Key, Batch> kept_;
+  std::map<Key, size_t> cursor_;
 };
 
 // Every rank calls it; `spec` and `io` matter only on rank 0. Cancelled when *io.stop became true (the sweep
