@@ -328,6 +328,7 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
   e.xdg_runtime_dir = ReadString(src, "XDG_RUNTIME_DIR");
   e.xdg_state_home = ReadString(src, "XDG_STATE_HOME");
   e.home = ReadString(src, "HOME");
+  e.path = ReadString(src, "PATH");
   return e;
 }
 

@@ -101,6 +101,7 @@ struct Environment {
   std::string xdg_runtime_dir;                                        // XDG_RUNTIME_DIR
   std::string xdg_state_home;                                         // XDG_STATE_HOME (hccl-tuned, user mode)
   std::string home;                                                   // HOME (hccl-tuned, user mode)
+  std::string path;  // PATH (where `sweep --runtime` finds another runtime's launcher)
 
   using Source = std::function<std::optional<std::string>(const std::string&)>;
 

@@ -29,9 +29,9 @@ std::string ExeDir() {
 
 bool Executable(const std::string& path) { return ::access(path.c_str(), X_OK) == 0; }
 
-bool OnPath(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  for (absl::string_view dir : absl::StrSplit(path ? path : "/usr/bin:/bin", ':', absl::SkipEmpty())) {
+bool OnPath(const std::string& name, const std::string& search_path) {
+  for (absl::string_view dir :
+       absl::StrSplit(search_path.empty() ? "/usr/bin:/bin" : search_path, ':', absl::SkipEmpty())) {
     if (Executable(absl::StrCat(dir, "/", name))) return true;
   }
   return false;
@@ -46,7 +46,7 @@ bool PeerCollective(Collective c) {
          c == Collective::kReducescatter;
 }
 
-absl::StatusOr<MpiRuntime> FindMpiRuntime(const std::string& name) {
+absl::StatusOr<MpiRuntime> FindMpiRuntime(const std::string& name, const std::string& search_path) {
   MpiRuntime rt;
   rt.name = name;
   std::string package;
@@ -59,7 +59,7 @@ absl::StatusOr<MpiRuntime> FindMpiRuntime(const std::string& name) {
   } else {
     return absl::InvalidArgumentError(absl::StrCat("--runtime ", name, " is unknown; accepted: openmpi, mpich"));
   }
-  if (!OnPath(rt.launcher)) {
+  if (!OnPath(rt.launcher, search_path)) {
     return absl::FailedPreconditionError(
         absl::StrCat(rt.launcher, " is not on PATH: install ", package, " (deploy/install-deps.sh does)"));
   }

@@ -32,8 +32,9 @@ struct MpiRuntime {
   std::string bench;     // the bench built with the runtime's compiler wrapper
 };
 // The runtime `name` ("openmpi" or "mpich"): its launcher, and its bench beside this executable (the build tree) or
-// in ../libexec/hccl-tune (an installation). FailedPrecondition naming what is missing and how to get it.
-absl::StatusOr<MpiRuntime> FindMpiRuntime(const std::string& name);
+// in ../libexec/hccl-tune (an installation); a launcher name is looked up in `search_path` (PATH, as
+// Environment reads it; empty: /usr/bin:/bin). FailedPrecondition naming what is missing and how to get it.
+absl::StatusOr<MpiRuntime> FindMpiRuntime(const std::string& name, const std::string& search_path);
 
 class MpiJob {
  public:

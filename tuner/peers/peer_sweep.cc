@@ -8,6 +8,7 @@
 #include "db/store_util.h"
 #include "hccltune/version.h"
 #include "nlohmann/json.hpp"
+#include "runtime/common/config.h"
 #include "runtime/common/fingerprint.h"
 #include "runtime/common/json_field.h"
 #include "runtime/common/peer_configuration.h"
@@ -184,7 +185,9 @@ absl::StatusOr<PeerSweepOutcome> RunPeerSweep(const PeerSweepSpec& ps_in, const 
     if (params.contains("segments")) ps.segments = params["segments"].get<std::vector<uint64_t>>();
   }
   if (absl::Status s = CheckSpec(ps); !s.ok()) return s;
-  auto rt = FindMpiRuntime(ps.runtime);
+  auto env = Environment::Load();
+  if (!env.ok()) return env.status();
+  auto rt = FindMpiRuntime(ps.runtime, env->path);
   if (!rt.ok()) return rt.status();
   auto job = MpiJob::Start(*rt, ps.ranks);
   if (!job.ok()) return job.status();
