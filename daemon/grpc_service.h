@@ -52,6 +52,8 @@ class TunerService final : public v1::Tuner::WithRawCallbackMethod_GetTable<v1::
                            v1::CancelSweepResponse* resp) override;
   grpc::Status GetActivity(grpc::ServerContext*, const v1::GetActivityRequest* req,
                            v1::GetActivityResponse* resp) override;
+  grpc::Status PutLinks(grpc::ServerContext*, const v1::PutLinksRequest* req, v1::PutLinksResponse* resp) override;
+  grpc::Status GetLinks(grpc::ServerContext*, const v1::GetLinksRequest* req, v1::LinksRecord* resp) override;
 
  private:
   TunerHandlers* const h_;

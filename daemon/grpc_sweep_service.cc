@@ -1,4 +1,5 @@
-// TunerService's sweep methods: thin adapters onto TunerHandlers (journal, activity) and SweepRunner.
+// TunerService's sweep and link methods: thin adapters onto TunerHandlers (journal, activity, links) and
+// SweepRunner.
 #include "daemon/grpc_service.h"
 
 namespace hccltune::daemon {
@@ -13,6 +14,14 @@ bool IsFinal(v1::SweepProgress::State s) {
 }
 
 }  // namespace
+
+grpc::Status TunerService::PutLinks(grpc::ServerContext*, const v1::PutLinksRequest* req, v1::PutLinksResponse* resp) {
+  return ToGrpc(h_->PutLinks(*req, resp));
+}
+
+grpc::Status TunerService::GetLinks(grpc::ServerContext*, const v1::GetLinksRequest* req, v1::LinksRecord* resp) {
+  return ToGrpc(h_->GetLinks(*req, resp));
+}
 
 grpc::Status TunerService::PutSweep(grpc::ServerContext*, const v1::PutSweepRequest* req, v1::PutSweepResponse* resp) {
   return ToGrpc(h_->PutSweep(*req, resp));

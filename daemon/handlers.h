@@ -66,6 +66,9 @@ class TunerHandlers {
   // The sweep's samples in chunks of at most `chunk` samples (each chunk well under the message limit).
   absl::Status GetSweepSamples(const v1::GetSweepSamplesRequest& req, std::vector<v1::SweepSampleChunk>* chunks,
                                int chunk = 16384);
+  // Link measurements (daemon/links_handlers.cc): the newest link table per topology.
+  absl::Status PutLinks(const v1::PutLinksRequest& req, v1::PutLinksResponse* resp);
+  absl::Status GetLinks(const v1::GetLinksRequest& req, v1::LinksRecord* resp);
   // Tuning clients that reported live timings within the request's window.
   absl::Status GetActivity(const v1::GetActivityRequest& req, v1::GetActivityResponse* resp);
   // Receives every accepted batch of live samples (canonical configurations) besides the ingest queue — the

@@ -188,6 +188,25 @@ absl::Status InMemoryTuningStore::PutSweep(const Sweep& sweep) {
   return absl::OkStatus();
 }
 
+absl::Status InMemoryTuningStore::PutLinks(const StoredLinks& links) {
+  if (absl::Status s = ValidateLinks(links); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  StoredLinks& kept = links_[links.fingerprint];
+  kept = links;
+  kept.stored_unix_ms = NowUnixMs();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StoredLinks> InMemoryTuningStore::GetLinks(absl::string_view fingerprint) {
+  if (absl::Status s = ValidateFingerprint(fingerprint); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  auto it = links_.find(fingerprint);
+  if (it == links_.end()) {
+    return absl::NotFoundError(absl::StrCat("no link measurement stored for topology ", fingerprint));
+  }
+  return it->second;
+}
+
 absl::StatusOr<Sweep> InMemoryTuningStore::GetSweep(absl::string_view id) {
   absl::MutexLock lock(&mu_);
   auto it = sweeps_.find(id);

@@ -33,6 +33,8 @@ class InMemoryTuningStore final : public TuningStore {
   absl::StatusOr<std::vector<Sweep>> ListSweeps() override;
   absl::Status AddSweepSamples(absl::string_view sweep_id, absl::Span<const SweepSample> samples) override;
   absl::StatusOr<std::vector<SweepSample>> GetSweepSamples(absl::string_view sweep_id) override;
+  absl::Status PutLinks(const StoredLinks& links) override;
+  absl::StatusOr<StoredLinks> GetLinks(absl::string_view fingerprint) override;
   absl::StatusOr<StoreInfo> Info() override;
 
  private:
@@ -64,6 +66,7 @@ class InMemoryTuningStore final : public TuningStore {
   std::map<std::string, TopologyState, std::less<>> topologies_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::map<LiveKey, LiveDelta>, std::less<>> live_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, SweepState, std::less<>> sweeps_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, StoredLinks, std::less<>> links_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hccltune::db

@@ -172,6 +172,15 @@ UPDATE sweeps SET params = json_set(params,
     AND json_extract(params, '$.fingerprint') = hccltune_fingerprint(json_extract(params, '$.topology'))
     AND hccltune_topology_json(json_extract(params, '$.topology')) <> json_extract(params, '$.topology');
 )sql",
+    // 3 -> 4: the newest link-inspector measurement per topology.
+    R"sql(
+CREATE TABLE links(
+  fingerprint TEXT PRIMARY KEY,
+  json TEXT NOT NULL,
+  measured_ms INTEGER NOT NULL,
+  stored_ms INTEGER NOT NULL
+);
+)sql",
 };
 static_assert(sizeof(kSqliteMigrations) / sizeof(kSqliteMigrations[0]) == kSchemaVersion);
 

@@ -75,6 +75,8 @@ class SqliteTuningStore final : public TuningStore {
   absl::StatusOr<std::vector<Sweep>> ListSweeps() override;
   absl::Status AddSweepSamples(absl::string_view sweep_id, absl::Span<const SweepSample> samples) override;
   absl::StatusOr<std::vector<SweepSample>> GetSweepSamples(absl::string_view sweep_id) override;
+  absl::Status PutLinks(const StoredLinks& links) override;
+  absl::StatusOr<StoredLinks> GetLinks(absl::string_view fingerprint) override;
   absl::StatusOr<StoreInfo> Info() override;
 
  private:
@@ -645,6 +647,26 @@ absl::Status SqliteTuningStore::PutSweep(const Sweep& s) {
   st.Bind(1, s.id).Bind(2, s.params_json).Bind(3, SweepStatusName(s.status)).Bind(4, s.progress);
   st.Bind(5, s.started_unix_ms).Bind(6, s.finished_unix_ms).Bind(7, s.message);
   return st.Run();
+}
+
+absl::Status SqliteTuningStore::PutLinks(const StoredLinks& l) {
+  HT_RETURN_IF_ERROR(ValidateLinks(l));
+  absl::MutexLock lock(&mu_);
+  PREP(st,
+       "INSERT INTO links(fingerprint, json, measured_ms, stored_ms) VALUES (?, ?, ?, ?) ON CONFLICT(fingerprint) DO "
+       "UPDATE SET json = excluded.json, measured_ms = excluded.measured_ms, stored_ms = excluded.stored_ms");
+  st.Bind(1, l.fingerprint).Bind(2, l.links_json).Bind(3, l.measured_unix_ms).Bind(4, NowUnixMs());
+  return st.Run();
+}
+
+absl::StatusOr<StoredLinks> SqliteTuningStore::GetLinks(absl::string_view fingerprint) {
+  HT_RETURN_IF_ERROR(ValidateFingerprint(fingerprint));
+  absl::MutexLock lock(&mu_);
+  PREP(st, "SELECT json, measured_ms, stored_ms FROM links WHERE fingerprint = ?");
+  st.Bind(1, fingerprint);
+  HT_ASSIGN_OR_RETURN(row, st.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("no link measurement stored for topology ", fingerprint));
+  return StoredLinks{std::string(fingerprint), st.Text(0), st.Int(1), st.Int(2)};
 }
 
 absl::StatusOr<Sweep> SqliteTuningStore::GetSweep(absl::string_view id) {

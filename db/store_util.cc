@@ -9,6 +9,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
 #include "runtime/common/peer_configuration.h"
 
 namespace hccltune::db {
@@ -244,6 +245,24 @@ absl::Status ValidateSweep(const Sweep& s) {
   if (absl::Status st = CheckTextBytes(s.params_json, kMaxSweepJsonBytes, "sweep parameters JSON"); !st.ok()) return st;
   if (absl::Status st = CheckTextBytes(s.message, kMaxSweepJsonBytes, "sweep message"); !st.ok()) return st;
   if (!(s.progress >= 0 && s.progress <= 1)) return absl::InvalidArgumentError("sweep progress must be in [0, 1]");
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLinks(const StoredLinks& l) {
+  if (absl::Status st = ValidateFingerprint(l.fingerprint); !st.ok()) return st;
+  if (absl::Status st = CheckTextBytes(l.links_json, kMaxLinksJsonBytes, "link table JSON"); !st.ok()) return st;
+  if (l.measured_unix_ms <= 0) return absl::InvalidArgumentError("link table: the measurement time must be > 0");
+  nlohmann::json j = nlohmann::json::parse(l.links_json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError("link table: not a JSON object");
+  const auto ranks = j.find("ranks");
+  if (ranks == j.end() || !ranks->is_number_integer() || ranks->get<int64_t>() < 2 ||
+      ranks->get<int64_t>() > kMaxWorldSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("link table: \"ranks\" must be an integer in [2, ", kMaxWorldSize, "]"));
+  }
+  const auto links = j.find("links");
+  if (links == j.end() || !links->is_array())
+    return absl::InvalidArgumentError("link table: \"links\" must be an array");
   return absl::OkStatus();
 }
 

@@ -35,6 +35,10 @@ absl::StatusOr<std::string> ValidateTopology(const Topology& topology);
 // (collective, dtype, world) overlap. Returns the entries sorted in canonical order with configuration strings
 // in canonical form.
 absl::StatusOr<std::vector<TunedEntry>> NormalizeEntries(absl::Span<const TunedEntry> entries);
+// What a store checks of a link table: the fingerprint, the JSON's size (kMaxLinksJsonBytes) and shape (an
+// object with an integer "ranks" in [2, kMaxWorldSize] and an array "links"), a measurement time > 0.
+absl::Status ValidateLinks(const StoredLinks& links);
+
 // Canonical order: collective, dtype, world size, range min.
 bool EntryKeyLess(const EntryKey& a, const EntryKey& b);
 

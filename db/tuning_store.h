@@ -8,6 +8,7 @@
 //    StoreOptions::max_versions so Rollback can restore one (as a new version with the old content).
 //  - Live statistics per (topology, collective, dtype, world size, power-of-two size bucket, configuration):
 //    count, mean, median/p90 from a log-scale histogram, last seen.
+//  - The newest link-inspector measurement per topology (StoredLinks).
 //  - Sweeps (id, parameters, status, progress, times) and their raw samples, kept for the newest
 //    StoreOptions::max_sweeps_with_samples sweeps by start time, for every sweep marked running and for the
 //    sweep being written (a resumed sweep keeps its first start time).
@@ -41,6 +42,7 @@ inline constexpr size_t kMaxTableEntries = 100000;
 inline constexpr size_t kMaxTextBytes = 4096;               // a configuration, sweep id, version string
 inline constexpr size_t kMaxTopologyJsonBytes = 64u << 10;  // a topology's canonical JSON
 inline constexpr size_t kMaxSweepJsonBytes = 1u << 20;      // a sweep's parameters JSON, its message
+inline constexpr size_t kMaxLinksJsonBytes = 3u << 20;      // a link table's JSON (under gRPC's 4 MiB)
 
 struct Topology {
   std::string fingerprint;  // 16 lower-case hex digits: SHA-256 prefix of `json`
@@ -181,6 +183,17 @@ struct SweepSample {
   friend bool operator==(const SweepSample&, const SweepSample&) = default;
 };
 
+// A link inspector's results for one topology (links/link_inspector.h writes and reads the JSON: {"ranks": N,
+// "links": [...]}). A topology keeps its newest measurement: storing one replaces the one before.
+struct StoredLinks {
+  std::string fingerprint;       // the topology measured (16 hex digits)
+  std::string links_json;        // an object with an integer "ranks" >= 2 and a "links" array
+  int64_t measured_unix_ms = 0;  // when the measurement ended (> 0)
+  int64_t stored_unix_ms = 0;    // set by the store
+
+  friend bool operator==(const StoredLinks&, const StoredLinks&) = default;
+};
+
 struct StoreInfo {
   std::string path;  // empty for the in-memory store
   uint64_t db_bytes = 0;
@@ -233,6 +246,12 @@ class TuningStore {
   virtual absl::StatusOr<std::vector<Sweep>> ListSweeps() = 0;  // newest first
   virtual absl::Status AddSweepSamples(absl::string_view sweep_id, absl::Span<const SweepSample> samples) = 0;
   virtual absl::StatusOr<std::vector<SweepSample>> GetSweepSamples(absl::string_view sweep_id) = 0;
+
+  // --- link measurements ---
+  // Stores `links` (ValidateLinks) as the topology's newest link table, stamped with the time of storing.
+  virtual absl::Status PutLinks(const StoredLinks& links) = 0;
+  // NotFound naming the fingerprint when nothing was stored for it.
+  virtual absl::StatusOr<StoredLinks> GetLinks(absl::string_view fingerprint) = 0;
 
   virtual absl::StatusOr<StoreInfo> Info() = 0;
 };

@@ -290,6 +290,23 @@ absl::StatusOr<LinkInspector> LinkInspector::FromJson(const nlohmann::json& j) {
   return li;
 }
 
+absl::StatusOr<LinkInspector> LinkInspector::FromStored(const nlohmann::json& j, int ranks) {
+  auto li = FromJson(j);
+  if (!li.ok()) return li.status();
+  if (li->ranks_ != ranks) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("link inspector: the stored table is of ", li->ranks_, " ranks, this group has ", ranks));
+  }
+  for (LinkInfo& l : li->links_) l.source = "stored";
+  return li;
+}
+
+int64_t LinkInspector::measured_unix_ms() const {
+  int64_t t = 0;
+  for (const LinkInfo& l : links_) t = std::max(t, l.measured_unix_ms);
+  return t;
+}
+
 absl::Status LinkInspector::CheckPair(int src, int dst) const {
   for (int r : {src, dst}) {
     if (r < 0 || r >= ranks_) {

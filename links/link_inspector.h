@@ -38,7 +38,7 @@ struct LinkInfo {
   bool is_default = false;       // the link a configuration with link=auto uses
   double bandwidth_gbps = 0;     // Gbit/s (1e9 bit/s)
   double latency_us = 0;         // one way, microseconds
-  std::string source;            // "measured" (by Measure)
+  std::string source;            // "measured" (by Measure) or "stored" (FromStored: read from the node daemon)
   int64_t measured_unix_ms = 0;  // when
   nlohmann::json ToJson() const;
   // InvalidArgument naming the first missing or mistyped field.
@@ -73,7 +73,14 @@ class LinkInspector {
   // A table as ToJson() writes it ({"ranks": N, "links": [...]}). DataLoss naming what is wrong.
   static absl::StatusOr<LinkInspector> FromJson(const nlohmann::json& j);
 
+  // A table the node daemon stored for this topology (`hccl-tune links` stores what it measures), as FromJson reads
+  // it, every link's source set to "stored" (measured_unix_ms stays when it was measured). `ranks` is the group's
+  // size: FailedPrecondition naming both when the table is of another size.
+  static absl::StatusOr<LinkInspector> FromStored(const nlohmann::json& j, int ranks);
+
   int ranks() const { return ranks_; }
+  // When the newest of the table's links was measured (0 for an empty table).
+  int64_t measured_unix_ms() const;
   // The default link between two ranks (either order). InvalidArgument for a rank outside the group or src == dst.
   absl::StatusOr<LinkInfo> get_link(int src, int dst) const;
   // The pair's link with the highest measured bandwidth (the default one on a tie).

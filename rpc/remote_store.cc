@@ -199,6 +199,24 @@ absl::Status RemoteTuningStore::PutSweep(const db::Sweep& sweep) {
   return FromGrpc(stub_->PutSweep(Context().get(), req, &resp), target_);
 }
 
+absl::Status RemoteTuningStore::PutLinks(const db::StoredLinks& links) {
+  v1::PutLinksRequest req;
+  v1::LinksRecord* r = req.mutable_links();
+  r->set_fingerprint(links.fingerprint);
+  r->set_links_json(links.links_json);
+  r->set_measured_unix_ms(links.measured_unix_ms);
+  v1::PutLinksResponse resp;
+  return FromGrpc(stub_->PutLinks(Context().get(), req, &resp), target_);
+}
+
+absl::StatusOr<db::StoredLinks> RemoteTuningStore::GetLinks(absl::string_view fingerprint) {
+  v1::GetLinksRequest req;
+  req.set_fingerprint(std::string(fingerprint));
+  v1::LinksRecord resp;
+  if (absl::Status s = FromGrpc(stub_->GetLinks(Context().get(), req, &resp), target_); !s.ok()) return s;
+  return db::StoredLinks{resp.fingerprint(), resp.links_json(), resp.measured_unix_ms(), resp.stored_unix_ms()};
+}
+
 absl::StatusOr<db::Sweep> RemoteTuningStore::GetSweep(absl::string_view id) {
   v1::GetSweepRequest req;
   req.set_id(std::string(id));

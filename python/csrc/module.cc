@@ -36,6 +36,7 @@ PYBIND11_MODULE(_C, m) {
       // The link inspector (hccl_tune_torch.LinkInspector): a collective measurement, and this rank's links in use.
       .def("measure_links", &hccltune::torch_backend::MeasureLinksJson, py::arg("bytes"), py::arg("iters"),
            py::call_guard<py::gil_scoped_release>())
+      .def("stored_links", &hccltune::torch_backend::StoredLinksJson, py::call_guard<py::gil_scoped_release>())
       .def("links_used", &hccltune::torch_backend::LinksUsedJson, py::call_guard<py::gil_scoped_release>())
       // Collective: a 1-D uint8 tensor of `nbytes` in symmetric memory (Communicator::AllocSymmetric); see
       // hccl_tune_torch.empty_symmetric. Freed when the last tensor on it goes, if the group still exists.

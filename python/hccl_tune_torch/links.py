@@ -4,7 +4,9 @@ a pair actually used for its last collective.
 Creating an inspector measures (hccl-tune's link inspector, the same code as ``hccl-tune links``): it is a
 collective — every rank of the group creates it, with the same arguments — that runs on communicators of its own,
 so the group's links in use stay those of the program's calls. Pairs are measured one after another; 3 ranks on
-one node take about a second with the defaults. Everything else is local: every rank holds the whole table.
+one node take about a second with the defaults. With ``source="stored"`` it instead reads the table the node's
+hccl-tuned stored for this topology (``hccl-tune links`` stores what it measures): local, no communication, a
+few milliseconds. Everything else is local: every rank holds the whole table.
 """
 
 import datetime
@@ -70,8 +72,8 @@ class Link:
     """One link between ranks ``src`` < ``dst``: ``type`` ("shm", the HCCS class, inside a node; "tcp" between
     nodes), ``network`` (the subnet, None for shm), each side's ``src_interface``/``dst_interface`` and
     ``src_address``/``dst_address`` (None for shm), ``default`` (the link "auto" uses without a tuned table),
-    ``bandwidth`` (Bandwidth, Gbit/s) and ``latency`` (Latency, us, one way), ``source`` ("measured") and ``when``
-    (a UTC datetime)."""
+    ``bandwidth`` (Bandwidth, Gbit/s) and ``latency`` (Latency, us, one way), ``source`` ("measured": by this
+    inspector; "stored": read from the node daemon) and ``when`` (a UTC datetime: when it was measured)."""
 
     __slots__ = ("src", "dst", "type", "network", "src_interface", "dst_interface", "src_address", "dst_address",
                  "default", "bandwidth", "latency", "source", "when")
@@ -141,16 +143,21 @@ def _hccltune_group(group):
 
 
 class LinkInspector:
-    """The links between the ranks of ``group`` (default: the world), measured when created (a collective: every
-    rank of the group creates it with the same ``bytes`` and ``iters``). Ranks are the group's ranks.
+    """The links between the ranks of ``group`` (default: the world). Ranks are the group's ranks.
 
-    ``bytes``: the bandwidth message size; ``iters``: bandwidth iterations per link (after one warm-up)."""
+    ``source="measure"`` (default) measures when created: a collective, every rank of the group creates it with
+    the same ``bytes`` (the bandwidth message size) and ``iters`` (bandwidth iterations per link, after one
+    warm-up). ``source="stored"`` reads the table this rank's node daemon stored for the group's topology (local;
+    RuntimeError naming the daemon and topology when it has none)."""
 
-    def __init__(self, group=None, bytes=4 << 20, iters=3):
+    def __init__(self, group=None, bytes=4 << 20, iters=3, source="measure"):
+        if source not in ("measure", "stored"):
+            raise ValueError(f"LinkInspector: source must be 'measure' or 'stored', not {source!r}")
         if int(bytes) <= 0 or int(iters) < 1:
             raise ValueError(f"LinkInspector: bytes must be > 0 and iters >= 1 (got {bytes}, {iters})")
         self._pg = _hccltune_group(group)
-        table = json.loads(self._pg.measure_links(int(bytes), int(iters)))
+        text = self._pg.stored_links() if source == "stored" else self._pg.measure_links(int(bytes), int(iters))
+        table = json.loads(text)
         self.ranks = table["ranks"]
         self._links = [Link(j) for j in table["links"]]
 

@@ -44,7 +44,7 @@ void Deliver(absl::string_view bytes, Call call) {
 
 void Dispatch(daemon::TunerHandlers& h, uint8_t method, absl::string_view bytes) {
   namespace v1 = ::hccltune::v1;
-  switch (method % 11) {
+  switch (method % 13) {
     case 0:
       Deliver<v1::PutTableRequest>(bytes, [&](const auto& r) {
         v1::PutTableResponse o;
@@ -103,6 +103,18 @@ void Dispatch(daemon::TunerHandlers& h, uint8_t method, absl::string_view bytes)
       Deliver<v1::GetActivityRequest>(bytes, [&](const auto& r) {
         v1::GetActivityResponse o;
         return h.GetActivity(r, &o);
+      });
+      break;
+    case 11:
+      Deliver<v1::PutLinksRequest>(bytes, [&](const auto& r) {
+        v1::PutLinksResponse o;
+        return h.PutLinks(r, &o);
+      });
+      break;
+    case 12:
+      Deliver<v1::GetLinksRequest>(bytes, [&](const auto& r) {
+        v1::LinksRecord o;
+        return h.GetLinks(r, &o);
       });
       break;
     default: Deliver<v1::WatchTableRequest>(bytes, [&](const auto& r) { return h.CheckWatch(r); }); break;

@@ -142,6 +142,7 @@ def handlers(build):
              'measured_unix_ms: 1700000000000 }')
     entry2 = entry.replace("min_bytes: 0 max_bytes: 65536", "min_bytes: 65536 max_bytes: 0").replace(
         "ring(chunk=1M,channels=1,link=shm)", "halving_doubling(chunk=256K,link=tcp)")
+    links = json_text('{"ranks":2,"links":[]}')
     requests = {
         0: ("PutTableRequest", f"{t} {entry} {entry2}"),
         1: ("GetTableRequest", f"{t} world_size: 16"),
@@ -159,6 +160,8 @@ def handlers(build):
         8: ("GetSweepSamplesRequest", 'sweep_id: "sweep-1"'),
         9: ("GetActivityRequest", "window_s: 30"),
         10: ("WatchTableRequest", f"{t} world_size: 16 after_version: 0"),
+        11: ("PutLinksRequest", f'links {{ fingerprint: "{fp}" links_json: {links} measured_unix_ms: 1700000000000 }}'),
+        12: ("GetLinksRequest", f'fingerprint: "{fp}"'),
     }
     encoded = {}
     for method, (msg, text) in requests.items():
@@ -173,6 +176,7 @@ def handlers(build):
     write("handlers", "put_report_rollback", seq(0, 3, 0, 5, 1))
     write("handlers", "sweep_journal", seq(6, 7, 8, 9))
     write("handlers", "put_delete_watch", seq(0, 10, 4, 1))
+    write("handlers", "links", seq(12, 11, 12))
 
 
 def json_text(s):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hccl-tune's store verbs as processes, on a database file: export reports a failed write (a full device, stdout
 # on a full device) and replaces FILE only whole; import stores nothing from a file with an invalid table and
-# refuses absurd version numbers; sweep --resume is refused while the sweep's owner still runs.
+# refuses absurd version numbers; sweep --resume is refused while the sweep's owner still runs; links stores its
+# measurement and --stored reads it back.
 # usage: store_cli.sh HCCL_TUNE_BIN
 set -euo pipefail
 bin=$1
@@ -96,4 +97,26 @@ grep -qF "$topo" "$d/show.txt" || fail "format-1 import did not store the format
 expect_fail "get --class with a malformed class" "16 lower-case hex digits" "$bin" get --class TCP --db "$d/f.db"
 expect_fail "get --class with --topology" "excludes" "$bin" get --class "$cls" --topology "$fp" --db "$d/f.db"
 expect_fail "get without a topology or class" "--class" "$bin" get --coll allreduce --db "$d/f.db"
+
+# 7. links: --stored before any measurement names the topology; a measurement is stored in --db and read back
+# with every figure kept and the source "stored"; --no-store leaves the store alone.
+expect_fail "links --stored on an empty store" "no link measurement stored for topology" \
+  "$bin" links --ranks 2 --stored --db "$d/l.db"
+"$bin" links --ranks 2 --json --bytes 64K --iters 1 --db "$d/l.db" > "$d/measured.json" 2> "$d/err" ||
+  fail "links --db: $(cat "$d/err")"
+grep -q "stored in database $d/l.db for topology" "$d/err" || fail "links did not say it stored: $(cat "$d/err")"
+"$bin" links --ranks 2 --json --stored --db "$d/l.db" > "$d/stored.json" 2> "$d/err" ||
+  fail "links --stored: $(cat "$d/err")"
+/usr/bin/python3 - "$d/measured.json" "$d/stored.json" <<'PY' || fail "stored table differs from the measured one"
+import json, sys
+m, s = (json.load(open(p)) for p in sys.argv[1:3])
+assert [l["source"] for l in m["links"]] == ["measured"] and [l["source"] for l in s["links"]] == ["stored"], (m, s)
+strip = lambda t: [{k: v for k, v in l.items() if k != "source"} for l in t["links"]]
+assert strip(m) == strip(s) and m["fingerprint"] == s["fingerprint"], (m, s)
+PY
+"$bin" links --ranks 2 --json --bytes 64K --iters 1 --no-store --db "$d/l.db" > "$d/again.json" 2> "$d/err" ||
+  fail "links --no-store: $(cat "$d/err")"
+"$bin" links --ranks 2 --json --stored --db "$d/l.db" > "$d/stored2.json" 2> /dev/null
+cmp -s "$d/stored.json" "$d/stored2.json" || fail "links --no-store changed the stored table"
+expect_fail "links --stored --no-store" "excludes" "$bin" links --ranks 2 --stored --no-store --db "$d/l.db"
 echo "PASS"

@@ -1,8 +1,10 @@
 """hccl_tune_torch.LinkInspector, run as one rank of a job. Every rank checks its own copy of the table and its
 own pairs' links in use.
 
-  links_test.py hccltune HCCL_TUNE                 one node (launch.py): every pair shm, figures positive and
-                                                   consistent with `HCCL_TUNE links --ranks N --json`; used links
+  links_test.py hccltune HCCL_TUNE HCCL_TUNED      one node (launch.py): every pair shm, figures positive and
+                                                   consistent with `HCCL_TUNE links --ranks N --json`, which stores
+                                                   its table in a private HCCL_TUNED; LinkInspector(source="stored")
+                                                   on every rank reads that very table back from it; used links
                                                    shm, then tcp over loopback in a group whose calls force link=tcp
   links_test.py hccltune - --cluster FAST SLOW     emulated cluster (deploy/cluster/launch.sh, file rendezvous):
                                                    pairs on one node shm, across nodes tcp on FAST by default with
@@ -15,6 +17,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import time
 import warnings
 
 import torch
@@ -28,6 +32,7 @@ from hccl_tune_torch import Bandwidth, LinkInspector, Latency  # noqa: E402
 
 TUNE = sys.argv[2]
 CLUSTER = len(sys.argv) == 6 and sys.argv[3] == "--cluster"
+TUNED = sys.argv[3] if len(sys.argv) == 4 else None
 FAST, SLOW = (sys.argv[4], sys.argv[5]) if CLUSTER else (None, None)
 RPN = int(os.environ.get("LOCAL_WORLD_SIZE", n))
 
@@ -36,13 +41,36 @@ def node(r):
     return r // RPN if CLUSTER else 0
 
 
-def cli_links():
-    """`hccl-tune links` on this node, before the job's group exists (rank 0; one node only)."""
+def start_daemon(tmp):
+    """A private hccl-tuned on a socket in `tmp` (rank 0); returns its process and gRPC target."""
+    sock, conf = os.path.join(tmp, "tuned.sock"), os.path.join(tmp, "tuned.conf")
+    open(conf, "w").close()
+    proc = subprocess.Popen([TUNED, "--socket", sock, "--db", os.path.join(tmp, "tuning.db"),
+                             "--config", conf])
+    for _ in range(200):
+        if os.path.exists(sock) or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    if not os.path.exists(sock):
+        raise RuntimeError(f"hccl-tuned did not come up (exit {proc.poll()})")
+    return proc, f"unix:{sock}"
+
+
+def cli_links(daemon):
+    """`hccl-tune links` on this node, before the job's group exists (rank 0; one node only), storing its table in
+    `daemon`; then `--stored` prints that table back."""
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                                                             "MASTER_ADDR", "MASTER_PORT")}
-    out = subprocess.run([TUNE, "links", "--ranks", str(n), "--json", "--bytes", "1M", "--iters", "3"], env=env,
-                         check=True, capture_output=True, text=True, timeout=120).stdout
-    return json.loads(out)
+    run = [TUNE, "links", "--ranks", str(n), "--json", "--daemon", daemon]
+    done = subprocess.run(run + ["--bytes", "1M", "--iters", "3"], env=env, check=True, capture_output=True,
+                          text=True, timeout=120)
+    record("stored in daemon" in done.stderr, f"hccl-tune links did not say it stored its table: {done.stderr}")
+    back = subprocess.run(run + ["--stored"], env=env, check=True, capture_output=True, text=True, timeout=60)
+    measured, stored = json.loads(done.stdout), json.loads(back.stdout)
+    strip = [{k: v for k, v in j.items() if k != "source"} for j in measured["links"]]
+    record(strip == [{k: v for k, v in j.items() if k != "source"} for j in stored["links"]] and
+           {j["source"] for j in stored["links"]} == {"stored"}, f"--stored: {stored} after {measured}")
+    return measured
 
 
 def bind_like_the_cli():
@@ -176,9 +204,31 @@ def check_used(insp, want_network, group):
     return crossing
 
 
+def check_stored(cli, daemon):
+    """LinkInspector(source="stored") on this rank reads the table `hccl-tune links` stored (`cli`): the same
+    links and figures, source "stored", when = the time they were measured."""
+    os.environ["HCCL_TUNE_DAEMON"] = daemon
+    stored = LinkInspector(source="stored")
+    want = {(j["src"], j["dst"], j["network"]): j for j in cli["links"]}
+    record(stored.ranks == n and len(stored.links()) == len(want), f"stored table: {stored.links()}")
+    for l in stored.links():
+        j = want.get((l.src, l.dst, l.network or ""), {})
+        when = datetime.datetime.fromtimestamp(j.get("measured_unix_ms", 0) / 1e3, tz=datetime.timezone.utc)
+        record(l.source == "stored" and l.type == j.get("type") and float(l.bandwidth) == j.get("bandwidth_gbps") and
+               float(l.latency) == j.get("latency_us") and l.when == when, f"stored {l} against {j}")
+    try:
+        LinkInspector(source="guess")
+        record(False, "source='guess' did not raise")
+    except ValueError as e:
+        record("source must be" in str(e), f"source='guess': {e}")
+    del os.environ["HCCL_TUNE_DAEMON"]
+
+
 def main():
     t0 = datetime.datetime.now(datetime.timezone.utc)
-    cli = cli_links() if rank == 0 and not CLUSTER else None
+    tmp = tempfile.TemporaryDirectory(prefix="links-test-") if rank == 0 and TUNED else None
+    daemon, target = start_daemon(tmp.name) if tmp else (None, None)
+    cli = cli_links(target) if rank == 0 and not CLUSTER else None
     if not CLUSTER:
         bind_like_the_cli()
     if CLUSTER:
@@ -197,8 +247,10 @@ def main():
         print(insp, flush=True)
     check_table(insp, t0)
     if not CLUSTER:
-        got = [cli]
+        got = [cli, target]
         dist.broadcast_object_list(got, src=0)
+        if got[1]:
+            check_stored(got[0], got[1])
         insp = check_cli_consistent(insp, got[0])
     crossing = check_used(insp, None, dist.group.WORLD)
     if CLUSTER:
@@ -223,6 +275,9 @@ def main():
     for u in insp.used_links():
         record(u.type == "shm" or u.network == FAST, f"world after the forced group: {u}")
     dist.destroy_process_group()
+    if daemon:
+        daemon.terminate()
+        record(daemon.wait(timeout=30) == 0, f"hccl-tuned exit {daemon.returncode}")
     report()
 
 

@@ -122,6 +122,45 @@ TEST_F(HandlersTest, GetTableServesAndHonoursIfNewerThan) {
   EXPECT_EQ(pinned.table().version(), 1);
 }
 
+TEST_F(HandlersTest, LinksAreStoredAndServedPerTopology) {
+  v1::GetLinksRequest get;
+  get.set_fingerprint(topo_.fingerprint);
+  v1::LinksRecord got;
+  absl::Status s = h_.GetLinks(get, &got);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.message().find(topo_.fingerprint), std::string::npos) << s;
+
+  v1::PutLinksRequest put;
+  put.mutable_links()->set_fingerprint(topo_.fingerprint);
+  put.mutable_links()->set_links_json(R"({"ranks":2,"links":[{"src":0,"dst":1}]})");
+  put.mutable_links()->set_measured_unix_ms(42);
+  put.mutable_links()->set_stored_unix_ms(7);  // the daemon's own clock decides
+  v1::PutLinksResponse pr;
+  ASSERT_TRUE(h_.PutLinks(put, &pr).ok());
+  ASSERT_TRUE(h_.GetLinks(get, &got).ok());
+  EXPECT_EQ(got.fingerprint(), topo_.fingerprint);
+  EXPECT_EQ(got.links_json(), put.links().links_json());
+  EXPECT_EQ(got.measured_unix_ms(), 42);
+  EXPECT_GT(got.stored_unix_ms(), 7);
+
+  // Bad requests are refused naming the RPC and the field; nothing stored changes.
+  v1::PutLinksRequest bad = put;
+  bad.mutable_links()->set_links_json("[1,2]");
+  s = h_.PutLinks(bad, &pr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("PutLinks: link table: not a JSON object"), std::string::npos) << s;
+  bad = put;
+  bad.mutable_links()->set_fingerprint("nothex");
+  EXPECT_EQ(h_.PutLinks(bad, &pr).code(), absl::StatusCode::kInvalidArgument);
+  get.set_fingerprint("");
+  s = h_.GetLinks(get, &got);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("GetLinks"), std::string::npos) << s;
+  get.set_fingerprint(topo_.fingerprint);
+  ASSERT_TRUE(h_.GetLinks(get, &got).ok());
+  EXPECT_EQ(got.links_json(), put.links().links_json());
+}
+
 TEST_F(HandlersTest, BadInputGetsProperCodes) {
   Put(topo_, {MakeEntry(Collective::kAllreduce, 8, 0, kUnbounded, "ring")});
   v1::GetTableRequest gt;

@@ -197,6 +197,21 @@ TEST_F(Format2Migration, AMigratedDatabaseReopensUnchanged) {
   EXPECT_EQ((*again)->ListTables()->size(), 3u);
 }
 
+TEST_F(Format2Migration, AMigratedDatabaseStoresLinkMeasurements) {
+  auto store = OpenSqliteTuningStore(path_);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const StoredLinks links{"af19111ba64fafe7", R"({"links":[],"ranks":2})", 1234, 0};
+  ASSERT_TRUE((*store)->PutLinks(links).ok());
+  store->reset();
+  auto again = OpenSqliteTuningStore(path_);
+  ASSERT_TRUE(again.ok()) << again.status();
+  auto got = (*again)->GetLinks(links.fingerprint);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->links_json, links.links_json);
+  EXPECT_EQ(got->measured_unix_ms, 1234);
+  EXPECT_EQ((*again)->ListTables()->size(), 3u);
+}
+
 // A database of format 1 may already hold the format-2 twin of one of its topologies (a newer client wrote it
 // through a daemon of schema 2): the twin keeps its table, the format-1 topology its own key, nothing merges.
 TEST_F(Format2Migration, AFormat2TwinAlreadyStoredKeepsBothTables) {

@@ -529,6 +529,48 @@ TYPED_TEST(TuningStoreConformance, RetentionNeverTrimsTheSweepBeingWrittenNorARu
   EXPECT_EQ(this->store_->GetSweepSamples("sweep-new-1")->size(), 2u);
 }
 
+TYPED_TEST(TuningStoreConformance, LinksKeepTheNewestMeasurementPerTopology) {
+  const std::string fp = MakeTopology(2).fingerprint, other = MakeTopology(3).fingerprint;
+  auto none = this->store_->GetLinks(fp);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find(fp), std::string::npos) << none.status();
+
+  StoredLinks first{fp, R"({"ranks":2,"links":[{"src":0,"dst":1,"bandwidth_gbps":9.5}]})", 1000, 0};
+  ASSERT_TRUE(this->store_->PutLinks(first).ok());
+  auto got = this->store_->GetLinks(fp);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->links_json, first.links_json);
+  EXPECT_EQ(got->measured_unix_ms, 1000);
+  EXPECT_GT(got->stored_unix_ms, 0);
+  EXPECT_EQ(this->store_->GetLinks(other).status().code(), absl::StatusCode::kNotFound);
+
+  StoredLinks second{fp, R"({"ranks":2,"links":[]})", 2000, 0};
+  ASSERT_TRUE(this->store_->PutLinks(second).ok());
+  got = this->store_->GetLinks(fp);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->links_json, second.links_json);
+  EXPECT_EQ(got->measured_unix_ms, 2000);
+}
+
+TYPED_TEST(TuningStoreConformance, LinksRefuseBadInputNamingIt) {
+  const std::string fp = MakeTopology(2).fingerprint;
+  const std::pair<StoredLinks, std::string> bad[] = {
+      {{"xyz", R"({"ranks":2,"links":[]})", 1, 0}, "fingerprint"},
+      {{fp, "not json", 1, 0}, "not a JSON object"},
+      {{fp, R"({"ranks":1,"links":[]})", 1, 0}, "\"ranks\""},
+      {{fp, R"({"ranks":2,"links":{}})", 1, 0}, "\"links\""},
+      {{fp, R"({"ranks":2,"links":[]})", 0, 0}, "measurement time"},
+      {{fp, std::string(kMaxLinksJsonBytes + 1, ' '), 1, 0}, "over the limit"},
+  };
+  for (const auto& [links, what] : bad) {
+    absl::Status s = this->store_->PutLinks(links);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << what;
+    EXPECT_NE(s.message().find(what), std::string::npos) << s;
+  }
+  EXPECT_EQ(this->store_->GetLinks(fp).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->GetLinks("nope").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TYPED_TEST(TuningStoreConformance, InfoCountsLatestVersions) {
   Topology topo = MakeTopology(2);
   ASSERT_TRUE(this->store_->PutTable(topo, ThreeEntries(), {}).ok());

@@ -336,6 +336,8 @@ class RacingStore final : public db::TuningStore {
   absl::StatusOr<std::vector<db::SweepSample>> GetSweepSamples(absl::string_view id) override {
     return inner_.GetSweepSamples(id);
   }
+  absl::Status PutLinks(const db::StoredLinks& l) override { return inner_.PutLinks(l); }
+  absl::StatusOr<db::StoredLinks> GetLinks(absl::string_view f) override { return inner_.GetLinks(f); }
   absl::StatusOr<db::StoreInfo> Info() override { return inner_.Info(); }
   int puts = 0;
 
