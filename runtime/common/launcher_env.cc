@@ -77,7 +77,8 @@ absl::Status ReadSlurmRendezvous(const Environment::Source& src, Environment& e)
     auto port = FirstReservedPort(resv->first, resv->second);
     if (!port.ok()) return port.status();
     e.launcher_rdzv_port = *port;
-    e.launcher_rdzv_origin = absl::StrCat("the first node of ", nodes->first, ", the first port of SLURM_STEP_RESV_PORTS");
+    e.launcher_rdzv_origin =
+        absl::StrCat("the first node of ", nodes->first, ", the first port of SLURM_STEP_RESV_PORTS");
     return absl::OkStatus();
   }
   auto job = FirstSet(src, {"SLURM_JOB_ID", "SLURM_JOBID"});
