@@ -27,6 +27,8 @@ PACKAGES=(
   # hccl-tune sweep --runtime openmpi|mpich: both MPI libraries, their compiler wrappers (the MPI bench is built with
   # each), and ltrace for the test that watches which Open MPI algorithm function a rules file makes run
   openmpi-bin libopenmpi-dev mpich libmpich-dev ltrace
+  # tests/launchers/: a one-node Slurm started by the test (srun, slurmctld, slurmd, sinfo) and its munge
+  slurm-wlm munge
   # tests: process and network tooling
   iproute2 procps util-linux
   # tests of the emulated cluster (deploy/cluster/): JSON checks

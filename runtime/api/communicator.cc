@@ -13,6 +13,7 @@
 #include "hccltune/version.h"
 #include "runtime/api/communicator_impl.h"
 #include "runtime/api/rank_exchange.h"
+#include "runtime/bootstrap/launcher_rendezvous.h"
 #include "runtime/bootstrap/rank_table.h"
 #include "runtime/bootstrap/tcp_store.h"
 #include "runtime/common/host.h"
@@ -368,19 +369,18 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(int rank, int
 }
 
 namespace {
-// Keeps rank 0's store server alive as long as the communicators that use it.
-struct ServedStore final : Store {
-  std::unique_ptr<TcpStoreServer> server;
-  std::shared_ptr<Store> client;
-  absl::Status Set(const std::string& k, const std::string& v) override { return client->Set(k, v); }
-  absl::StatusOr<std::string> Get(const std::string& k, absl::Duration t) override { return client->Get(k, t); }
-  absl::StatusOr<int64_t> Add(const std::string& k, int64_t d) override { return client->Add(k, d); }
-  absl::StatusOr<bool> Check(const std::vector<std::string>& k) override { return client->Check(k); }
-  std::string Describe() const override { return client->Describe(); }
-};
+// Create over a store this rank may serve: when init fails, the server stays up kServerLinger longer, so the ranks
+// still waiting read why (the announcement, or rank 0's list of missing ranks) rather than a lost connection.
+absl::StatusOr<std::unique_ptr<Communicator>> CreateServed(int rank, int size, std::shared_ptr<ServedStore> store,
+                                                           const Environment& env) {
+  auto c = Communicator::Create(rank, size, store, env);
+  if (!c.ok() && store->serving()) absl::SleepFor(kServerLinger);
+  return c;
+}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(const Environment& env) {
+  SetLogLevel(env.log_level);  // before the rendezvous, which logs where it is
   if (!env.rank_table_file.empty()) {
     // RANK_TABLE_FILE + RANK_ID: rank, world, node, device and rendezvous come from the table.
     Environment from_table = env;
@@ -428,12 +428,18 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(cons
       }
       port = *env.launcher_master_port + 1;
     }
+    if (host.empty() && port == 0 && HasLauncherRendezvous(env)) {
+      auto launched = ConnectLauncherRendezvous(env);
+      if (!launched.ok()) return launched.status();
+      return CreateServed(rank, size, *launched, env);
+    }
     if (host.empty() || port == 0) {
       return absl::InvalidArgumentError(
           "env:// bootstrap needs a rendezvous: HCCL_TUNE_STORE=file:///shared/dir, or HCCL_TUNE_MASTER_ADDR and "
-          "HCCL_TUNE_MASTER_PORT, or MASTER_ADDR and MASTER_PORT (hccl-tune then serves on MASTER_PORT+1)");
+          "HCCL_TUNE_MASTER_PORT, or MASTER_ADDR and MASTER_PORT (hccl-tune then serves on MASTER_PORT+1), or a "
+          "launcher that implies one: srun, mpirun (Open MPI), mpiexec (MPICH) (docs/LAUNCHING.md)");
     }
-    auto served = std::make_shared<ServedStore>();
+    std::unique_ptr<TcpStoreServer> served;
     if (rank == 0) {
       auto server = TcpStoreServer::Start(host, port);
       if (!server.ok()) {
@@ -441,12 +447,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(cons
         server = TcpStoreServer::Start("0.0.0.0", port);
         if (!server.ok()) return server.status();
       }
-      served->server = *std::move(server);
+      served = *std::move(server);
     }
     auto client = ConnectTcpStore(host, port, timeout);
     if (!client.ok()) return client.status();
-    served->client = *client;
-    store = served;
+    return CreateServed(rank, size, std::make_shared<ServedStore>(std::move(served), *client), env);
   }
   return Create(rank, size, store, env);
 }

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "runtime/api/communicator.h"
+#include "runtime/bootstrap/store_protocol.h"
 #include "runtime/common/json_field.h"
 #include "runtime/common/logging.h"
 
@@ -174,44 +175,89 @@ absl::Status RankExchange::Run(const JoinFn& join) {
   return Check();
 }
 
+// Gather, in O(n) store requests: rank 0 waits for every rank's info ("info/<rank>"), reads them (n requests)
+// and publishes them joined as one value, "info/all"; every other rank waits for that one key and reads it once.
+// (Each rank reading every rank's key would be n requests per rank, n^2 through the one store server.) An
+// aggregate over the store's value limit (a world of tens of thousands of ranks) is published empty, and the
+// others then read the n keys themselves.
 absl::Status RankExchange::Gather(absl::Time deadline, bool* replaced) {
   std::vector<std::string> keys;
-  for (int r = 0; r < size_; ++r) keys.push_back(absl::StrCat("info/", r));
-  while (true) {
-    // In slices, so that a rank that joined an earlier job's tag sees rank 0 of this job replace it.
-    const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
-    absl::Status s = store_->Wait(keys, std::min(left, absl::Milliseconds(200)));
-    if (s.ok()) break;
-    // Only a deadline means ranks are missing; a store that failed (a lost connection) says so itself.
-    if (s.code() != absl::StatusCode::kDeadlineExceeded) return s;
-    if ((*replaced = TagReplaced())) return absl::OkStatus();
-    // A rank that failed its own setup says so (Create); no need to wait for the deadline.
-    if (absl::Status a = AbortProbe(store_)(); !a.ok()) return a;
-    if (absl::Now() < deadline) continue;
-    std::vector<std::string> missing;
+  if (rank_ == 0) {
+    for (int r = 0; r < size_; ++r) keys.push_back(absl::StrCat("info/", r));
+  } else {
+    keys.push_back("info/all");
+  }
+  if (absl::Status s = WaitFor(keys, deadline, replaced); !s.ok() || *replaced) return s;
+  std::vector<std::string> texts;
+  if (rank_ != 0) {
+    auto all = store_->Get("info/all", absl::Seconds(env_.connect_timeout_s));
+    if (!all.ok()) return all.status();
+    if (!all->empty()) texts = absl::StrSplit(*all, '\n');
+  }
+  if (texts.empty()) {
+    size_t bytes = 0;
     for (int r = 0; r < size_; ++r) {
-      auto ok = store_->Check({absl::StrCat("info/", r)});
-      if (ok.ok() && !*ok) missing.push_back(absl::StrCat(r));
+      auto text = store_->Get(absl::StrCat("info/", r), absl::Seconds(env_.connect_timeout_s));
+      if (!text.ok()) return text.status();
+      bytes += text->size() + 1;
+      texts.push_back(*std::move(text));
     }
-    return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": ranks ", absl::StrJoin(missing, ", "),
-                                                    " never joined the communicator of ", size_, " ranks within ",
-                                                    env_.connect_timeout_s, " s (HCCL_CONNECT_TIMEOUT)"));
+    if (rank_ == 0) {
+      // dump() escapes newlines inside strings: '\n' separates the infos.
+      const std::string all = bytes < store_protocol::kMaxValueBytes / 2 ? absl::StrJoin(texts, "\n") : "";
+      if (absl::Status s = store_->Set("info/all", all); !s.ok()) return s;
+    }
   }
   infos_.assign(static_cast<size_t>(size_), RankInfo{});
   sizes_.assign(static_cast<size_t>(size_), 0);
-  for (int r = 0; r < size_; ++r) {
-    auto text = store_->Get(absl::StrCat("info/", r), absl::Seconds(env_.connect_timeout_s));
-    if (!text.ok()) return text.status();
-    auto info = InfoFromJson(*text, r, tag_, store_->Describe());
+  for (int r = 0; r < size_ && r < static_cast<int>(texts.size()); ++r) {
+    const std::string& text = texts[static_cast<size_t>(r)];
+    auto info = InfoFromJson(text, r, tag_, store_->Describe());
     if (!info.ok()) return info.status();
     infos_[static_cast<size_t>(r)] = *std::move(info);
-    auto j = nlohmann::json::parse(*text, nullptr, false);
+    auto j = nlohmann::json::parse(text, nullptr, false);
     sizes_[static_cast<size_t>(r)] = JsonOr(j, "size", 0);
   }
   // Rank 0's info for another world size: the tag is an earlier job's (or the ranks disagree on the size,
   // which ClaimTag's deadline reports).
   *replaced = rank_ != 0 && (sizes_[0] != size_ || TagReplaced());
   return absl::OkStatus();
+}
+
+absl::Status RankExchange::NeverJoined(const std::string& missing) const {
+  return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": ranks ", missing,
+                                                  " never joined the communicator of ", size_, " ranks within ",
+                                                  env_.connect_timeout_s, " s (HCCL_CONNECT_TIMEOUT)"));
+}
+
+// Waits for `keys` in slices until the deadline, so that a rank that joined an earlier job's tag sees rank 0 of
+// this job replace it (*replaced), and a rank's announced failure ends the wait at once. At the deadline, names
+// the ranks whose info never came (rank 0 also publishes them as "missing", which ends the others' waits).
+absl::Status RankExchange::WaitFor(const std::vector<std::string>& keys, absl::Time deadline, bool* replaced) {
+  *replaced = false;
+  while (true) {
+    const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+    absl::Status s = store_->Wait(keys, std::min(left, absl::Milliseconds(200)));
+    if (s.ok()) return s;
+    // Only a deadline means ranks are missing; a store that failed (a lost connection) says so itself.
+    if (s.code() != absl::StatusCode::kDeadlineExceeded) return s;
+    if ((*replaced = TagReplaced())) return absl::OkStatus();
+    // A rank that failed its own setup says so (Create); no need to wait for the deadline.
+    if (absl::Status a = AbortProbe(store_)(); !a.ok()) return a;
+    if (auto known = store_->Check({"missing"}); rank_ != 0 && known.ok() && *known) {
+      auto missing = store_->Get("missing", absl::Seconds(1));
+      if (missing.ok()) return NeverJoined(*missing);
+    }
+    if (absl::Now() < deadline) continue;
+    std::vector<std::string> missing;
+    for (int r = 0; r < size_; ++r) {
+      auto ok = store_->Check({absl::StrCat("info/", r)});
+      if (ok.ok() && !*ok) missing.push_back(absl::StrCat(r));
+    }
+    // Rank 0 gathers for everyone: the others, waiting for "info/all", learn from it which ranks are missing.
+    if (rank_ == 0) (void)store_->Set("missing", absl::StrJoin(missing, ", "));
+    return NeverJoined(absl::StrJoin(missing, ", "));
+  }
 }
 
 // Checks every rank makes: same world size, same protocol, same decisive settings, no shared device on a node.

@@ -5,7 +5,8 @@
 // publishes a fresh random tag ("tag"); the others join it (claiming "joined/<rank>" under it, so a tag an
 // earlier job left in a reused store is recognised and waited past). Every key of the instance then lives under
 // "job-<tag hex>/". Once joined, `join(tag, store)` makes what depends on the tag (the transport devices) and
-// returns this rank's info, which Run publishes ("info/<rank>") and then gathers every rank's, checking that
+// returns this rank's info, which Run publishes ("info/<rank>") and then gathers every rank's (rank 0 joins them
+// into "info/all", which the others read once: O(n) store requests), checking that
 // they belong together: the same tag and world size, the same wire protocol, the same decisive settings, no
 // device claimed twice on a node. A tag that turns out to be an earlier job's (rank 0 of this job published a
 // new one meanwhile) is left and the new one joined: `join` may run more than once. Waits end at
@@ -67,6 +68,10 @@ class RankExchange {
   absl::Status JoinTag(absl::Time deadline, std::optional<uint64_t> stale);
   // Waits for and reads every rank's info; *replaced: this rank's tag turned out to be an earlier job's.
   absl::Status Gather(absl::Time deadline, bool* replaced);
+  // Waits for `keys` (naming the missing ranks at the deadline); *replaced as Gather's.
+  absl::Status WaitFor(const std::vector<std::string>& keys, absl::Time deadline, bool* replaced);
+  // "rank R: ranks <missing> never joined the communicator ... (HCCL_CONNECT_TIMEOUT)".
+  absl::Status NeverJoined(const std::string& missing) const;
   // Whether the tag rank 0 published is no longer the one this rank joined.
   bool TagReplaced() const;
   absl::Status Check() const;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "runtime/common/configuration.h"
+#include "runtime/common/launcher_env.h"
 #include "runtime/common/status_macros.h"
 
 namespace hccltune {
@@ -17,23 +18,10 @@ absl::Status Bad(const std::string& var, const std::string& value, absl::string_
   return absl::InvalidArgumentError(absl::StrCat(var, "='", value, "' is invalid: expected ", accepted));
 }
 
-// Reads an integer variable in [lo, hi]; absent -> nullopt.
-absl::Status ReadInt(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi,
-                     std::optional<int64_t>& out) {
-  auto v = src(var);
-  if (!v) return absl::OkStatus();
-  int64_t n = 0;
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*v), &n) || n < lo || n > hi) {
-    return Bad(var, *v, absl::StrCat("an integer from ", lo, " to ", hi));
-  }
-  out = n;
-  return absl::OkStatus();
-}
-
 template <typename T>
 absl::Status ReadIntInto(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi, T& out) {
   std::optional<int64_t> v;
-  HT_RETURN_IF_ERROR(ReadInt(src, var, lo, hi, v));
+  HT_RETURN_IF_ERROR(ReadIntVariable(src, var, lo, hi, v));
   if (v) out = static_cast<T>(*v);
   return absl::OkStatus();
 }
@@ -42,7 +30,7 @@ template <typename T>
 absl::Status ReadOptInt(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi,
                         std::optional<T>& out) {
   std::optional<int64_t> v;
-  HT_RETURN_IF_ERROR(ReadInt(src, var, lo, hi, v));
+  HT_RETURN_IF_ERROR(ReadIntVariable(src, var, lo, hi, v));
   if (v) out = static_cast<T>(*v);
   return absl::OkStatus();
 }
@@ -94,39 +82,6 @@ absl::Status ReadTorchAlias(const Environment::Source& src, bool& out) {
   return absl::OkStatus();
 }
 
-// The launcher's rank, world size and local rank, in order of precedence: torchrun (RANK/WORLD_SIZE), Open MPI,
-// Slurm. A launcher is recognised by its rank variable (torchrun: or its world size).
-absl::Status ReadLauncher(const Environment::Source& src, Environment& e) {
-  struct Launcher {
-    const char* name;
-    const char* rank;
-    const char* size;
-    const char* local_rank;
-    const char* local_size;
-    bool size_alone;  // recognised by the world size alone
-  };
-  static constexpr Launcher kLaunchers[] = {
-      {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", true},
-      {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-       "OMPI_COMM_WORLD_LOCAL_SIZE", false},
-      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", false},
-  };
-  for (const Launcher& l : kLaunchers) {
-    if (!src(l.rank) && !(l.size_alone && src(l.size))) continue;
-    e.launcher = l.name;
-    HT_RETURN_IF_ERROR(ReadOptInt(src, l.rank, 0, kMaxRanks - 1, e.rank));
-    HT_RETURN_IF_ERROR(ReadOptInt(src, l.size, 1, kMaxRanks, e.world_size));
-    HT_RETURN_IF_ERROR(ReadOptInt(src, l.local_rank, 0, kMaxRanks - 1, e.local_rank));
-    HT_RETURN_IF_ERROR(ReadOptInt(src, l.local_size, 1, kMaxRanks, e.local_world_size));
-    break;
-  }
-  if (e.rank && e.world_size && *e.rank >= *e.world_size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", *e.rank, " from ", e.launcher, " is not below the world size ", *e.world_size));
-  }
-  return absl::OkStatus();
-}
-
 // HCCL_TUNE_SINGLE_COPY: auto (on, 1), off (0), or the smallest message to single-copy.
 absl::Status ReadSingleCopy(const Environment::Source& src, Environment& e) {
   if (auto v = src("HCCL_TUNE_SINGLE_COPY")) {
@@ -146,6 +101,18 @@ absl::Status ReadSingleCopy(const Environment::Source& src, Environment& e) {
 }
 
 }  // namespace
+
+absl::Status ReadIntVariable(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi,
+                             std::optional<int64_t>& out) {
+  auto v = src(var);
+  if (!v) return absl::OkStatus();
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(*v), &n) || n < lo || n > hi) {
+    return Bad(var, *v, absl::StrCat("an integer from ", lo, " to ", hi));
+  }
+  out = n;
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<TestDelay>> ParseTestDelay(absl::string_view text) {
   std::vector<TestDelay> out;
@@ -243,7 +210,7 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
   e.hccl_algo = ReadString(src, "HCCL_ALGO");
   {
     std::optional<int64_t> mb;
-    HT_RETURN_IF_ERROR(ReadInt(src, "HCCL_BUFFSIZE", 1, 64 * 1024, mb));
+    HT_RETURN_IF_ERROR(ReadIntVariable(src, "HCCL_BUFFSIZE", 1, 64 * 1024, mb));
     if (mb) e.buffsize_bytes = static_cast<uint64_t>(*mb) << 20;
   }
   HT_RETURN_IF_ERROR(ReadIntInto(src, "HCCL_CONNECT_TIMEOUT", 1, kDay, e.connect_timeout_s));
@@ -322,7 +289,7 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
       ReadAutoOffBytes(src, "HCCL_TUNE_HUGE_PAGES", kDefaultHugePagesBytes, "an allocation size", e.huge_pages_bytes));
   HT_RETURN_IF_ERROR(ReadAutoOffBytes(src, "HCCL_TUNE_THP", kDefaultThpBytes, "a buffer size", e.thp_bytes));
 
-  HT_RETURN_IF_ERROR(ReadLauncher(src, e));
+  HT_RETURN_IF_ERROR(ReadLauncherEnvironment(src, e));
   e.launcher_master_addr = ReadString(src, "MASTER_ADDR");
   HT_RETURN_IF_ERROR(ReadOptInt(src, "MASTER_PORT", 1, 65535, e.launcher_master_port));
   e.xdg_runtime_dir = ReadString(src, "XDG_RUNTIME_DIR");

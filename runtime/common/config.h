@@ -93,15 +93,29 @@ struct Environment {
   static constexpr int kDefaultKillGraceS = 10;
   static constexpr int kMaxKillGraceS = 3600;
 
-  // --- launchers (torchrun, Open MPI, Slurm) ---
-  std::optional<int> rank, world_size, local_rank, local_world_size;  // after precedence torchrun > OMPI > Slurm
-  std::string launcher;                                               // "torchrun", "openmpi", "slurm" or ""
-  std::string launcher_master_addr;                                   // MASTER_ADDR
-  std::optional<int> launcher_master_port;                            // MASTER_PORT
-  std::string xdg_runtime_dir;                                        // XDG_RUNTIME_DIR
-  std::string xdg_state_home;                                         // XDG_STATE_HOME (hccl-tuned, user mode)
-  std::string home;                                                   // HOME (hccl-tuned, user mode)
-  std::string path;  // PATH (where `sweep --runtime` finds another runtime's launcher)
+  // --- launchers (torchrun, Open MPI, MPICH, Slurm; runtime/common/launcher_env.h) ---
+  // After precedence torchrun > Open MPI > MPICH > Slurm.
+  std::optional<int> rank, world_size, local_rank, local_world_size;
+  std::string launcher;  // "torchrun", "openmpi", "mpich", "slurm" or ""
+  // The rendezvous the launcher implies when neither HCCL_TUNE_MASTER_ADDR nor MASTER_ADDR is set
+  // (docs/LAUNCHING.md). Slurm: the first node of the step, on the first port of SLURM_STEP_RESV_PORTS or one
+  // derived from the job and step ids; Open MPI: mpirun's host, on a port derived from its job id; MPICH: none
+  // (the PMI server at pmi_fd carries it).
+  std::string launcher_rdzv_host;
+  std::optional<int> launcher_rdzv_port;
+  std::string launcher_rdzv_origin;  // the variables it came from, for messages
+  std::string slurmd_nodename;       // SLURMD_NODENAME: the node this Slurm task runs on
+  std::optional<int> pmi_fd;         // PMI_FD: the PMI-1 connection of MPICH's mpiexec (hydra)
+  // HCCL_TUNE_PORT_RANGE: where a derived rendezvous port lies.
+  int port_range_lo = kDefaultPortRangeLo, port_range_hi = kDefaultPortRangeHi;
+  static constexpr int kDefaultPortRangeLo = 20000;
+  static constexpr int kDefaultPortRangeHi = 29999;
+  std::string launcher_master_addr;         // MASTER_ADDR
+  std::optional<int> launcher_master_port;  // MASTER_PORT
+  std::string xdg_runtime_dir;              // XDG_RUNTIME_DIR
+  std::string xdg_state_home;               // XDG_STATE_HOME (hccl-tuned, user mode)
+  std::string home;                         // HOME (hccl-tuned, user mode)
+  std::string path;                         // PATH (where `sweep --runtime` finds another runtime's launcher)
 
   using Source = std::function<std::optional<std::string>(const std::string&)>;
 
@@ -117,5 +131,10 @@ struct Environment {
   static absl::StatusOr<bool> LoadTorchAlias();
   static absl::StatusOr<bool> LoadTorchAliasFrom(const Source& source);
 };
+
+// Reads the integer variable `var` from `src` into `out` when it is set; a value outside [lo, hi] or not an
+// integer is an error naming the variable, the value and the range.
+absl::Status ReadIntVariable(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi,
+                             std::optional<int64_t>& out);
 
 }  // namespace hccltune

@@ -1,0 +1,57 @@
+// The rendezvous a launcher implies when no address is configured (docs/LAUNCHING.md): the TCP store every rank
+// connects to, and which rank serves it.
+//
+// - Slurm (srun): the first node of the step (SLURM_STEP_NODELIST) on the first reserved port
+//   (SLURM_STEP_RESV_PORTS) or on a port derived from SLURM_JOB_ID.SLURM_STEP_ID inside HCCL_TUNE_PORT_RANGE;
+//   served by local rank 0 of that node (SLURMD_NODENAME names it).
+// - Open MPI (mpirun): mpirun's host (OMPI_MCA_orte_hnp_uri) on a port derived from the job id inside
+//   HCCL_TUNE_PORT_RANGE; served by local rank 0 of the node that owns that address (mpirun runs ranks on its own
+//   host first; a job whose mpirun host runs no rank needs MASTER_ADDR/MASTER_PORT).
+// - MPICH (mpiexec, hydra): rank 0 serves on a free port and publishes "host:port" through hydra's PMI-1 key-value
+//   space on PMI_FD (put, barrier, get), then every rank finalizes PMI.
+//
+// Thread-safety: call once per process, before anything else reads PMI_FD.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "runtime/bootstrap/store.h"
+#include "runtime/bootstrap/tcp_store.h"
+#include "runtime/common/config.h"
+
+namespace hccltune {
+
+// A store client that owns the server it talks to (when this rank serves), so the server lives as long as the
+// communicators that use it.
+class ServedStore final : public Store {
+ public:
+  ServedStore(std::unique_ptr<TcpStoreServer> server, std::shared_ptr<Store> client)
+      : server_(std::move(server)), client_(std::move(client)) {}
+  absl::Status Set(const std::string& k, const std::string& v) override { return client_->Set(k, v); }
+  absl::StatusOr<std::string> Get(const std::string& k, absl::Duration t) override { return client_->Get(k, t); }
+  absl::StatusOr<int64_t> Add(const std::string& k, int64_t d) override { return client_->Add(k, d); }
+  absl::StatusOr<bool> Check(const std::vector<std::string>& k) override { return client_->Check(k); }
+  std::string Describe() const override { return client_->Describe(); }
+  bool serving() const { return server_ != nullptr; }
+
+ private:
+  std::unique_ptr<TcpStoreServer> server_;
+  std::shared_ptr<Store> client_;
+};
+
+// How long a rank whose init failed keeps serving the rendezvous, so that the ranks still waiting read why (the
+// announcement under "abort") instead of a lost connection: they look every 200 ms at most.
+inline constexpr absl::Duration kServerLinger = absl::Seconds(1);
+
+// Whether the launcher of `env` implies a rendezvous (a host and port, or a PMI connection).
+bool HasLauncherRendezvous(const Environment& env);
+
+// Connects to the launcher's rendezvous, serving it from this rank when the rules above pick it. Every error
+// names the launcher variables the address came from; waits at most HCCL_CONNECT_TIMEOUT.
+absl::StatusOr<std::shared_ptr<ServedStore>> ConnectLauncherRendezvous(const Environment& env);
+
+}  // namespace hccltune

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Init time of hccl-tune's communicator and of Gloo's process group under Open MPI's mpirun, for each world size:
+# from the moment the last rank starts its init to the moment the last rank is past a first barrier
+# (tests/perf/init_time.cc, init_time_gloo.py; the launcher's start skew and torch's import are not counted),
+# the median of REPS jobs. Prints a Markdown table.
+# Usage: tests/perf/init_time.sh HCCLTUNE_INIT_TIME_BINARY [SIZES (default "8 32 64 128")] [REPS (default 3)]
+set -euo pipefail
+bin=$1
+sizes=${2:-8 32 64 128}
+reps=${3:-3}
+here=$(cd "$(dirname "$0")" && pwd)
+export HCCL_TUNE_DAEMON=off HCCL_CONNECT_TIMEOUT=300
+unset MASTER_ADDR MASTER_PORT RANK WORLD_SIZE HCCL_TUNE_STORE
+slowest() {  # the last end minus the last start, in ms; fails unless all N ranks reported
+  awk '$1 == "init_ms" { if ($4 > s) s = $4; if ($5 > e) e = $5; n++ }
+       END { if (n != N) exit 1; printf "%.1f\n", (e - s) * 1000 }' N="$1"
+}
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+mpi=(mpirun.openmpi --oversubscribe --allow-run-as-root)
+echo "| ranks | hccl-tune init ms | Gloo init ms | Gloo / hccl-tune |"
+echo "| ---: | ---: | ---: | ---: |"
+for n in $sizes; do
+  h=() g=()
+  for ((i = 0; i < reps; i++)); do
+    h+=("$("${mpi[@]}" -np "$n" "$bin" | slowest "$n")")
+    port=$(/usr/bin/python3 "$here/../python/free_port.py" $$)
+    g+=("$(MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "${mpi[@]}" -x MASTER_ADDR -x MASTER_PORT -np "$n" \
+      /usr/bin/python3 "$here/init_time_gloo.py" | slowest "$n")")
+  done
+  hm=$(printf '%s\n' "${h[@]}" | median)
+  gm=$(printf '%s\n' "${g[@]}" | median)
+  echo "| $n | $hm | $gm | $(awk -v a="$gm" -v b="$hm" 'BEGIN { printf "%.2f", a / b }') |"
+done
