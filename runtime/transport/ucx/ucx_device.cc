@@ -66,7 +66,9 @@ class UcxDevice final : public Device {
 UcxDevice::~UcxDevice() {
   // Every endpoint closed (its requests released) before any pair's buffers go, then the workers.
   for (auto& [name, net] : nets_) {
-    for (auto& [key, pair] : net.pairs) pair->Close();
+    for (auto& [key, pair] : net.pairs) {
+      if (pair) pair->Close();
+    }
   }
   for (auto& [name, net] : nets_) net.pairs.clear();
 }
@@ -144,8 +146,7 @@ absl::StatusOr<UcxDevice::Net*> UcxDevice::OpenNet(const std::string& network) {
 
 absl::StatusOr<UcxPair*> UcxDevice::PairTo(Net& net, const std::string& network, int peer, int lanes,
                                            absl::Time deadline) {
-  auto& slot = net.pairs[{peer, lanes}];
-  if (slot) return slot.get();
+  if (auto it = net.pairs.find({peer, lanes}); it != net.pairs.end()) return it->second.get();
   auto& address = net.addresses[peer];
   if (address.empty()) {
     auto hex = GetUntil(*ctx_.store, AddressKey(network, peer), deadline, ctx_.probe);
@@ -175,6 +176,7 @@ absl::StatusOr<UcxPair*> UcxDevice::PairTo(Net& net, const std::string& network,
     p = UcxPair::Create(net.worker.get(), address, info);
   }
   if (!p.ok()) return p.status();
+  auto& slot = net.pairs[{peer, lanes}];
   slot = *std::move(p);
   return slot.get();
 }

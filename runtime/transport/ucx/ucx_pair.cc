@@ -14,7 +14,7 @@
 namespace hccltune::transport {
 namespace {
 
-constexpr size_t kDirectBytes = 64u << 10;    // writes and reads from this size use the caller's memory
+constexpr size_t kDirectBytes = 64u << 10;    // writes from this size are sent from the caller's memory
 constexpr size_t kCoalesceBytes = 64u << 10;  // an outbox is posted once it holds this much
 constexpr size_t kBufferedBytes = 4u << 20;   // copied bytes in flight per lane
 constexpr uint64_t kFullMask = ~uint64_t{0};
@@ -203,16 +203,9 @@ absl::StatusOr<size_t> UcxPair::FinishRecv(Lane& l, void* data, size_t bytes) {
   const ucs_status_t s = Check(l.recv);
   if (s == UCS_INPROGRESS) return 0;
   if (s != UCS_OK) return Fail(s);
-  if (!l.recv_direct) {
-    l.staged_at = 0;
-    l.staged_end = l.recv_bytes;
-    return ReadStaged(l, data, bytes);
-  }
-  if (data != l.recv_into || bytes < l.recv_bytes) {
-    return absl::InternalError(absl::StrCat("rank ", info_.rank, ": ucx receive from rank ", info_.peer,
-                                            " was retried at another position than it started"));
-  }
-  return l.recv_bytes;
+  l.staged_at = 0;
+  l.staged_end = l.recv_bytes;
+  return ReadStaged(l, data, bytes);
 }
 
 absl::StatusOr<size_t> UcxPair::StartRecv(int lane, void* data, size_t bytes) {
@@ -226,18 +219,15 @@ absl::StatusOr<size_t> UcxPair::StartRecv(int lane, void* data, size_t bytes) {
     return 0;
   }
   const size_t length = info.length;
-  l.recv_direct = length >= kDirectBytes && length <= bytes;
-  if (!l.recv_direct && l.staged.size() < length) l.staged.resize(length);
-  l.recv_into = l.recv_direct ? data : l.staged.data();
+  if (l.staged.size() < length) l.staged.resize(length);
   l.recv_bytes = length;
   ucp_request_param_t param{};
-  void* r = ucp_tag_msg_recv_nbx(worker_->worker(), l.recv_into, length, m, &param);
+  void* r = ucp_tag_msg_recv_nbx(worker_->worker(), l.staged.data(), length, m, &param);
   if (UCS_PTR_IS_ERR(r)) return Fail(UCS_PTR_STATUS(r));
   if (r != nullptr) {
     l.recv = r;
     return 0;
   }
-  if (l.recv_direct) return length;
   l.staged_at = 0;
   l.staged_end = length;
   return ReadStaged(l, data, bytes);

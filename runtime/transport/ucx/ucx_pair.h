@@ -8,11 +8,13 @@
 // 4 MiB of copied bytes are in flight per lane (then TryWrite returns 0 until UCX has sent some). A write of
 // 64 KiB or more is sent straight from the caller's memory (ucp_tag_send_nbx: UCX picks eager or its rendezvous
 // protocol by size, zero-copy where the transport can) and TryWrite returns 0 until UCX completes it, then the
-// whole write. Reads: the lane's next message is probed (ucp_tag_probe_nb); one of 64 KiB or more that fits the
-// read is received straight into the caller's memory, anything else through a per-lane staging buffer that
-// later reads drain. REQUIRES of the caller (StreamEndpoint keeps it: a lane's head operation retries at its own
-// position): after TryWrite or TryRead of at least 64 KiB returned 0, the next call on that lane and direction
-// names the same memory and at least as many bytes, and that memory stays valid until the call returns them.
+// whole write. Reads: the lane's next message is probed (ucp_tag_probe_nb) and received into a per-lane staging
+// buffer that reads drain (one copy, as TCP's from the socket). Not straight into the caller's memory: a read that
+// returned 0 may be followed by another operation's read into the same memory (StreamEndpoint stages every
+// receive-and-reduce through one buffer), which a receive still in flight would overwrite. REQUIRES of the caller
+// (StreamEndpoint keeps it: a lane's head operation retries at its own position): after a TryWrite of at least
+// 64 KiB returned 0, the next TryWrite on that lane names the same memory and at least as many bytes, and that
+// memory stays unchanged until the call returns them.
 //
 // Failures: UCX's peer failure handling (UCP_ERR_HANDLING_MODE_PEER) reports a dead peer or broken endpoint
 // through the endpoint's error callback; every later call returns Unavailable naming the peer, "ucx", its
@@ -87,10 +89,8 @@ class UcxPair final : public Pair {
     size_t direct_bytes = 0;
     std::vector<uint8_t> staged;  // a received message not yet read
     size_t staged_at = 0, staged_end = 0;
-    void* recv = nullptr;  // a receive in progress (into `recv_into`)
-    void* recv_into = nullptr;
+    void* recv = nullptr;  // a receive in progress (into `staged`)
     size_t recv_bytes = 0;
-    bool recv_direct = false;
   };
   UcxPair(UcxWorker* worker, const UcxPairInfo& info);
   static void OnError(void* arg, ucp_ep_h ep, ucs_status_t status);
