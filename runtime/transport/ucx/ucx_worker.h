@@ -1,9 +1,9 @@
 // UcxWorker: one UCP context and its one worker, the UCX side of a communicator's ucx device for one network.
 //
 // Why per communicator (and per network): UCX_NET_DEVICES is a setting of the context, and ucx@SUBNET resolves to
-// a different netdev on each node; a worker of its own gives each communicator its own tag space and lets it run
-// UCS_THREAD_MODE_SINGLE (communicators may be driven from different threads; a shared worker would need
-// UCS_THREAD_MODE_MULTI and its lock on every progress call). What it costs: one context and worker per
+// a different netdev on each node; a worker of its own gives each communicator its own tag space and its own lock
+// (communicators may be driven from different threads; a shared worker would make them contend for one). What it
+// costs: one context and worker per
 // communicator that uses link=ucx (made at its first ucx connect, never for communicators that do not use it):
 // UCX reads its configuration and opens its transports (a listening TCP socket per netdev, shared-memory
 // segments) each time.
