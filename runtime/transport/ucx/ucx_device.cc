@@ -23,6 +23,7 @@ namespace {
 
 // What a rank published: its pid and its IPv4 addresses.
 struct UcxPeer {
+  bool present = false;  // it published a block (a build without UCX publishes none)
   int pid = 0;
   std::vector<std::string> subnets;
 };
@@ -87,10 +88,12 @@ absl::Status UcxDevice::Start(const DeviceLayout& layout, const std::vector<std:
   layout_ = layout;
   peers_.assign(blocks.size(), {});
   for (size_t r = 0; r < blocks.size(); ++r) {
+    if (blocks[r].empty()) continue;  // a build without the ucx transport: refused by CheckLink
     auto j = nlohmann::json::parse(blocks[r], nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("subnets") || !j["subnets"].is_array()) {
       return absl::DataLossError(absl::StrCat("bootstrap: rank ", r, " published an unreadable ucx address block"));
     }
+    peers_[r].present = true;
     peers_[r].pid = JsonOr(j, "pid", 0);
     for (const auto& s : j["subnets"]) {
       if (s.is_string()) peers_[r].subnets.push_back(s.get<std::string>());
@@ -101,6 +104,12 @@ absl::Status UcxDevice::Start(const DeviceLayout& layout, const std::vector<std:
 
 absl::Status UcxDevice::CheckLink(const LinkSpec& link, bool intra_step) const {
   (void)intra_step;
+  for (size_t r = 0; r < peers_.size(); ++r) {
+    if (!peers_[r].present) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("link=", FormatLink(link), ": rank ", r, " runs a build without the ucx transport"));
+    }
+  }
   if (link.network.empty()) return absl::OkStatus();
   for (size_t r = 0; r < peers_.size(); ++r) {
     const auto& subnets = peers_[r].subnets;
@@ -147,6 +156,10 @@ absl::StatusOr<UcxDevice::Net*> UcxDevice::OpenNet(const std::string& network) {
 absl::StatusOr<UcxPair*> UcxDevice::PairTo(Net& net, const std::string& network, int peer, int lanes,
                                            absl::Time deadline) {
   if (auto it = net.pairs.find({peer, lanes}); it != net.pairs.end()) return it->second.get();
+  if (!peers_[static_cast<size_t>(peer)].present) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("rank ", ctx_.rank, ": link=ucx: rank ", peer, " runs a build without the ucx transport"));
+  }
   auto& address = net.addresses[peer];
   if (address.empty()) {
     auto hex = GetUntil(*ctx_.store, AddressKey(network, peer), deadline, ctx_.probe);

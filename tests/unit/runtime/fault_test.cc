@@ -57,8 +57,7 @@ struct Outcome {
   double seconds = 0;
 };
 
-Outcome RunJob(int n, int victim, const std::string& link, bool victim_never_joins,
-               const std::string& ucx_tls = "") {
+Outcome RunJob(int n, int victim, const std::string& link, bool victim_never_joins, const std::string& ucx_tls = "") {
   char dir[] = "/tmp/hccltune-fault-XXXXXX";
   EXPECT_NE(::mkdtemp(dir), nullptr);
   int fds[2];
