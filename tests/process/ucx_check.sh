@@ -3,7 +3,9 @@
 #  1. every rank's log names the UCX transport its endpoints use (tcp/..., or posix/sysv for shared memory);
 #  2. `hccl-tune bench --algo all --check` for every collective (bench_check_all.sh: every algorithm, 0 B - 1 MiB,
 #     fp32, --check on every rank);
-#  3. allreduce and reducescatter, every algorithm, in every other dtype (int8 ... fp64), checked the same way.
+#  3. allreduce and reducescatter, every algorithm, in every other dtype (int8 ... fp64), checked the same way;
+#  4. link=ucx@SUBNET for the subnet of this host's first non-loopback interface (when it has one): the log names
+#     that interface as the context's NET_DEVICES, and an allreduce checks.
 # Usage: ucx_check.sh HCCL_TUNE_BINARY RANKS TLS     TLS: tcp | shm (UCX_TLS=posix,sysv,cma,self)
 set -euo pipefail
 bin=$1 ranks=$2 tls=$3
@@ -43,4 +45,17 @@ for dtype in int8 uint8 int32 int64 fp16 bf16 fp64; do
   done
   echo "$dtype: allreduce, reducescatter checked"
 done
+# 4. ucx@SUBNET resolves to this node's interface in the subnet.
+read -r ifname cidr < <(ip -4 -o addr show | awk '$2 != "lo" {print $2, $4; exit}') || true
+if [[ -n ${ifname:-} ]]; then
+  net=$(python3 -c "import ipaddress, sys; print(ipaddress.ip_interface(sys.argv[1]).network)" "$cidr")
+  log=$(HCCL_TUNE_LOG_LEVEL=info "$bin" bench --coll allreduce --ranks "$ranks" --link "ucx@$net" --check \
+          --min-bytes 1M --max-bytes 1M --iters 1 --warmup 0 2>&1)
+  if ! grep -q 'check ok' <<<"$log" || [[ $(grep -c "link=ucx@$net (NET_DEVICES $ifname," <<<"$log") -ne $ranks ]]; then
+    echo "$log"
+    echo "FAILED: link=ucx@$net did not run over $ifname on every rank" >&2
+    exit 1
+  fi
+  echo "ucx@$net: NET_DEVICES $ifname on every rank, check ok"
+fi
 echo "ucx_check: ok at $ranks ranks, UCX_TLS=$UCX_TLS"
