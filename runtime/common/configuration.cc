@@ -200,6 +200,7 @@ absl::string_view LinkKindName(LinkKind kind) {
     case LinkKind::kShm: return "shm";
     case LinkKind::kTcp: return "tcp";
     case LinkKind::kRoce: return "roce";
+    case LinkKind::kUcx: return "ucx";
   }
   return "auto";
 }
@@ -217,13 +218,15 @@ absl::StatusOr<LinkSpec> ParseLink(absl::string_view text) {
     link.kind = LinkKind::kTcp;
   } else if (kind_text == "roce") {
     link.kind = LinkKind::kRoce;
+  } else if (kind_text == "ucx") {
+    link.kind = LinkKind::kUcx;
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown link '", text, "'; accepted: auto, shm, tcp, tcp@SUBNET, roce, roce@SUBNET"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown link '", text, "'; accepted: auto, shm, tcp, tcp@SUBNET, ucx, ucx@SUBNET, roce, roce@SUBNET"));
   }
   if (at != std::string::npos) {
-    if (link.kind != LinkKind::kTcp && link.kind != LinkKind::kRoce) {
-      return absl::InvalidArgumentError(absl::StrCat("link '", text, "': only tcp and roce take @SUBNET"));
+    if (link.kind != LinkKind::kTcp && link.kind != LinkKind::kRoce && link.kind != LinkKind::kUcx) {
+      return absl::InvalidArgumentError(absl::StrCat("link '", text, "': only tcp, ucx and roce take @SUBNET"));
     }
     link.network = lower.substr(at + 1);
     // A subnet is ADDRESS/PREFIX; full validation happens where interfaces are resolved.

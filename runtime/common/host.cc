@@ -1,11 +1,15 @@
 #include "runtime/common/host.h"
 
 #include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -17,6 +21,20 @@ int HostCpus() {
     return n < 1 ? 1 : static_cast<int>(std::min<long>(n, INT_MAX));
   }();
   return cpus;
+}
+
+bool ProcessGone(int pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+  // A killed process stays a zombie until its parent reaps it: look at its state too.
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE* f = std::fopen(path, "r");
+  if (f == nullptr) return false;
+  char buf[512] = {};
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  const char* close = std::strrchr(buf, ')');
+  return n > 0 && close != nullptr && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
 }
 
 bool BoundToOneCpu() { return BoundCpu() >= 0; }

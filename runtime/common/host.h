@@ -19,6 +19,10 @@ bool BoundToOneCpu();
 // The CPU this process is bound to when it is bound to exactly one, else -1.
 int BoundCpu();
 
+// Whether process `pid` of this host (and pid namespace) has exited or was killed: gone, or a zombie its parent
+// has not reaped yet. False when it runs or cannot be asked about (another user's process).
+bool ProcessGone(int pid);
+
 // Whether `host_ranks` ranks on this host outnumber its CPUs (4 ranks on 2 cores): ranks then take turns on the
 // CPUs, so waiting yields instead of spinning and work that only pays with both sides running at once (single
 // copy of mid-size messages) is avoided.

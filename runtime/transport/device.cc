@@ -15,7 +15,7 @@ std::vector<int> DeviceLayout::LocalRanks(int rank) const {
 
 void DeviceSet::Add(std::unique_ptr<Device> device) {
   const auto kind = static_cast<size_t>(device->kind());
-  static_assert(static_cast<size_t>(LinkKind::kRoce) < std::tuple_size_v<decltype(one_lane_)>);
+  static_assert(static_cast<size_t>(LinkKind::kUcx) < std::tuple_size_v<decltype(one_lane_)>);
   one_lane_[kind] = device->Lanes(2) == 1;
   devices_.push_back(std::move(device));
 }

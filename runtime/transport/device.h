@@ -146,7 +146,7 @@ class DeviceSet {
   int rank_ = 0;
   DeviceLayout layout_;
   std::vector<std::unique_ptr<Device>> devices_;
-  std::array<bool, 4> one_lane_{};  // by LinkKind: its device has one lane whatever the channels
+  std::array<bool, 5> one_lane_{};  // by LinkKind: its device has one lane whatever the channels
 };
 
 }  // namespace hccltune::transport

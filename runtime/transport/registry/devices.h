@@ -12,8 +12,8 @@
 namespace hccltune::transport {
 
 // Every device of this build for one communicator instance, in order of preference: shm (the ranks of one node),
-// then tcp (every rank). Fails when a device cannot be made (TCP: no port to listen on, or HCCL_SOCKET_IFNAME
-// names no interface of this node).
+// then tcp (every rank), then ucx (every rank, for link=ucx; in builds that found UCX). Fails when a device cannot be
+// made (TCP: no port to listen on, or HCCL_SOCKET_IFNAME names no interface of this node).
 absl::StatusOr<DeviceSet> CreateDevices(const DeviceContext& ctx);
 
 }  // namespace hccltune::transport

@@ -384,19 +384,7 @@ class ShmPair final : public Pair, public RingReads, public SingleCopyLink, publ
 
   absl::Status CheckPeer() override {
     if (peer_pid_ <= 0 || peer_pid_ == self_pid_) return absl::OkStatus();
-    bool dead = ::kill(peer_pid_, 0) != 0 && errno == ESRCH;
-    if (!dead) {
-      // A killed process stays a zombie until its parent reaps it: look at its state too.
-      char path[64];
-      std::snprintf(path, sizeof(path), "/proc/%d/stat", peer_pid_);
-      if (FILE* f = std::fopen(path, "r")) {
-        char buf[512] = {};
-        const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
-        std::fclose(f);
-        const char* close = std::strrchr(buf, ')');
-        if (n > 0 && close != nullptr && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X')) dead = true;
-      }
-    }
+    const bool dead = ProcessGone(peer_pid_);
     if (dead) {
       return absl::UnavailableError(
           absl::StrCat("rank ", peer_, " (pid ", peer_pid_, ") exited or was killed; shm link to it is dead"));

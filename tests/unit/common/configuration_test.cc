@@ -60,7 +60,7 @@ TEST(Configuration, ErrorsNamePositionAndAccepted) {
       {"ring(channels=99)", "channels must be an integer from 1 to 16"},
       {"ring(link=nvlink)", "unknown link 'nvlink'"},
       {"ring(link=tcp@eth0)", "subnet"},
-      {"ring(link=shm@1.2.3.0/24)", "only tcp and roce"},
+      {"ring(link=shm@1.2.3.0/24)", "only tcp, ucx and roce"},
       {"ring(chunk=1M", "expected ',' or ')'"},
       {"ring(chunk=1M,chunk=2M)", "given twice"},
       {"ring(chunk 1M)", "expected '='"},
@@ -79,6 +79,9 @@ TEST(Configuration, ErrorsNamePositionAndAccepted) {
 TEST(Link, ParseAndFormat) {
   EXPECT_EQ(FormatLink(*ParseLink("TCP@10.0.0.0/8")), "tcp@10.0.0.0/8");
   EXPECT_EQ(ParseLink("roce")->kind, LinkKind::kRoce);
+  EXPECT_EQ(ParseLink("ucx")->kind, LinkKind::kUcx);
+  EXPECT_EQ(FormatLink(*ParseLink("UCX@10.77.1.0/24")), "ucx@10.77.1.0/24");
+  EXPECT_FALSE(ParseLink("ucx@eth0").ok());
   EXPECT_EQ(FormatLink(LinkSpec{}), "auto");
 }
 

@@ -1,5 +1,6 @@
-// Real processes: a rank killed with SIGKILL mid-collective (shm and TCP) and a rank that never joins; the
-// surviving ranks must return an error naming the problem within the timeouts, and /dev/shm stays clean.
+// Real processes: a rank killed with SIGKILL mid-collective (shm, TCP, and UCX over tcp and over shared memory) and
+// a rank that never joins; the surviving ranks must return an error naming the problem within the timeouts, and
+// /dev/shm stays clean.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -22,7 +23,10 @@ namespace {
 using testing::ShmSegmentsOf;
 
 // Child body: join, run allreduces; `victim` kills itself after two calls. Exit codes: 0 ok, 10 + reason.
-int ChildMain(const std::string& dir, int rank, int n, int victim, const std::string& link, int pipe_fd) {
+// `ucx_tls`: UCX_TLS for link=ucx (UCX reads it when the communicator makes its UCP context).
+int ChildMain(const std::string& dir, int rank, int n, int victim, const std::string& link, int pipe_fd,
+              const std::string& ucx_tls) {
+  if (!ucx_tls.empty()) ::setenv("UCX_TLS", ucx_tls.c_str(), 1);
   auto store = NewFileStore(dir);
   if (!store.ok()) return 11;
   Environment env;
@@ -53,7 +57,7 @@ struct Outcome {
   double seconds = 0;
 };
 
-Outcome RunJob(int n, int victim, const std::string& link, bool victim_never_joins) {
+Outcome RunJob(int n, int victim, const std::string& link, bool victim_never_joins, const std::string& ucx_tls = "") {
   char dir[] = "/tmp/hccltune-fault-XXXXXX";
   EXPECT_NE(::mkdtemp(dir), nullptr);
   int fds[2];
@@ -65,7 +69,7 @@ Outcome RunJob(int n, int victim, const std::string& link, bool victim_never_joi
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::close(fds[0]);
-      ::_exit(ChildMain(dir, r, n, victim_never_joins ? -1 : victim, link, fds[1]));
+      ::_exit(ChildMain(dir, r, n, victim_never_joins ? -1 : victim, link, fds[1], ucx_tls));
     }
     pids[pid] = r;
   }
@@ -117,6 +121,30 @@ TEST(Faults, RankKilledMidAllreduceOverTcp) {
   EXPECT_NE(o.messages.find("rank 2"), std::string::npos) << o.messages;
   EXPECT_LT(o.seconds, 30) << o.messages;
 }
+
+#if HCCL_TUNE_HAVE_UCX
+// UCX over tcp: UCX's peer failure handling reports the dead endpoint; the survivors name the rank and "ucx".
+TEST(Faults, RankKilledMidAllreduceOverUcxTcp) {
+  Outcome o = RunJob(3, 2, "ucx", false, "tcp");
+  EXPECT_EQ(o.exit_codes[2], -SIGKILL);
+  EXPECT_EQ(o.exit_codes[0], 20) << o.messages;
+  EXPECT_EQ(o.exit_codes[1], 20) << o.messages;
+  EXPECT_NE(o.messages.find("rank 2"), std::string::npos) << o.messages;
+  EXPECT_NE(o.messages.find("ucx"), std::string::npos) << o.messages;
+  EXPECT_LT(o.seconds, 30) << o.messages;
+}
+
+// UCX over shared memory only: UCX 1.13 has no peer failure handling there; the dead peer is found by its process.
+TEST(Faults, RankKilledMidAllreduceOverUcxShm) {
+  Outcome o = RunJob(3, 1, "ucx", false, "posix,sysv,cma,self");
+  EXPECT_EQ(o.exit_codes[1], -SIGKILL);
+  EXPECT_EQ(o.exit_codes[0], 20) << o.messages;
+  EXPECT_EQ(o.exit_codes[2], 20) << o.messages;
+  EXPECT_NE(o.messages.find("rank 1"), std::string::npos) << o.messages;
+  EXPECT_NE(o.messages.find("ucx"), std::string::npos) << o.messages;
+  EXPECT_LT(o.seconds, 30) << o.messages;
+}
+#endif
 
 }  // namespace
 }  // namespace hccltune
