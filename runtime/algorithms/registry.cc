@@ -20,7 +20,8 @@ enum class Needs : uint8_t {
   kSeveralLevels,     // at least 2 nodes and a node with at least 2 ranks (a step per level)
 };
 
-// The inter-node steps the sweep tries for a hierarchical algorithm (its intra step is its default, on link=auto).
+// The inter-node steps the sweep tries for a hierarchical algorithm, per collective (its intra step is its default,
+// ring — the selector's choice for a collective without one — on link=auto).
 constexpr absl::string_view kHierarchicalInterSteps[] = {"ring", "halving_doubling", "recursive_doubling"};
 constexpr absl::string_view kAllgatherInterSteps[] = {"ring", "recursive_doubling", "direct"};
 constexpr absl::string_view kReducescatterInterSteps[] = {"ring", "halving_doubling", "direct"};
