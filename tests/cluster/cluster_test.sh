@@ -74,12 +74,14 @@ tx_each() {
 # for allgather and reducescatter, at most (NODES-1)/NODES x S per call per node; 10 % of that is left for TCP/IP
 # headers and acknowledgements, plus 256 KiB for connection setup and the bench's own messages.
 hier_colls() {
-  local nodes=$1 rpn=$2 bytes=$((4 << 20)) runs=4 coll algo out k
+  local nodes=$1 rpn=$2 bytes=$((4 << 20)) runs coll algo out k
   local -a f0 f1
   for coll in allgather reducescatter broadcast; do
+    # --check (1; broadcast: out of place, then in place) + --warmup 1 + --iters 2
     case $coll in
-      broadcast) algo="hierarchical(intra=binomial_tree(link=auto),inter=binomial_tree(link=tcp@10.77.1.0/24))" ;;
-      *) algo="hierarchical(intra=ring(link=auto),inter=ring(link=tcp@10.77.1.0/24))" ;;
+      broadcast)
+        algo="hierarchical(intra=binomial_tree(link=auto),inter=binomial_tree(link=tcp@10.77.1.0/24))" runs=5 ;;
+      *) algo="hierarchical(intra=ring(link=auto),inter=ring(link=tcp@10.77.1.0/24))" runs=4 ;;
     esac
     read -ra f0 <<<"$(tx_each fast0)"
     s0=$(tx_sum slow0)

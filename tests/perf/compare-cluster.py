@@ -8,7 +8,7 @@ tx_bytes counter, TCP/IP framing included), and the ratio first / each (> 1: tha
       'hierarchical(inter=ring(link=tcp@10.77.1.0/24))' 'ring(link=auto)'
 
 The cluster is brought up with --default-net fast and taken down at the end. Each run is one launch of one size
-with --warmup W --iters I; per-call bytes = tx growth / (W + I + 1) (the +1 is the bench's own first call).
+with --warmup W --iters I; per-call bytes = tx growth / (W + I).
 """
 import argparse, os, statistics, subprocess, sys
 
@@ -56,7 +56,7 @@ def run(cfg, size):
     for line in p.stdout.splitlines():
         f = line.split()
         if len(f) > 4 and f[0] == a.coll and f[2].isdigit():
-            calls = a.iters + a.warmup + 1
+            calls = a.iters + a.warmup
             return int(f[2]), float(f[4]), max(x - y for x, y in zip(after, before)) / calls
     sys.exit(f"bench --algo {cfg} at {size}: no row in\n{p.stdout}")
 
