@@ -50,6 +50,13 @@ Levels SplitLevels(const GroupTopology& topo, int rank) {
   return lv;
 }
 
+CollectiveArgs StepArgs(const CollectiveArgs& args) {
+  CollectiveArgs sub;
+  sub.dtype = args.dtype;
+  sub.op = args.op == ReduceOp::kAvg ? ReduceOp::kSum : args.op;
+  return sub;
+}
+
 absl::StatusOr<Configuration> StepConfig(AlgorithmContext& ctx, const std::shared_ptr<const Configuration>& given,
                                          Collective c, uint64_t bytes, size_t group_size) {
   if (given != nullptr && registry::Find(c, given->algorithm) != nullptr) return *given;

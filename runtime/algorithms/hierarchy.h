@@ -37,6 +37,10 @@ struct Levels {
 // REQUIRES: topology of every group rank (node indices in [0, num_nodes)), `rank` a group rank.
 Levels SplitLevels(const GroupTopology& topo, int rank);
 
+// A step's arguments, buffers and count left to set: the call's dtype, and its op with avg as sum (the hierarchical
+// algorithm finishes avg itself, internal.h).
+CollectiveArgs StepArgs(const CollectiveArgs& args);
+
 // The configuration of a step of collective `c` over `bytes` among `group_size` ranks (see above).
 absl::StatusOr<Configuration> StepConfig(AlgorithmContext& ctx, const std::shared_ptr<const Configuration>& given,
                                          Collective c, uint64_t bytes, size_t group_size);

@@ -40,8 +40,7 @@ absl::Status LeaderAllgather(const CollectiveArgs& args, const Configuration& co
     offset += node.size() * args.count;
   }
   char* mine_in_all = At(all, displs[static_cast<size_t>(lv.node)], dsize);
-  CollectiveArgs sub;
-  sub.dtype = args.dtype;
+  CollectiveArgs sub = StepArgs(args);
   sub.send = args.send;
   sub.recv = mine_in_all;  // a leader gathers its node's blocks in place in `all`
   sub.count = args.count;
@@ -49,8 +48,7 @@ absl::Status LeaderAllgather(const CollectiveArgs& args, const Configuration& co
   const uint64_t node_bytes = counts[static_cast<size_t>(lv.node)] * dsize;
   HT_RETURN_IF_ERROR(RunStep(ctx, sub, Collective::kGather, config.intra, node_bytes, lv.mine()));
   if (lv.local == 0) {
-    sub = CollectiveArgs{};
-    sub.dtype = args.dtype;
+    sub = StepArgs(args);
     sub.send = mine_in_all;
     sub.recv = all;
     sub.count = counts[static_cast<size_t>(lv.node)];
@@ -59,8 +57,7 @@ absl::Status LeaderAllgather(const CollectiveArgs& args, const Configuration& co
     HT_RETURN_IF_ERROR(
         RunStep(ctx, sub, Collective::kAllgatherv, config.inter, n * args.count * dsize, lv.Leaders(lv.nodes[0][0])));
   }
-  sub = CollectiveArgs{};
-  sub.dtype = args.dtype;
+  sub = StepArgs(args);
   sub.send = all;
   sub.recv = all;
   sub.count = n * args.count;
@@ -94,8 +91,7 @@ absl::Status AllgatherHierarchical(const CollectiveArgs& args, const Configurati
   }
   const size_t l = lv.mine().size();
   char* my_slot = all + static_cast<size_t>(lv.local) * m * block;
-  CollectiveArgs sub;
-  sub.dtype = args.dtype;
+  CollectiveArgs sub = StepArgs(args);
   sub.send = args.send;
   sub.recv = my_slot;
   sub.count = args.count;

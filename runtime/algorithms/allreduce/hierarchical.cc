@@ -45,10 +45,7 @@ absl::Status AllreduceHierarchical(const CollectiveArgs& args, const Configurati
   const std::vector<int>& mine = lv.mine();
   const int local = lv.local;
 
-  const ReduceOp step_op = args.op == ReduceOp::kAvg ? ReduceOp::kSum : args.op;
-  CollectiveArgs sub;
-  sub.dtype = args.dtype;
-  sub.op = step_op;
+  CollectiveArgs sub = StepArgs(args);
 
   if (lv.uniform) {
     const size_t L = mine.size();

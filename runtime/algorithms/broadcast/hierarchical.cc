@@ -25,8 +25,7 @@ absl::Status BroadcastHierarchical(const CollectiveArgs& args, const Configurati
   const Levels lv = SplitLevels(topo, me);
   const std::vector<int> leaders = lv.Leaders(args.root);
   const int leader = leaders[static_cast<size_t>(lv.node)];
-  CollectiveArgs sub;
-  sub.dtype = args.dtype;
+  CollectiveArgs sub = StepArgs(args);
   sub.send = args.recv;
   sub.recv = args.recv;
   sub.count = args.count;

@@ -49,9 +49,7 @@ absl::Status LeaderReducescatter(const CollectiveArgs& args, const Configuration
       }
     }
   }
-  CollectiveArgs sub;
-  sub.dtype = args.dtype;
-  sub.op = args.op == ReduceOp::kAvg ? ReduceOp::kSum : args.op;
+  CollectiveArgs sub = StepArgs(args);
   sub.send = work;
   sub.recv = work;
   sub.count = m * share;
@@ -101,9 +99,7 @@ absl::Status ReducescatterHierarchical(const CollectiveArgs& args, const Configu
     }
   }
   char* my_slot = At(work, static_cast<size_t>(lv.local) * m * block, dsize);
-  CollectiveArgs sub;
-  sub.dtype = args.dtype;
-  sub.op = args.op == ReduceOp::kAvg ? ReduceOp::kSum : args.op;
+  CollectiveArgs sub = StepArgs(args);
   sub.send = work;
   sub.recv = my_slot;
   sub.count = m * block;
