@@ -17,6 +17,7 @@ HT_DECLARE_ALGORITHM(AllreduceDoubleRing);
 HT_DECLARE_ALGORITHM(AllreduceHalvingDoubling);
 HT_DECLARE_ALGORITHM(AllreduceRecursiveDoubling);
 HT_DECLARE_ALGORITHM(AllreduceBinomialTree);
+HT_DECLARE_ALGORITHM(AllreduceDoubleBinaryTree);
 HT_DECLARE_ALGORITHM(AllreduceOneShot);
 HT_DECLARE_EXCHANGE(AllreduceOneShotExchange);
 HT_DECLARE_ALGORITHM(AllreduceSymmetric);
@@ -28,6 +29,7 @@ HT_DECLARE_ALGORITHM(AllgatherBruck);
 HT_DECLARE_ALGORITHM(AllgatherDirect);
 HT_DECLARE_EXCHANGE(AllgatherDirectExchange);
 HT_DECLARE_ALGORITHM(AllgatherSymmetric);
+HT_DECLARE_ALGORITHM(AllgatherHierarchical);
 HT_DECLARE_ALGORITHM(AllgathervRing);
 HT_DECLARE_ALGORITHM(AllgathervDirect);
 
@@ -36,12 +38,14 @@ HT_DECLARE_ALGORITHM(ReducescatterHalvingDoubling);
 HT_DECLARE_ALGORITHM(ReducescatterDirect);
 HT_DECLARE_EXCHANGE(ReducescatterDirectExchange);
 HT_DECLARE_ALGORITHM(ReducescatterSymmetric);
+HT_DECLARE_ALGORITHM(ReducescatterHierarchical);
 
 HT_DECLARE_ALGORITHM(BroadcastBinomialTree);
 HT_DECLARE_ALGORITHM(BroadcastChain);
 HT_DECLARE_ALGORITHM(BroadcastLinear);
 HT_DECLARE_ALGORITHM(BroadcastScatterAllgather);
 HT_DECLARE_ALGORITHM(BroadcastSymmetric);
+HT_DECLARE_ALGORITHM(BroadcastHierarchical);
 
 HT_DECLARE_ALGORITHM(ReduceBinomialTree);
 HT_DECLARE_ALGORITHM(ReduceReducescatterGather);

@@ -20,8 +20,12 @@ enum class Needs : uint8_t {
   kSeveralLevels,     // at least 2 nodes and a node with at least 2 ranks (a step per level)
 };
 
-// The inter-node steps the sweep tries for a hierarchical algorithm (its intra step is its default, on link=auto).
+// The inter-node steps the sweep tries for a hierarchical algorithm, per collective (its intra step is its default,
+// ring — the selector's choice for a collective without one — on link=auto).
 constexpr absl::string_view kHierarchicalInterSteps[] = {"ring", "halving_doubling", "recursive_doubling"};
+constexpr absl::string_view kAllgatherInterSteps[] = {"ring", "recursive_doubling", "direct"};
+constexpr absl::string_view kReducescatterInterSteps[] = {"ring", "halving_doubling", "direct"};
+constexpr absl::string_view kBroadcastInterSteps[] = {"binomial_tree", "chain", "linear"};
 
 struct Entry {
   Collective collective;
@@ -47,6 +51,10 @@ constexpr Entry kEntries[] = {
      {"floor(log2(p))+2*fold(p)", "(floor(log2(p))+fold(p))*n"},
      &algo::AllreduceRecursiveDoubling},
     {C::kAllreduce, "binomial_tree", {"2*ceil(log2(p))", "ceil(log2(p))*n"}, &algo::AllreduceBinomialTree},
+    {C::kAllreduce,
+     "double_binary_tree",
+     {"2*ceil(log2(p))+min(1,p-1)*max(0,ceil(n/(2*c))-1)", "min(2,p/2)*min(1,p-1)*n"},
+     &algo::AllreduceDoubleBinaryTree},
     {C::kAllreduce, "one_shot", {"min(1,p-1)", "(p-1)*n"}, &algo::AllreduceOneShot, &algo::AllreduceOneShotExchange},
     {C::kAllreduce,
      "hierarchical",
@@ -63,6 +71,13 @@ constexpr Entry kEntries[] = {
      &algo::AllgatherRecursiveDoubling},
     {C::kAllgather, "bruck", {"ceil(log2(p))", "(p-1)*n/p"}, &algo::AllgatherBruck},
     {C::kAllgather, "direct", {"min(1,p-1)", "(p-1)*n/p"}, &algo::AllgatherDirect, &algo::AllgatherDirectExchange},
+    {C::kAllgather,
+     "hierarchical",
+     {"(l-1)+(m-1)", "(l-1)*n/l+(m-1)*n/(m*l)"},
+     &algo::AllgatherHierarchical,
+     nullptr,
+     Needs::kSeveralLevels,
+     kAllgatherInterSteps},
     {C::kAllgather, "symmetric", {"2*min(1,p-1)", "0"}, &algo::AllgatherSymmetric, nullptr, Needs::kSymmetricBuffers},
     {C::kAllgatherv, "ring", {"p-1", "(p-1)*n/p"}, &algo::AllgathervRing},
     {C::kAllgatherv, "direct", {"min(1,p-1)", "(p-1)*n/p"}, &algo::AllgathervDirect},
@@ -77,6 +92,13 @@ constexpr Entry kEntries[] = {
      &algo::ReducescatterDirect,
      &algo::ReducescatterDirectExchange},
     {C::kReducescatter,
+     "hierarchical",
+     {"(l-1)+(m-1)", "(l-1)*n/l+(m-1)*n/(m*l)"},
+     &algo::ReducescatterHierarchical,
+     nullptr,
+     Needs::kSeveralLevels,
+     kReducescatterInterSteps},
+    {C::kReducescatter,
      "symmetric",
      {"2*min(1,p-1)", "0"},
      &algo::ReducescatterSymmetric,
@@ -86,6 +108,13 @@ constexpr Entry kEntries[] = {
     {C::kBroadcast, "chain", {"max(0,p-2+ceil(n/c))", "min(1,p-1)*n"}, &algo::BroadcastChain},
     {C::kBroadcast, "linear", {"min(1,p-1)", "(p-1)*n"}, &algo::BroadcastLinear},
     {C::kBroadcast, "scatter_allgather", {"min(1,p-1)+p-1", "2*(p-1)*n/p"}, &algo::BroadcastScatterAllgather},
+    {C::kBroadcast,
+     "hierarchical",
+     {"ceil(log2(m))+ceil(log2(l))", "(ceil(log2(m))+ceil(log2(l)))*n"},
+     &algo::BroadcastHierarchical,
+     nullptr,
+     Needs::kSeveralLevels,
+     kBroadcastInterSteps},
     {C::kBroadcast, "symmetric", {"2*min(1,p-1)", "0"}, &algo::BroadcastSymmetric, nullptr, Needs::kSymmetricBuffers},
     {C::kReduce, "binomial_tree", {"ceil(log2(p))", "ceil(log2(p))*n"}, &algo::ReduceBinomialTree},
     {C::kReduce, "reducescatter_gather", {"p-1+min(1,p-1)", "2*(p-1)*n/p"}, &algo::ReduceReducescatterGather},

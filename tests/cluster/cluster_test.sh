@@ -4,10 +4,15 @@
 #
 # Usage: cluster_test.sh CASE HCCL_TUNE HCCL_TUNED
 #   lifecycle            up, up again (idempotent, same daemons), shrink, down; no namespaces/daemons left
-#   hier NODES RPN       hierarchical allreduce --check across NODES x RPN ranks over the fast network; the fast
+#   hier NODES RPN [both|colls]
+#                        hierarchical allreduce --check across NODES x RPN ranks over the fast network; the fast
 #                        interfaces' tx counters grow by at least the bytes that must cross nodes, the slow ones
 #                        by far less; with "both", the same again with the slow network chosen (and reversed), and
-#                        HCCL_SOCKET_IFNAME=slow0 winning over a configuration that names the fast subnet
+#                        HCCL_SOCKET_IFNAME=slow0 winning over a configuration that names the fast subnet. Then
+#                        hierarchical allgather, reducescatter and broadcast --check over the fast network: the bytes
+#                        that must cross nodes went over fast0, not slow0, and (allgather, reducescatter) no node's
+#                        fast0 sent more than (NODES-1)/NODES of the call's bytes (plus TCP/IP framing). "colls":
+#                        only that second part
 #   links                hccl-tune links across 2 x 2: shm inside a node, tcp between, fast >= 3x slow
 #   torch_links PY USERBASE
 #                        tests/python/links_test.py (hccl_tune_torch.LinkInspector) across 2 x 2 under interpreter
@@ -58,6 +63,49 @@ tx_sum() {
   done
   echo $total
 }
+# tx_bytes of interface $1 on every node, space-separated.
+tx_each() {
+  local k
+  for ((k = 0; k < NODES_UP; k++)); do echo -n "$(ip netns exec "$NAME-n$k" cat "/sys/class/net/$1/statistics/tx_bytes") "; done
+}
+
+# Hierarchical allgather, reducescatter and broadcast --check across $1 x $2 ranks, inter step over the fast
+# network: each node's fast0 tx growth, against what must cross nodes (at least (NODES-1) x S per call in all) and,
+# for allgather and reducescatter, at most (NODES-1)/NODES x S per call per node; 10 % of that is left for TCP/IP
+# headers and acknowledgements, plus 256 KiB for connection setup and the bench's own messages.
+hier_colls() {
+  local nodes=$1 rpn=$2 bytes=$((4 << 20)) runs coll algo out k
+  local -a f0 f1
+  for coll in allgather reducescatter broadcast; do
+    # --check (1; broadcast: out of place, then in place) + --warmup 1 + --iters 2
+    case $coll in
+      broadcast)
+        algo="hierarchical(intra=binomial_tree(link=auto),inter=binomial_tree(link=tcp@10.77.1.0/24))" runs=5 ;;
+      *) algo="hierarchical(intra=ring(link=auto),inter=ring(link=tcp@10.77.1.0/24))" runs=4 ;;
+    esac
+    read -ra f0 <<<"$(tx_each fast0)"
+    s0=$(tx_sum slow0)
+    out=$("$root/deploy/cluster/launch.sh" --name "$NAME" --ranks-per-node "$rpn" --timeout 240 --out "$DIR/out" -- \
+      "$TUNE" bench --launched --coll $coll --dtype fp32 --min-bytes $bytes --max-bytes $bytes \
+      --iters 2 --warmup 1 --check --algo "$algo") || fail "$coll across $nodes x $rpn"
+    echo "$out"
+    read -ra f1 <<<"$(tx_each fast0)"
+    grep -q "check ok" <<<"$out" || fail "$coll: no checked row"
+    grep -q "^$coll .*hierarchical(.*link=tcp@10.77.1.0/24" <<<"$out" || fail "$coll: the row is not hierarchical"
+    local total=0 most=$(((nodes - 1) * bytes * runs / nodes)) ds=$(($(tx_sum slow0) - s0))
+    for ((k = 0; k < nodes; k++)); do
+      local d=$((f1[k] - f0[k]))
+      total=$((total + d))
+      echo "$coll node $k: fast0 sent $d bytes in $runs calls of $bytes ($((d / runs)) per call; (NODES-1)/NODES of a call: $((most / runs)))"
+      if [[ $coll != broadcast ]]; then
+        ((d <= most + most / 10 + (256 << 10))) || fail "$coll: node $k's fast0 sent $d > $most (+ framing)"
+      fi
+    done
+    echo "$coll: fast0 sent $total in all (need >= $(((nodes - 1) * bytes * runs))), slow0 $ds"
+    ((total >= (nodes - 1) * bytes * runs)) || fail "$coll: fast0 carried $total, less than what must cross nodes"
+    ((ds < bytes * runs / 20)) || fail "$coll: slow0 carried $ds bytes: traffic leaked to the network not chosen"
+  done
+}
 
 trap teardown EXIT
 
@@ -94,6 +142,12 @@ case $case_ in
     nodes=$1 rpn=$2 mode=${3:-fast}
     NODES_UP=$nodes
     up --nodes "$nodes"
+    hier_colls "$nodes" "$rpn"
+    if [[ $mode == colls ]]; then
+      "${CLUSTER[@]}" down --name "$NAME"
+      no_leftovers
+      exit 0
+    fi
     bytes=$((4 << 20)) runs=4  # --check (1) + --warmup 1 + --iters 2
     # Any allreduce must ship, out of every node, information about all of its S bytes: >= NODES*S per call.
     need=$((nodes * bytes * runs))

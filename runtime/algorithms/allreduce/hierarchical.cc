@@ -26,35 +26,10 @@
 #include <vector>
 
 #include "runtime/algorithms/all_algorithms.h"
+#include "runtime/algorithms/hierarchy.h"
 #include "runtime/algorithms/internal.h"
-#include "runtime/algorithms/registry.h"
 
 namespace hccltune::algo {
-namespace {
-
-// The configuration of one step: `given` (the configuration's intra or inter part) when it exists for the step's
-// collective `c`, else the selector's choice for the step, on given's link.
-absl::StatusOr<Configuration> StepConfig(AlgorithmContext& ctx, const std::shared_ptr<const Configuration>& given,
-                                         Collective c, uint64_t bytes, size_t group_size) {
-  if (given != nullptr && registry::Find(c, given->algorithm) != nullptr) return *given;
-  absl::StatusOr<Configuration> d = ctx.ChooseStep(c, bytes, static_cast<int>(group_size));
-  if (!d.ok()) return d.status();
-  if (given != nullptr && given->Has(ParamKind::kLink) && d->Has(ParamKind::kLink)) d->link = given->link;
-  return d;
-}
-
-// Runs step `c` of `bytes` among `members` (group ranks) with StepConfig's configuration.
-absl::Status RunStep(AlgorithmContext& ctx, CollectiveArgs& sub, Collective c,
-                     const std::shared_ptr<const Configuration>& given, uint64_t bytes,
-                     const std::vector<int>& members) {
-  sub.collective = c;
-  absl::StatusOr<Configuration> step = StepConfig(ctx, given, c, bytes, members.size());
-  if (!step.ok()) return step.status();
-  return ctx.RunSubCollective(sub, *step, members);
-}
-
-}  // namespace
-
 absl::Status AllreduceHierarchical(const CollectiveArgs& args, const Configuration& config, AlgorithmContext& ctx) {
   const GroupTopology& topo = ctx.topology();
   const size_t dsize = DataTypeSize(args.dtype);
@@ -66,21 +41,13 @@ absl::Status AllreduceHierarchical(const CollectiveArgs& args, const Configurati
     CopyBytes(args.recv, args.send, bytes);
     return absl::OkStatus();
   }
-  // Ranks of each node (ascending) and this rank's node and local index.
-  std::vector<std::vector<int>> nodes(static_cast<size_t>(topo.num_nodes));
-  for (int r = 0; r < n; ++r) nodes.at(static_cast<size_t>(topo.node_of[static_cast<size_t>(r)])).push_back(r);
-  const std::vector<int>& mine = nodes[static_cast<size_t>(topo.node_of[static_cast<size_t>(me)])];
-  int local = 0;
-  while (mine[static_cast<size_t>(local)] != me) ++local;
-  bool uniform = true;
-  for (const auto& node : nodes) uniform = uniform && node.size() == mine.size();
+  const Levels lv = SplitLevels(topo, me);
+  const std::vector<int>& mine = lv.mine();
+  const int local = lv.local;
 
-  const ReduceOp step_op = args.op == ReduceOp::kAvg ? ReduceOp::kSum : args.op;
-  CollectiveArgs sub;
-  sub.dtype = args.dtype;
-  sub.op = step_op;
+  CollectiveArgs sub = StepArgs(args);
 
-  if (uniform) {
+  if (lv.uniform) {
     const size_t L = mine.size();
     const size_t block = CeilDiv(args.count, L);
     const bool padded = block * L != args.count;
@@ -94,8 +61,7 @@ absl::Status AllreduceHierarchical(const CollectiveArgs& args, const Configurati
     }
     const bool entered = padded || ScalesInputs(args);  // the input is in base
     char* my_block = At(base, block * static_cast<size_t>(local), dsize);
-    std::vector<int> cross;  // rank with the same local index on every node
-    for (const auto& node : nodes) cross.push_back(node[static_cast<size_t>(local)]);
+    const std::vector<int> cross = lv.Cross(local);  // the rank with the same local index on every node
 
     sub.send = entered ? base : args.send;
     sub.recv = my_block;
@@ -112,8 +78,7 @@ absl::Status AllreduceHierarchical(const CollectiveArgs& args, const Configurati
     return absl::OkStatus();
   }
 
-  std::vector<int> leaders;
-  for (const auto& node : nodes) leaders.push_back(node[0]);
+  const std::vector<int> leaders = lv.Leaders(lv.nodes[0][0]);
   sub.count = args.count;
   sub.root = 0;
   sub.send = args.send;

@@ -35,10 +35,23 @@ GroupTopology PairsOfRanks(int n) {
 }
 
 // A configuration text for the algorithm, with a small chunk so that small counts still run several chunks.
-std::string ConfigFor(absl::string_view algorithm, bool small_chunk) {
+// Hierarchical: steps named for the collective's own steps, and steps it has no such algorithm for (the selector's).
+std::string ConfigFor(Collective c, absl::string_view algorithm, bool small_chunk) {
   if (algorithm == "hierarchical") {
-    return small_chunk ? "hierarchical(intra=ring(chunk=16),inter=halving_doubling)"
-                       : "hierarchical(intra=binomial_tree,inter=ring)";
+    switch (c) {
+      case Collective::kAllgather:
+        return small_chunk ? "hierarchical(intra=ring(chunk=16),inter=recursive_doubling)"
+                           : "hierarchical(intra=direct,inter=ring)";
+      case Collective::kReducescatter:
+        return small_chunk ? "hierarchical(intra=ring(chunk=16),inter=halving_doubling)"
+                           : "hierarchical(intra=direct,inter=ring(chunk=16))";
+      case Collective::kBroadcast:
+        return small_chunk ? "hierarchical(intra=chain(chunk=16),inter=binomial_tree)"
+                           : "hierarchical(intra=linear,inter=scatter_allgather)";
+      default:
+        return small_chunk ? "hierarchical(intra=ring(chunk=16),inter=halving_doubling)"
+                           : "hierarchical(intra=binomial_tree,inter=ring)";
+    }
   }
   const std::vector<ParamKind> params = registry::Params(algorithm);
   for (ParamKind p : params) {
@@ -72,7 +85,7 @@ TEST_P(CollectiveTest, AllWorldsCountsTypes) {
       c.dtype = reducing ? pairs[v].first : AllDataTypes()[v % kNumDataTypes];
       c.op = reducing ? pairs[v].second : ReduceOp::kSum;
       c.root = (k % 3 == 0) ? 0 : n - 1;
-      c.config = ConfigFor(p.algorithm, k % 2 == 0);
+      c.config = ConfigFor(p.collective, p.algorithm, k % 2 == 0);
       if (p.algorithm == "hierarchical") c.topo = PairsOfRanks(n);
       if (p.collective == Collective::kBarrier && k > 2) break;
       const std::string err = RunCase(c);
@@ -113,6 +126,7 @@ TEST(CollectiveLargeTest, FourMebibytes) {
       {Collective::kAllreduce, "ring(chunk=256K)", DataType::kFloat32, ReduceOp::kSum, 4},
       {Collective::kAllreduce, "double_ring(chunk=1M)", DataType::kBfloat16, ReduceOp::kAvg, 3},
       {Collective::kAllreduce, "halving_doubling", DataType::kFloat16, ReduceOp::kSum, 5},
+      {Collective::kAllreduce, "double_binary_tree(chunk=64K)", DataType::kFloat32, ReduceOp::kAvg, 7},
       {Collective::kAllgather, "ring(chunk=64K)", DataType::kInt8, ReduceOp::kSum, 4},
       {Collective::kReducescatter, "ring(chunk=64K)", DataType::kInt32, ReduceOp::kSum, 3},
       {Collective::kBroadcast, "chain(chunk=256K)", DataType::kFloat64, ReduceOp::kSum, 4},
@@ -163,6 +177,44 @@ TEST(HierarchicalTest, EmulatedTopologies) {
   }
 }
 
+// Hierarchical allgather, reducescatter and broadcast on emulated topologies: even nodes (the per-local-index
+// form), uneven ones (through the leaders), interleaved ranks and nodes whose ranks are not in rank order (the
+// ranks with one local index are then not ascending), every root; steps named and left to the selector.
+TEST(HierarchicalTest, AllgatherReducescatterBroadcastOnEmulatedTopologies) {
+  const std::vector<std::vector<int>> topologies = {
+      {0, 0, 1, 1}, {0, 0, 1, 1, 2, 2}, {0, 0, 1}, {0, 1, 0, 1}, {0, 1, 1, 0}, {0, 0, 0, 1, 1, 2, 2}, {0, 0, 0, 0, 1},
+  };
+  int failures = 0;
+  for (const auto& nodes : topologies) {
+    const int n = static_cast<int>(nodes.size());
+    for (Collective coll : {Collective::kAllgather, Collective::kReducescatter, Collective::kBroadcast}) {
+      for (const std::string& cfg : {std::string("hierarchical"), ConfigFor(coll, "hierarchical", true),
+                                     ConfigFor(coll, "hierarchical", false)}) {
+        for (auto [dtype, op] :
+             {std::pair{DataType::kFloat32, ReduceOp::kAvg}, std::pair{DataType::kInt64, ReduceOp::kProd},
+              std::pair{DataType::kBfloat16, ReduceOp::kSum}, std::pair{DataType::kFloat16, ReduceOp::kMax}}) {
+          for (int root = 0; root < n; root += (coll == Collective::kBroadcast ? 1 : n)) {
+            Case c;
+            c.collective = coll;
+            c.config = cfg;
+            c.world = n;
+            c.topo = Nodes(nodes);
+            c.count = 29;
+            c.dtype = dtype;
+            c.op = op;
+            c.root = root;
+            c.in_place = root % 2 == 1 || op == ReduceOp::kProd;
+            const std::string err = RunCase(c);
+            if (!err.empty() && failures++ < 5)
+              ADD_FAILURE() << c.Describe() << " nodes=" << nodes.size() << ": " << err;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0);
+}
+
 // Every algorithm of every reducing collective (symmetric: symmetric_test.cc), with a small chunk so that rings
 // run several chunks per block, on the topology hierarchical needs.
 struct Reducing {
@@ -181,7 +233,7 @@ std::vector<Reducing> ReducingAlgorithms() {
 Case NumericsCase(const Reducing& a, int n, DataType dtype, ReduceOp op, bool in_place) {
   Case c;
   c.collective = a.collective;
-  c.config = ConfigFor(a.algorithm, true);
+  c.config = ConfigFor(a.collective, a.algorithm, true);
   if (a.algorithm == "hierarchical") c.topo = PairsOfRanks(n);
   c.world = n;
   c.count = 37;  // vector bodies (8, 16, 32 lanes) and their tails; blocks of different sizes

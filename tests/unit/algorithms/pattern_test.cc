@@ -64,6 +64,21 @@ TEST(PatternTest, AllreduceLogarithmic) {
   EXPECT_EQ(rd5[4].stats.sends, 2u);
 }
 
+// Double binary tree: per tree, every rank but the root sends each chunk up once and every rank sends it to each
+// child once; a rank is interior (two children) in at most one tree. 8 ranks, 64 floats, chunk 64 bytes: each
+// half (32 floats) is 2 chunks.
+TEST(PatternTest, AllreduceDoubleBinaryTreeUsesTwoTrees) {
+  auto res = RunPattern(Collective::kAllreduce, "double_binary_tree(chunk=64)", 8, 64);
+  // Each tree: 7 edges, every edge carries each chunk up once and down once: 2 trees x 2 x 7 x 2 chunks.
+  EXPECT_EQ(TotalSends(res), 2u * 2 * 7 * 2);
+  for (size_t r = 0; r < res.size(); ++r) {
+    // At most 2 + 1 sends per chunk in the tree where it is interior, 1 in the other: never more than 4 per chunk.
+    EXPECT_LE(res[r].stats.sends, 4u * 2) << "rank " << r;
+    EXPECT_GE(res[r].stats.sends, 2u * 2) << "rank " << r;
+    EXPECT_EQ(res[r].stats.bytes_sent, res[r].stats.sends * 64) << "rank " << r;
+  }
+}
+
 TEST(PatternTest, AllreduceOneShotSendsNMinus1) {
   for (const auto& r : RunPattern(Collective::kAllreduce, "one_shot", 7, 10)) {
     EXPECT_EQ(r.stats.sends, 6u);
@@ -139,10 +154,61 @@ TEST(PatternTest, HierarchicalComposesThreeSubCollectives) {
   for (const auto& b : buf) EXPECT_EQ(b, std::vector<float>(8, 4.0f));
 }
 
+// Hierarchical allgather / reducescatter / broadcast: two sub-collectives on even nodes (the per-local-index
+// form), three or four through the leaders on uneven ones; every rank's output checked.
+TEST(PatternTest, HierarchicalAllgatherReducescatterBroadcastAreSubCollectives) {
+  auto cfg = Configuration::Parse("hierarchical");
+  ASSERT_TRUE(cfg.ok());
+  for (const std::vector<int>& nodes : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 0, 1}}) {
+    const size_t n = nodes.size();
+    const bool even = n == 4;
+    for (Collective c : {Collective::kAllgather, Collective::kReducescatter, Collective::kBroadcast}) {
+      std::vector<std::vector<float>> send(n, std::vector<float>(3 * n)), recv(n, std::vector<float>(3 * n, -1));
+      for (size_t r = 0; r < n; ++r) {
+        for (size_t i = 0; i < 3 * n; ++i) send[r][i] = static_cast<float>(r * 100 + i);
+      }
+      auto res = RunGroup(static_cast<int>(n), Nodes(nodes), [&](int r, AlgorithmContext& ctx) {
+        CollectiveArgs a;
+        a.collective = c;
+        a.send = send[static_cast<size_t>(r)].data();
+        a.recv = recv[static_cast<size_t>(r)].data();
+        a.count = 3;
+        a.root = 1;
+        return registry::Run(a, *cfg, ctx);
+      });
+      for (size_t r = 0; r < n; ++r) {
+        ASSERT_TRUE(res[r].status.ok()) << res[r].status;
+        if (c == Collective::kBroadcast) {
+          // A leader (the root on its node, the lowest rank elsewhere) runs the inter step; a node of several
+          // ranks the intra step.
+          const std::vector<int> want = even ? std::vector<int>{1, 2, 2, 1} : std::vector<int>{1, 2, 1};
+          EXPECT_EQ(res[r].sub_collectives, want[r]) << "broadcast rank " << r << " of " << n;
+        } else {
+          EXPECT_EQ(res[r].sub_collectives, even ? 2 : (r == 0 || r == 2 ? 3 : 2))
+              << CollectiveName(c) << " rank " << r << " of " << n;
+        }
+        for (size_t i = 0; i < 3; ++i) {
+          float want = 0;
+          if (c == Collective::kBroadcast) want = static_cast<float>(100 + i);
+          if (c == Collective::kReducescatter) {
+            for (size_t q = 0; q < n; ++q) want += static_cast<float>(q * 100 + r * 3 + i);
+          }
+          if (c != Collective::kAllgather) {
+            EXPECT_EQ(recv[r][i], want) << CollectiveName(c) << " rank " << r;
+          }
+        }
+        if (c == Collective::kAllgather) {
+          for (size_t i = 0; i < 3 * n; ++i) EXPECT_EQ(recv[r][i], static_cast<float>((i / 3) * 100 + i % 3));
+        }
+      }
+    }
+  }
+}
+
 TEST(RegistryTest, ListsAndValidity) {
   EXPECT_EQ(registry::AlgorithmsFor(Collective::kAllreduce),
             (std::vector<std::string>{"ring", "double_ring", "halving_doubling", "recursive_doubling", "binomial_tree",
-                                      "one_shot", "hierarchical", "symmetric"}));
+                                      "double_binary_tree", "one_shot", "hierarchical", "symmetric"}));
   EXPECT_TRUE(registry::AlgorithmsFor(Collective::kSendRecv).empty());
   // `symmetric` is never a candidate (the communicator picks it for symmetric buffers itself).
   EXPECT_EQ(registry::IsValid(Collective::kAllreduce, "symmetric", 2, Nodes({0, 0})).code(),
@@ -158,7 +224,11 @@ TEST(RegistryTest, ListsAndValidity) {
   const absl::Status unknown = registry::IsValid(Collective::kAllgather, "nope", 4, SingleNode(4));
   EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(unknown.message().find("bruck"), absl::string_view::npos);
-  EXPECT_EQ(registry::ListValid(Collective::kAllreduce, 4, SingleNode(4)).size(), 6u);
+  EXPECT_EQ(registry::ListValid(Collective::kAllreduce, 4, SingleNode(4)).size(), 7u);
+  for (Collective c : {Collective::kAllgather, Collective::kReducescatter, Collective::kBroadcast}) {
+    EXPECT_TRUE(registry::IsValid(c, "hierarchical", 3, Nodes({0, 0, 1})).ok()) << CollectiveName(c);
+    EXPECT_FALSE(registry::IsValid(c, "hierarchical", 4, SingleNode(4)).ok()) << CollectiveName(c);
+  }
 }
 
 TEST(RegistryTest, CandidatesAndDefaults) {

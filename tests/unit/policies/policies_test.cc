@@ -201,10 +201,11 @@ TEST(Selector, HcclAlgoLevel1OnSeveralNodesIsHierarchical) {
   auto c = s->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20);
   EXPECT_EQ(c.config->ToString(),
             "hierarchical(intra=ring(chunk=512K,channels=1,link=auto),inter=halving_doubling(channels=1,link=auto))");
-  // reducescatter has halving_doubling but no hierarchical: the flat algorithm.
-  EXPECT_EQ(s->Choose(Collective::kReducescatter, DataType::kFloat32, 1 << 20).config->algorithm, "halving_doubling");
-  // allgather has neither: stays automatic.
-  EXPECT_EQ(s->Choose(Collective::kAllgather, DataType::kFloat32, 1 << 20).source, ChoiceSource::kDefault);
+  // reducescatter has a hierarchical form: level1 is its inter step.
+  EXPECT_EQ(s->Choose(Collective::kReducescatter, DataType::kFloat32, 1 << 20).config->ToString(),
+            "hierarchical(intra=ring(chunk=512K,channels=1,link=auto),inter=halving_doubling(channels=1,link=auto))");
+  // alltoall has neither halving_doubling nor a hierarchical form: stays automatic.
+  EXPECT_EQ(s->Choose(Collective::kAlltoall, DataType::kFloat32, 1 << 20).source, ChoiceSource::kDefault);
 }
 
 GroupTopology TwoNodesOfTwo() {
@@ -242,8 +243,12 @@ TEST(Selector, HcclAlgoLevel0OnSeveralNodesStaysInsideTheNodes) {
   auto c = s->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20);
   EXPECT_EQ(c.source, ChoiceSource::kHcclAlgo);
   EXPECT_EQ(c.config->ToString(), absl::StrCat("hierarchical(intra=", kDefaultRing, ",inter=", kDefaultRing, ")"));
-  // allgather has no hierarchical form: level0 cannot be applied inside the nodes only, so it stays automatic.
-  EXPECT_EQ(s->Choose(Collective::kAllgather, DataType::kFloat32, 1 << 20).source, ChoiceSource::kDefault);
+  // allgather has a hierarchical form too: level0 is its intra step.
+  c = s->Choose(Collective::kAllgather, DataType::kFloat32, 1 << 20);
+  EXPECT_EQ(c.source, ChoiceSource::kHcclAlgo);
+  EXPECT_EQ(c.config->ToString(), absl::StrCat("hierarchical(intra=", kDefaultRing, ",inter=", kDefaultRing, ")"));
+  // alltoall has none: level0 cannot be applied inside the nodes only, so it stays automatic.
+  EXPECT_EQ(s->Choose(Collective::kAlltoall, DataType::kFloat32, 1 << 20).source, ChoiceSource::kDefault);
   s->SetTable(HierarchicalTable());
   c = s->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20);
   EXPECT_EQ(c.source, ChoiceSource::kHcclAlgo);
