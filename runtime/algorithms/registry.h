@@ -64,9 +64,11 @@ std::vector<uint64_t> ChunkCandidates();  // 64K, 256K, 1M, 4M
 std::vector<int> ChannelCandidates();     // 1, 2, 4
 
 // Every configuration of `algorithm` the sweep should try: the cross product of the candidate values of its
-// parameters, with `links` for the link parameter (empty = {auto}). For hierarchical: intra in {ring} and
-// inter in {ring, halving_doubling, recursive_doubling}, each with default chunk/channels, intra on link=auto
-// (shared memory inside a node) and inter on every link.
+// parameters, with `links` for the link parameter (empty = {auto}). For hierarchical: intra = its default step
+// (ring; a collective without ring takes the selector's choice for it) on link=auto (shared memory inside a node),
+// and inter on every link in {ring, halving_doubling, recursive_doubling} (allreduce), {ring, recursive_doubling,
+// direct} (allgather), {ring, halving_doubling, direct} (reducescatter) or {binomial_tree, chain, linear}
+// (broadcast), each with default chunk/channels.
 std::vector<Configuration> Candidates(Collective c, absl::string_view algorithm, absl::Span<const LinkSpec> links);
 
 // Checks the call (known algorithm for args.collective, op supported for the dtype, root in range, world size

@@ -74,7 +74,7 @@ class Selector {
   //    table chooses for the call when that is hierarchical, else hierarchical's default step (what
   //    hierarchical(intra=X) in HCCL_TUNE_ALGO means): a configuration's canonical string names both steps,
   //    so "let the algorithm pick the step per call" cannot be written and is not used;
-  //  - several nodes, no valid hierarchical (e.g. allgather, or one rank per node): level1 applies to the
+  //  - several nodes, no valid hierarchical (e.g. alltoall, or one rank per node): level1 applies to the
   //    whole collective; level0 alone leaves it automatic, since it speaks only of steps inside a node.
   static absl::StatusOr<Selector> Create(const Environment& env, int world_size, const GroupTopology& topo);
 
