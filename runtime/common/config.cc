@@ -26,15 +26,6 @@ absl::Status ReadIntInto(const Environment::Source& src, const std::string& var,
   return absl::OkStatus();
 }
 
-template <typename T>
-absl::Status ReadOptInt(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi,
-                        std::optional<T>& out) {
-  std::optional<int64_t> v;
-  HT_RETURN_IF_ERROR(ReadIntVariable(src, var, lo, hi, v));
-  if (v) out = static_cast<T>(*v);
-  return absl::OkStatus();
-}
-
 // Reads "auto" (-> `automatic`), "off"/"0" (-> kUnbounded) or a positive byte size such as 32M; absent: unchanged.
 // `what` names the size in the error ("a call size", "an allocation size").
 absl::Status ReadAutoOffBytes(const Environment::Source& src, const std::string& var, uint64_t automatic,

@@ -137,4 +137,14 @@ struct Environment {
 absl::Status ReadIntVariable(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi,
                              std::optional<int64_t>& out);
 
+// ReadIntVariable into an optional of another integer type (the range fits it).
+template <typename T>
+absl::Status ReadOptInt(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi,
+                        std::optional<T>& out) {
+  std::optional<int64_t> v;
+  if (absl::Status s = ReadIntVariable(src, var, lo, hi, v); !s.ok()) return s;
+  if (v) out = static_cast<T>(*v);
+  return absl::OkStatus();
+}
+
 }  // namespace hccltune

@@ -20,15 +20,6 @@ absl::Status Bad(absl::string_view var, absl::string_view value, absl::string_vi
   return absl::InvalidArgumentError(absl::StrCat(var, "='", value, "' is invalid: expected ", accepted));
 }
 
-template <typename T>
-absl::Status ReadOpt(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi,
-                     std::optional<T>& out) {
-  std::optional<int64_t> v;
-  HT_RETURN_IF_ERROR(ReadIntVariable(src, var, lo, hi, v));
-  if (v) out = static_cast<T>(*v);
-  return absl::OkStatus();
-}
-
 // The first of `names` that is set, with its name; nullopt when none is.
 std::optional<std::pair<std::string, std::string>> FirstSet(const Environment::Source& src,
                                                             std::initializer_list<const char*> names) {
@@ -40,10 +31,10 @@ std::optional<std::pair<std::string, std::string>> FirstSet(const Environment::S
 
 absl::Status ReadRanks(const Environment::Source& src, Environment& e, const char* rank, const char* size,
                        const char* local_rank, const char* local_size) {
-  HT_RETURN_IF_ERROR(ReadOpt(src, rank, 0, kMaxRanks - 1, e.rank));
-  HT_RETURN_IF_ERROR(ReadOpt(src, size, 1, kMaxRanks, e.world_size));
-  HT_RETURN_IF_ERROR(ReadOpt(src, local_rank, 0, kMaxRanks - 1, e.local_rank));
-  if (local_size != nullptr) HT_RETURN_IF_ERROR(ReadOpt(src, local_size, 1, kMaxRanks, e.local_world_size));
+  HT_RETURN_IF_ERROR(ReadOptInt(src, rank, 0, kMaxRanks - 1, e.rank));
+  HT_RETURN_IF_ERROR(ReadOptInt(src, size, 1, kMaxRanks, e.world_size));
+  HT_RETURN_IF_ERROR(ReadOptInt(src, local_rank, 0, kMaxRanks - 1, e.local_rank));
+  if (local_size != nullptr) HT_RETURN_IF_ERROR(ReadOptInt(src, local_size, 1, kMaxRanks, e.local_world_size));
   return absl::OkStatus();
 }
 
@@ -51,11 +42,11 @@ absl::Status ReadRanks(const Environment::Source& src, Environment& e, const cha
 // uneven steps; SLURM_NTASKS_PER_NODE (set only with --ntasks-per-node) when the step's list is absent.
 absl::Status ReadSlurmLocalSize(const Environment::Source& src, Environment& e) {
   auto per_node = FirstSet(src, {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"});
-  if (!per_node) return ReadOpt(src, "SLURM_NTASKS_PER_NODE", 1, kMaxRanks, e.local_world_size);
+  if (!per_node) return ReadOptInt(src, "SLURM_NTASKS_PER_NODE", 1, kMaxRanks, e.local_world_size);
   auto counts = ParseSlurmTasksPerNode(per_node->first, per_node->second);
   if (!counts.ok()) return counts.status();
   std::optional<int> node;
-  HT_RETURN_IF_ERROR(ReadOpt(src, "SLURM_NODEID", 0, kMaxRanks - 1, node));
+  HT_RETURN_IF_ERROR(ReadOptInt(src, "SLURM_NODEID", 0, kMaxRanks - 1, node));
   const size_t index = static_cast<size_t>(node.value_or(0));
   if (index >= counts->size()) {
     return absl::InvalidArgumentError(absl::StrCat("SLURM_NODEID=", index, " has no entry in ", per_node->first, "='",
@@ -225,7 +216,7 @@ absl::Status ReadLauncherEnvironment(const Environment::Source& src, Environment
     HT_RETURN_IF_ERROR(ReadOmpiRendezvous(src, e));
   } else if (e.launcher == "mpich") {
     HT_RETURN_IF_ERROR(ReadRanks(src, e, "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"));
-    HT_RETURN_IF_ERROR(ReadOpt(src, "PMI_FD", 0, INT32_MAX, e.pmi_fd));
+    HT_RETURN_IF_ERROR(ReadOptInt(src, "PMI_FD", 0, INT32_MAX, e.pmi_fd));
   } else if (e.launcher == "slurm") {
     // The step's task count: inside an allocation, SLURM_NTASKS may be the job's.
     const char* size = src("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS"
