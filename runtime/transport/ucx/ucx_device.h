@@ -6,11 +6,11 @@
 // they share (PreferredRdmaLink, runtime/net/rdma_links.h).
 //
 // roce / ib: the address block is the node's RDMA port count and the networks its usable ports reach (active,
-// allowed by HCCL_TUNE_IB_HCA; both link layers, so that auto weighs them against each other); CheckLink refuses a subnet where some rank has no such port (CheckRdmaLink), the
-// same verdict on every rank. The UCP context of a network has NET_DEVICES set to this rank's port there
-// (ChooseRdmaPort: nearest NUMA node first, spread by local rank), TLS to UCX's RDMA transports, and the GID
-// index, traffic class and service level (UcxRdmaSettings). Plain roce / ib: each pair runs on the best network
-// of that link layer both ends reach, a context per network.
+// allowed by HCCL_TUNE_IB_HCA; both link layers, so that auto weighs them against each other); CheckLink refuses a
+// subnet where some rank has no such port (CheckRdmaLink), the same verdict on every rank. The UCP context of a network
+// has NET_DEVICES set to this rank's port there (ChooseRdmaPort: nearest NUMA node first, spread by local rank), TLS to
+// UCX's RDMA transports, and the GID index, traffic class and service level (UcxRdmaSettings). Plain roce / ib: each
+// pair runs on the best network of that link layer both ends reach, a context per network.
 //
 // Made: nothing of UCX yet (a communicator that never uses link=ucx pays nothing). Address block: this rank's pid
 // and IPv4 interfaces. Start: every rank's block (CheckLink: ucx@SUBNET needs an interface in SUBNET on every
