@@ -3,6 +3,7 @@
 #include <infiniband/verbs.h>
 #include <net/if.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -62,7 +63,18 @@ class LibibverbsApi final : public VerbsApi {
   absl::StatusOr<std::vector<VerbsGid>> GidTable(const std::string& device) override {
     auto ctx = Open(device);
     if (!ctx.ok()) return ctx.status();
-    std::vector<ibv_gid_entry> entries(1024);
+    // Room for every port's whole table (ibv_query_gid_table fails when the entries do not fit).
+    ibv_device_attr dev{};
+    if (int rc = ibv_query_device(*ctx, &dev); rc != 0) return Failed(device, "ibv_query_device", rc);
+    size_t room = 0;
+    for (int port = 1; port <= dev.phys_port_cnt; ++port) {
+      ibv_port_attr a{};
+      if (int rc = ibv_query_port(*ctx, static_cast<uint8_t>(port), &a); rc != 0) {
+        return Failed(device, absl::StrCat("ibv_query_port(", port, ")"), rc);
+      }
+      room += static_cast<size_t>(a.gid_tbl_len);
+    }
+    std::vector<ibv_gid_entry> entries(std::max<size_t>(room, 1));
     const ssize_t n = ibv_query_gid_table(*ctx, entries.data(), entries.size(), 0);
     if (n < 0) return Failed(device, "ibv_query_gid_table", static_cast<int>(-n));
     std::vector<VerbsGid> out;

@@ -308,6 +308,10 @@ absl::StatusOr<std::vector<Pair*>> UcxDevice::Connect(const std::vector<int>& gr
 
 }  // namespace
 
+std::unique_ptr<Device> NewUcxRdmaDevice(const DeviceContext& ctx, LinkKind kind, std::vector<RdmaPort> ports) {
+  return std::make_unique<UcxDevice>(ctx, kind, std::move(ports));
+}
+
 std::vector<std::unique_ptr<Device>> NewUcxDevices(const DeviceContext& ctx) {
   std::vector<RdmaPort> ports;
   if (auto listed = ListRdmaPorts(*NewLibibverbsApi(), ListInterfaces()); listed.ok()) {

@@ -29,6 +29,7 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/net/rdma.h"
 #include "runtime/transport/device.h"
 
 namespace hccltune::transport {
@@ -36,5 +37,8 @@ namespace hccltune::transport {
 // The ucx, roce and ib devices, in that order (this node's RDMA ports read once for both RDMA devices; ports
 // that cannot be read are logged and leave roce and ib without ports).
 std::vector<std::unique_ptr<Device>> NewUcxDevices(const DeviceContext& ctx);
+
+// A roce or ib device over the given ports (NewUcxDevices reads them from libibverbs; tests give a fake list).
+std::unique_ptr<Device> NewUcxRdmaDevice(const DeviceContext& ctx, LinkKind kind, std::vector<RdmaPort> ports);
 
 }  // namespace hccltune::transport
