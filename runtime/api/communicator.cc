@@ -175,13 +175,16 @@ void CommImpl::DescribeTopology() {
   }
   if (num_nodes > 1) {
     std::vector<std::vector<NodeAddress>> per_node(num_nodes);
+    std::vector<std::vector<InterLink>> rdma(num_nodes);
     for (int r = 0; r < size_; ++r) {
-      auto& mine = per_node[static_cast<size_t>(topo_.node_of[static_cast<size_t>(r)])];
+      const auto node = static_cast<size_t>(topo_.node_of[static_cast<size_t>(r)]);
       for (const auto& d : devices_.devices()) {
-        for (const auto& a : d->Addresses(r)) mine.push_back(NodeAddress{a.subnet, a.address});
+        for (const auto& a : d->Addresses(r)) per_node[node].push_back(NodeAddress{a.subnet, a.address});
+        for (const auto& l : d->RdmaLinks(r)) rdma[node].push_back(l);
       }
     }
     facts.inter_networks = InterNodeNetworks(per_node);
+    facts.rdma_links = InterNodeRdmaLinks(rdma);
   }
   facts.release = HCCL_TUNE_RELEASE;
   topology_json_ = TopologyJson(facts);

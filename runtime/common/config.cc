@@ -91,6 +91,22 @@ absl::Status ReadSingleCopy(const Environment::Source& src, Environment& e) {
   return absl::OkStatus();
 }
 
+// HCCL_TUNE_IB_HCA, HCCL_TUNE_IB_GID_INDEX and HCCL's HCCL_RDMA_TC (a multiple of 4: the DSCP times 4) and
+// HCCL_RDMA_SL.
+absl::Status ReadRdma(const Environment::Source& src, RdmaEnv& out) {
+  if (auto v = src("HCCL_TUNE_IB_HCA")) {
+    auto list = ParseHcaList(*v);
+    if (!list.ok()) return list.status();
+    out.hca = *std::move(list);
+  }
+  HT_RETURN_IF_ERROR(ReadOptInt(src, "HCCL_TUNE_IB_GID_INDEX", 0, 255, out.gid_index));
+  HT_RETURN_IF_ERROR(ReadOptInt(src, "HCCL_RDMA_TC", 0, 255, out.tc));
+  if (out.tc && *out.tc % 4 != 0) {
+    return Bad("HCCL_RDMA_TC", *src("HCCL_RDMA_TC"), "a multiple of 4 from 0 to 255 (the DSCP times 4)");
+  }
+  return ReadOptInt(src, "HCCL_RDMA_SL", 0, 7, out.sl);
+}
+
 }  // namespace
 
 absl::Status ReadIntVariable(const Environment::Source& src, const std::string& var, int64_t lo, int64_t hi,
@@ -279,6 +295,7 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
   HT_RETURN_IF_ERROR(
       ReadAutoOffBytes(src, "HCCL_TUNE_HUGE_PAGES", kDefaultHugePagesBytes, "an allocation size", e.huge_pages_bytes));
   HT_RETURN_IF_ERROR(ReadAutoOffBytes(src, "HCCL_TUNE_THP", kDefaultThpBytes, "a buffer size", e.thp_bytes));
+  HT_RETURN_IF_ERROR(ReadRdma(src, e.rdma));
 
   HT_RETURN_IF_ERROR(ReadLauncherEnvironment(src, e));
   e.launcher_master_addr = ReadString(src, "MASTER_ADDR");

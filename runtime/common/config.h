@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "runtime/common/rdma_env.h"
 #include "runtime/common/sizes.h"
 #include "runtime/common/types.h"
 
@@ -92,6 +93,9 @@ struct Environment {
   int kill_grace_s = kDefaultKillGraceS;
   static constexpr int kDefaultKillGraceS = 10;
   static constexpr int kMaxKillGraceS = 3600;
+  // HCCL_TUNE_IB_HCA, HCCL_TUNE_IB_GID_INDEX, HCCL_RDMA_TC, HCCL_RDMA_SL: the RDMA ports links may use and their
+  // GID index, traffic class and service level (rdma_env.h).
+  RdmaEnv rdma;
 
   // --- launchers (torchrun, Open MPI, MPICH, Slurm; runtime/common/launcher_env.h) ---
   // After precedence torchrun > Open MPI > MPICH > Slurm.

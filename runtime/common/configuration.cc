@@ -204,6 +204,7 @@ absl::string_view LinkKindName(LinkKind kind) {
     case LinkKind::kTcp: return "tcp";
     case LinkKind::kRoce: return "roce";
     case LinkKind::kUcx: return "ucx";
+    case LinkKind::kIb: return "ib";
   }
   return "auto";
 }
@@ -223,13 +224,16 @@ absl::StatusOr<LinkSpec> ParseLink(absl::string_view text) {
     link.kind = LinkKind::kRoce;
   } else if (kind_text == "ucx") {
     link.kind = LinkKind::kUcx;
+  } else if (kind_text == "ib") {
+    link.kind = LinkKind::kIb;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown link '", text, "'; accepted: auto, shm, tcp, tcp@SUBNET, ucx, ucx@SUBNET, roce, roce@SUBNET"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown link '", text,
+                     "'; accepted: auto, shm, tcp, tcp@SUBNET, ucx, ucx@SUBNET, roce, roce@SUBNET, ib, ib@SUBNET"));
   }
   if (at != std::string::npos) {
-    if (link.kind != LinkKind::kTcp && link.kind != LinkKind::kRoce && link.kind != LinkKind::kUcx) {
-      return absl::InvalidArgumentError(absl::StrCat("link '", text, "': only tcp, ucx and roce take @SUBNET"));
+    if (link.kind == LinkKind::kAuto || link.kind == LinkKind::kShm) {
+      return absl::InvalidArgumentError(absl::StrCat("link '", text, "': only tcp, ucx, roce and ib take @SUBNET"));
     }
     link.network = lower.substr(at + 1);
     // A subnet is ADDRESS/PREFIX; full validation happens where interfaces are resolved.

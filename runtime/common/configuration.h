@@ -22,12 +22,13 @@
 
 namespace hccltune {
 
-enum class LinkKind : uint8_t { kAuto, kShm, kTcp, kRoce, kUcx };
+enum class LinkKind : uint8_t { kAuto, kShm, kTcp, kRoce, kUcx, kIb };
 
-// "auto" (route-based choice), "shm", "tcp", "tcp@10.20.0.0/16", "roce", "roce@NET", "ucx", "ucx@NET".
+// "auto" (route-based choice), "shm", "tcp", "tcp@10.20.0.0/16", "roce", "roce@NET", "ib", "ib@NET", "ucx",
+// "ucx@NET".
 struct LinkSpec {
   LinkKind kind = LinkKind::kAuto;
-  std::string network;  // CIDR subnet, only for tcp/roce/ucx; empty = route to the peer (ucx: every device)
+  std::string network;  // CIDR subnet, only for tcp/roce/ib/ucx; empty = route to the peer (ucx: every device)
 
   friend bool operator==(const LinkSpec& a, const LinkSpec& b) { return a.kind == b.kind && a.network == b.network; }
 };

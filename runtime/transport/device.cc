@@ -15,7 +15,7 @@ std::vector<int> DeviceLayout::LocalRanks(int rank) const {
 
 void DeviceSet::Add(std::unique_ptr<Device> device) {
   const auto kind = static_cast<size_t>(device->kind());
-  static_assert(static_cast<size_t>(LinkKind::kUcx) < std::tuple_size_v<decltype(one_lane_)>);
+  static_assert(static_cast<size_t>(LinkKind::kIb) < std::tuple_size_v<decltype(one_lane_)>);
   one_lane_[kind] = device->Lanes(2) == 1;
   devices_.push_back(std::move(device));
 }
@@ -50,6 +50,9 @@ std::string DeviceSet::Available() const {
 
 absl::StatusOr<Device*> DeviceSet::For(const LinkSpec& link, int peer) const {
   if (link.kind == LinkKind::kAuto) {
+    for (const auto& d : devices_) {
+      if (d->PreferredFor(peer)) return d.get();
+    }
     for (const auto& d : devices_) {
       if (Reaches(*d, peer)) return d.get();
     }

@@ -15,8 +15,9 @@
 //      endpoint over them.
 //
 // Reach: a device reaches either the ranks of its own node (Scope::kNode: shm) or every rank (Scope::kNetwork:
-// tcp). For link=auto, DeviceSet picks per peer the first device, in preference order, that reaches it; an
-// explicit link kind names its device, which must reach the peer.
+// tcp). For link=auto, DeviceSet picks per peer a device that prefers it (PreferredFor: an RDMA path between
+// nodes), else the first device, in preference order, that reaches it; an explicit link kind names its device,
+// which must reach the peer.
 //
 // Optional abilities of a device are capability getters (null when it has none): its doorbell and mailbox (shm)
 // and symmetric memory (SymmetricAllocator, shm). They are asked when an endpoint is made or memory allocated,
@@ -39,6 +40,7 @@
 #include "runtime/bootstrap/store.h"
 #include "runtime/common/config.h"
 #include "runtime/common/configuration.h"
+#include "runtime/common/fingerprint.h"
 #include "runtime/transport/mailbox.h"
 #include "runtime/transport/pair.h"
 #include "runtime/transport/symmetric_region.h"
@@ -105,6 +107,17 @@ class Device {
     (void)rank;
     return {};
   }
+  // Whether link=auto takes this device to `peer` ahead of the preference order (after Start; an RDMA device for
+  // a peer on another node with which this rank shares an RDMA network). Both ends of a pair answer alike.
+  virtual bool PreferredFor(int peer) const {
+    (void)peer;
+    return false;
+  }
+  // The RDMA networks `rank`'s node reaches through this device (after Start; the topology's RDMA links).
+  virtual std::vector<InterLink> RdmaLinks(int rank) const {
+    (void)rank;
+    return {};
+  }
 
   // Capabilities (null: none). Owned by the device.
   virtual Doorbell* doorbell() { return nullptr; }
@@ -146,7 +159,7 @@ class DeviceSet {
   int rank_ = 0;
   DeviceLayout layout_;
   std::vector<std::unique_ptr<Device>> devices_;
-  std::array<bool, 5> one_lane_{};  // by LinkKind: its device has one lane whatever the channels
+  std::array<bool, 6> one_lane_{};  // by LinkKind: its device has one lane whatever the channels
 };
 
 }  // namespace hccltune::transport

@@ -113,6 +113,9 @@ m, s = (json.load(open(p)) for p in sys.argv[1:3])
 assert [l["source"] for l in m["links"]] == ["measured"] and [l["source"] for l in s["links"]] == ["stored"], (m, s)
 strip = lambda t: [{k: v for k, v in l.items() if k != "source"} for l in t["links"]]
 assert strip(m) == strip(s) and m["fingerprint"] == s["fingerprint"], (m, s)
+# The node's RDMA facts ride along, read not stored: "no RDMA device" exactly when there is no port.
+for t in (m, s):
+    assert t["rdma"]["summary"] and (t["rdma"]["summary"] == ["no RDMA device"]) == (not t["rdma"]["ports"]), t
 PY
 "$bin" links --ranks 2 --json --bytes 64K --iters 1 --no-store --db "$d/l.db" > "$d/again.json" 2> "$d/err" ||
   fail "links --no-store: $(cat "$d/err")"

@@ -1,6 +1,6 @@
 // `hccl-tune algorithms [--coll C] [--ranks N] [--nodes M] [--json]`: the runtime's registry — per collective,
 // each algorithm, its tunable parameters with their defaults, and whether it applies to N ranks on M nodes
-// (with the reason when it does not).
+// (with the reason when it does not); in text, then this node's RDMA ports (links/rdma_facts.h).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,6 +10,7 @@
 #include "runtime/algorithms/registry.h"
 #include "runtime/common/configuration.h"
 #include "tuner/cli/commands.h"
+#include "tuner/cli/local_rdma.h"
 
 namespace hccltune::cli {
 namespace {
@@ -77,7 +78,17 @@ void RegisterAlgorithms(CLI::App& app, int* exit_code) {
         }
       }
     }
-    if (a->json) std::cout << out.dump(2) << "\n";
+    if (a->json) {
+      std::cout << out.dump(2) << "\n";
+    } else {
+      // What link=roce / ib and auto's RDMA preference have on this node (the JSON stays the list above).
+      auto env = Environment::Load();
+      if (!env.ok()) {
+        std::printf("# RDMA: not read: %s\n", std::string(env.status().message()).c_str());
+      } else {
+        for (const std::string& line : RdmaFactsLines(LocalRdmaFacts(*env))) std::printf("# RDMA: %s\n", line.c_str());
+      }
+    }
     *exit_code = 0;
   });
 }

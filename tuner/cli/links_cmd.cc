@@ -12,6 +12,7 @@
 #include "tuner/bench/rank_report.h"
 #include "tuner/bench/spawn.h"
 #include "tuner/cli/commands.h"
+#include "tuner/cli/local_rdma.h"
 #include "tuner/cli/store_access.h"
 
 namespace hccltune::cli {
@@ -24,13 +25,16 @@ struct LinksArgs {
   StoreFlags store;
 };
 
-void PrintTable(const LinkInspector& li, const Communicator& comm, const LinksArgs& a, uint64_t bytes) {
+// `rdma`: the RDMA ports of rank 0's node (links/rdma_facts.h).
+void PrintTable(const LinkInspector& li, const Communicator& comm, const LinksArgs& a, uint64_t bytes,
+                const RdmaFacts& rdma) {
   if (a.json) {
     nlohmann::json j = li.ToJson();
     j["ranks"] = comm.size();
     j["nodes"] = comm.num_nodes();
     j["bytes"] = bytes;
     j["fingerprint"] = comm.fingerprint();
+    j["rdma"] = RdmaFactsJson(rdma);
     std::cout << j.dump(2) << std::endl;
     return;
   }
@@ -49,6 +53,7 @@ void PrintTable(const LinkInspector& li, const Communicator& comm, const LinksAr
                 l.dst_address.empty() ? "-" : l.dst_address.c_str(), l.bandwidth_gbps, l.latency_us, l.source.c_str(),
                 l.is_default ? "yes" : "");
   }
+  for (const std::string& line : RdmaFactsLines(rdma)) std::printf("# RDMA (rank 0's node): %s\n", line.c_str());
   std::fflush(stdout);
 }
 
@@ -103,12 +108,18 @@ int RunLaunched(const LinksArgs& a) {
   auto comm = Communicator::FromEnvironment(*env);
   if (!comm.ok()) return Fail(comm.status(), -1);
   Communicator& c = **comm;
+  const RdmaFacts rdma = LocalRdmaFacts(*env);
+  // Every rank says when the rank table's device_ip is on none of its node's RDMA ports.
+  if (const nlohmann::json j = RdmaFactsJson(rdma); j.contains("device_ip_error")) {
+    std::fprintf(stderr, "hccl-tune links: rank %d: rank table mismatch: %s\n", c.rank(),
+                 j["device_ip_error"].get<std::string>().c_str());
+  }
   if (a.stored) {
     // Rank 0 prints its node's table; the others only wait (the barrier ends the job together).
     if (c.rank() == 0) {
       auto li = ReadStored(c, a);
       if (!li.ok()) return Fail(li.status(), 0);
-      PrintTable(*li, c, a, 0);
+      PrintTable(*li, c, a, 0, rdma);
     }
     (void)c.Barrier();
     return 0;
@@ -118,7 +129,7 @@ int RunLaunched(const LinksArgs& a) {
   opt.iters = a.iters;
   auto li = LinkInspector::Measure(c, *env, opt);
   if (!li.ok()) return Fail(li.status(), c.rank());
-  if (c.rank() == 0) PrintTable(*li, c, a, *bytes);
+  if (c.rank() == 0) PrintTable(*li, c, a, *bytes, rdma);
   absl::Status stored = StoreTable(*li, c, a);
   (void)c.Barrier();
   return stored.ok() ? 0 : Fail(stored, c.rank());

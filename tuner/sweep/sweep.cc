@@ -81,7 +81,10 @@ std::vector<LinkSpec> SweepLinks(const Communicator& comm, const SweepSpec& spec
   auto topo = json::parse(comm.topology_json(), nullptr, false);
   if (!topo.is_discarded() && topo.contains("inter")) {
     for (const auto& i : topo["inter"]) {
-      if (JsonOr(i, "link", "") == "tcp") links.push_back(LinkSpec{LinkKind::kTcp, JsonOr(i, "network", "")});
+      // Each TCP network and each RDMA network (roce / ib: a port on every node) is a candidate link.
+      const std::string kind = JsonOr(i, "link", "");
+      auto link = ParseLink(absl::StrCat(kind, "@", JsonOr(i, "network", "")));
+      if (link.ok() && (kind == "tcp" || kind == "roce" || kind == "ib")) links.push_back(*link);
     }
   }
   if (links.empty()) links.push_back(LinkSpec{LinkKind::kTcp, ""});

@@ -15,7 +15,9 @@ absl::StatusOr<DeviceSet> CreateDevices(const DeviceContext& ctx) {
   if (!tcp.ok()) return tcp.status();
   set.Add(*std::move(tcp));
 #if HCCL_TUNE_HAVE_UCX
-  set.Add(NewUcxDevice(ctx));  // only for link=ucx: tcp, before it, reaches every rank for auto
+  // ucx only for link=ucx (tcp, before it, reaches every rank for auto); roce / ib for their links, and for auto
+  // to a peer on another node when both have an RDMA port on a common network (Device::PreferredFor).
+  for (auto& d : NewUcxDevices(ctx)) set.Add(std::move(d));
 #endif
   return set;
 }

@@ -72,7 +72,7 @@ absl::StatusOr<std::unique_ptr<UcxPair>> UcxPair::Create(UcxWorker* worker, cons
   if (ucs_status_t s = ucp_ep_create(worker->worker(), &params, &p->ep_); s != UCS_OK) {
     p->ep_ = nullptr;
     const std::string what =
-        absl::StrCat("rank ", info.rank, ": ucx cannot make an endpoint to rank ", info.peer,
+        absl::StrCat("rank ", info.rank, ": ", info.link, " cannot make an endpoint to rank ", info.peer,
                      " (peer failure handling ", info.peer_errors ? "on" : "off", "): ", UcxStatusText(s));
     return s == UCS_ERR_UNREACHABLE ? absl::FailedPreconditionError(what) : absl::UnavailableError(what);
   }
@@ -95,8 +95,8 @@ uint64_t UcxPair::Tag(int sender, int lane) const {
 
 absl::Status UcxPair::Fail(ucs_status_t status) {
   if (broken_.ok()) {
-    broken_ = absl::UnavailableError(absl::StrCat("rank ", info_.rank, ": the ucx link to rank ", info_.peer, " (",
-                                                  transports_, ") failed: ", UcxStatusText(status)));
+    broken_ = absl::UnavailableError(absl::StrCat("rank ", info_.rank, ": the ", info_.link, " link to rank ",
+                                                  info_.peer, " (", transports_, ") failed: ", UcxStatusText(status)));
   }
   return broken_;
 }
@@ -154,7 +154,7 @@ absl::StatusOr<size_t> UcxPair::FinishDirectSend(Lane& l, const void* data, size
   if (s == UCS_INPROGRESS) return 0;
   if (s != UCS_OK) return Fail(s);
   if (data != l.direct_data || bytes < l.direct_bytes) {
-    return absl::InternalError(absl::StrCat("rank ", info_.rank, ": ucx send to rank ", info_.peer,
+    return absl::InternalError(absl::StrCat("rank ", info_.rank, ": ", info_.link, " send to rank ", info_.peer,
                                             " was retried at another position than it started"));
   }
   return l.direct_bytes;
@@ -263,7 +263,7 @@ absl::Status UcxPair::CheckPeer() {
   if (ep_status_ != UCS_OK) return Fail(ep_status_);
   if (info_.peer_pid > 0 && ProcessGone(info_.peer_pid)) {
     return absl::UnavailableError(absl::StrCat("rank ", info_.peer, " (pid ", info_.peer_pid,
-                                               ") exited or was killed; the ucx link to it (", transports_,
+                                               ") exited or was killed; the ", info_.link, " link to it (", transports_,
                                                ") is dead"));
   }
   return absl::OkStatus();

@@ -48,7 +48,8 @@ struct UcxPairInfo {
   int peer_pid = 0;    // the peer's process when it runs on this node (CheckPeer), else 0
   int host_ranks = 0;  // ranks of the communicator on this node (Pair::HostRanks)
   int lanes = 1;
-  bool peer_errors = true;  // UCP_ERR_HANDLING_MODE_PEER (else NONE)
+  bool peer_errors = true;   // UCP_ERR_HANDLING_MODE_PEER (else NONE)
+  std::string link = "ucx";  // the link kind it serves ("ucx", "roce", "ib"): in Describe() and errors
 };
 
 class UcxPair final : public Pair {
@@ -71,7 +72,7 @@ class UcxPair final : public Pair {
   void AddPollFds(int lane, bool want_read, bool want_write, std::vector<pollfd>* fds) override;
   absl::Status CheckPeer() override;
   int HostRanks() const override { return info_.host_ranks; }
-  std::string Describe() const override { return "ucx " + transports_; }
+  std::string Describe() const override { return info_.link + " " + transports_; }
   // The transports and devices UCX chose for this endpoint ("tcp/eth0", "posix/memory,cma/memory").
   const std::string& transports() const { return transports_; }
 

@@ -25,21 +25,27 @@ int64_t NowNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-absl::Status UcxError(const char* call, ucs_status_t status) {
+absl::Status UcxError(const std::string& call, ucs_status_t status) {
   return absl::UnavailableError(absl::StrCat("ucx: ", call, " failed: ", UcxStatusText(status)));
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const std::string& net_devices) {
+absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const Settings& settings) {
   std::unique_ptr<UcxWorker> w(new UcxWorker());
-  w->net_devices_ = net_devices;
+  std::string described;
+  for (const auto& [key, value] : settings) {
+    if (key == "NET_DEVICES") w->net_devices_ = value;
+    absl::StrAppend(&described, described.empty() ? "" : " ", key, "=", value);
+  }
   ucp_config_t* config = nullptr;
   if (ucs_status_t s = ucp_config_read(nullptr, nullptr, &config); s != UCS_OK) {
     return UcxError("ucp_config_read", s);
   }
   ucs_status_t s = UCS_OK;
-  if (!net_devices.empty()) s = ucp_config_modify(config, "NET_DEVICES", net_devices.c_str());
+  for (const auto& [key, value] : settings) {
+    if (s == UCS_OK) s = ucp_config_modify(config, key.c_str(), value.c_str());
+  }
   if (s == UCS_OK) {
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
@@ -48,7 +54,9 @@ absl::StatusOr<std::unique_ptr<UcxWorker>> UcxWorker::Create(const std::string& 
     s = ucp_init(&params, config, &w->context_);
   }
   ucp_config_release(config);
-  if (s != UCS_OK) return UcxError(net_devices.empty() ? "ucp_init" : "ucp_init (NET_DEVICES set)", s);
+  if (s != UCS_OK) {
+    return UcxError(described.empty() ? std::string("ucp_init") : absl::StrCat("ucp_init (", described, ")"), s);
+  }
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;

@@ -10,7 +10,8 @@
 //
 // Settings: UCX reads the UCX_* environment (UCX_TLS, UCX_NET_DEVICES, thresholds) as it does for any program;
 // for ucx@SUBNET this context's NET_DEVICES is set to this node's netdev in the subnet, overriding
-// UCX_NET_DEVICES. Features: tag matching and wake-up (the worker's event fd, for blocking waits).
+// UCX_NET_DEVICES; for roce / ib its NET_DEVICES, TLS and IB_* keys (Create). Features: tag matching and wake-up (the
+// worker's event fd, for blocking waits).
 //
 // Background progress: a send UCX has taken may still need the sender's progress to reach the peer (the rest of a
 // TCP write, a rendezvous the receiver starts later), but the communicator may go on to other work (a barrier over
@@ -31,6 +32,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -38,9 +41,11 @@ namespace hccltune::transport {
 
 class UcxWorker {
  public:
-  // `net_devices`: the context's NET_DEVICES ("" leaves UCX's own choice, UCX_NET_DEVICES or all). Errors name
-  // the UCX call and its status.
-  static absl::StatusOr<std::unique_ptr<UcxWorker>> Create(const std::string& net_devices);
+  // Settings of the context (ucp_config_modify keys, over what UCX read from UCX_*): NET_DEVICES for ucx@SUBNET
+  // and the RDMA links, TLS and the IB_* keys for roce / ib (runtime/net/rdma_links.h); none leaves UCX's own
+  // choice. Errors name the UCX call, the settings and the UCX status.
+  using Settings = std::vector<std::pair<std::string, std::string>>;
+  static absl::StatusOr<std::unique_ptr<UcxWorker>> Create(const Settings& settings);
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
@@ -54,7 +59,7 @@ class UcxWorker {
   ucp_worker_h worker() const { return worker_; }
   // The worker's address (an opaque blob peers make endpoints from).
   const std::string& address() const { return address_; }
-  const std::string& net_devices() const { return net_devices_; }
+  const std::string& net_devices() const { return net_devices_; }  // "" when not set
   // Progresses the worker until it has nothing more to do; true when it did something.
   bool Progress();
   // Prepares a blocking wait: progresses, then arms the worker's event fd. Returns the fd to poll for reading:

@@ -60,7 +60,7 @@ TEST(Configuration, ErrorsNamePositionAndAccepted) {
       {"ring(channels=99)", "channels must be an integer from 1 to 16"},
       {"ring(link=nvlink)", "unknown link 'nvlink'"},
       {"ring(link=tcp@eth0)", "subnet"},
-      {"ring(link=shm@1.2.3.0/24)", "only tcp, ucx and roce"},
+      {"ring(link=shm@1.2.3.0/24)", "only tcp, ucx, roce and ib"},
       {"ring(chunk=1M", "expected ',' or ')'"},
       {"ring(chunk=1M,chunk=2M)", "given twice"},
       {"ring(chunk 1M)", "expected '='"},
@@ -82,6 +82,10 @@ TEST(Link, ParseAndFormat) {
   EXPECT_EQ(ParseLink("ucx")->kind, LinkKind::kUcx);
   EXPECT_EQ(FormatLink(*ParseLink("UCX@10.77.1.0/24")), "ucx@10.77.1.0/24");
   EXPECT_FALSE(ParseLink("ucx@eth0").ok());
+  EXPECT_EQ(ParseLink("ib")->kind, LinkKind::kIb);
+  EXPECT_EQ(FormatLink(*ParseLink("IB@10.40.1.0/24")), "ib@10.40.1.0/24");
+  EXPECT_EQ(FormatLink(*ParseLink("roce@10.30.0.0/16")), "roce@10.30.0.0/16");
+  EXPECT_FALSE(ParseLink("ib@mlx5_0").ok());  // a subnet, never a device name
   EXPECT_EQ(FormatLink(LinkSpec{}), "auto");
 }
 
