@@ -87,14 +87,19 @@ def launch(ranks, commands, env, trace_pattern=None, trace_out=None):
 
 
 def entered(ranks, coll, size, env, tmp):
+    """The ompi_coll_base_* functions of `coll` rank 0 entered, and the fan-outs of the chains it built."""
     trace = os.path.join(tmp, "ltrace.out")
     if os.path.exists(trace):
         os.unlink(trace)
     launch(ranks, [f"measure {coll} {size} default 0 1 0"], env,
-           f"ompi_coll_base_{PATTERN[coll]}*@libmpi.so*", trace)
+           f"ompi_coll_base_{PATTERN[coll]}*@libmpi.so*+ompi_coll_base_topo_build_chain@libmpi.so*", trace)
     text = open(trace).read() if os.path.exists(trace) else ""
-    # ltrace writes "ompi_coll_base_..._intra_ring@libmpi.so.40(...)" per entry.
-    return sorted({w.split("@")[0] for w in text.replace("(", " ").split() if w.startswith("ompi_coll_base_")})
+    # ltrace writes "ompi_coll_base_..._intra_ring@libmpi.so.40(...)" per entry (the library part when the
+    # caller is another library) and "ompi_coll_base_topo_build_chain(4, 0x..., 0 <unfinished ...>".
+    fanouts = {int(l.split("build_chain", 1)[1].lstrip("@libmpi.so.0123456789").lstrip("(").split(",")[0], 0)
+               for l in text.splitlines() if "ompi_coll_base_topo_build_chain" in l and "(" in l}
+    funcs = {w.split("@")[0] for w in text.replace("(", " ").split() if w.startswith("ompi_coll_base_")}
+    return sorted(funcs - {"ompi_coll_base_topo_build_chain"}), fanouts
 
 
 def choice(world, coll, size):
@@ -157,14 +162,18 @@ def main():
     with_rules = dict(os.environ, OMPI_MCA_coll_tuned_dynamic_rules_filename=rules)
     differs = 0
     for ranks, coll, size, world, compare in PROBES:
-        want = FUNCTIONS[(coll, choice(world, coll, size))]
-        got = entered(ranks, coll, size, with_rules, tmp)
+        alg = choice(world, coll, size)
+        want = FUNCTIONS[(coll, alg)]
+        got, fanouts = entered(ranks, coll, size, with_rules, tmp)
         print(f"{ranks} ranks {coll} {size} B: rules file -> {' '.join(got) or '(nothing)'}; expected {want}",
               flush=True)
         if want not in got:
             fail(f"{ranks} ranks {coll} {size} B: Open MPI did not run {want} with the rules file")
+        # A chain is built with the fan-out a forced chain gets (the sweep's), not 1 (a pipeline).
+        if alg == "chain" and fanouts != {4}:
+            fail(f"{ranks} ranks {coll} {size} B: the chain was built with fan-outs {sorted(fanouts)}, not 4")
         if compare:
-            plain = entered(ranks, coll, size, dict(os.environ), tmp)
+            plain, _ = entered(ranks, coll, size, dict(os.environ), tmp)
             print(f"{ranks} ranks {coll} {size} B: no file    -> {' '.join(plain) or '(nothing)'}", flush=True)
             differs += want not in plain
     if differs == 0:
