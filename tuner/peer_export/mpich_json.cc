@@ -98,6 +98,11 @@ absl::StatusOr<Built> Build(const MpichColl& m, const std::map<int, std::vector<
   }
   for (auto it = worlds.begin(); it != worlds.end(); ++it) {
     std::vector<std::pair<uint64_t, Json>> mpir_sizes, ch4_sizes;
+    // Sizes below the first measured one keep MPICH's rules, as Open MPI's keep its fixed rules.
+    if (const uint64_t first = it->second.front()->key.range.min; first > 0) {
+      mpir_sizes.emplace_back(first, mpir_auto);
+      ch4_sizes.emplace_back(first, ch4_auto);
+    }
     for (const db::TunedEntry* e : it->second) {
       auto leaves = Leaves(m, *e, mpir_auto, ch4_auto);
       if (!leaves.ok()) return leaves.status();

@@ -20,7 +20,8 @@
 //    the MPIR level (allreduce beta, bcast gamma: the netmod's collective, MPIR_<Coll>_impl), a range won by
 //    `mpich:auto` the built-in device rules (on one node: the shared-memory release_gather algorithms).
 //    Allgather and reduce_scatter_block keep the built-in device rules, which go to the MPIR level.
-// Ranges: each rule holds below its range's end, the last one for every larger size; communicator sizes: the
+// Ranges: each rule holds below its range's end, the last one for every larger size; sizes below the first
+// measured range keep the built-in rules; communicator sizes: the
 // rules of the largest measured size at or below the communicator's; a communicator smaller than every measured
 // size (MPICH's own node communicators among them) keeps the built-in rules.
 //

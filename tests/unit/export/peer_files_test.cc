@@ -50,7 +50,7 @@ MpichBuiltin Builtin() {
 
 TEST(MpichJson, RulesPerWorldAndSizeOverTheBuiltinTrees) {
   db::Table t = PeerTable("mpich-4.0");
-  t.entries = {Entry(Collective::kAllreduce, 2, 0, kUnbounded, "mpich:reduce_scatter_allgather"),
+  t.entries = {Entry(Collective::kAllreduce, 2, 16, kUnbounded, "mpich:reduce_scatter_allgather"),
                Entry(Collective::kAllreduce, 4, 0, 8192, "mpich:nb"),
                Entry(Collective::kAllreduce, 4, 8192, 65536, "mpich:auto"),
                Entry(Collective::kAllreduce, 4, 65536, kUnbounded, "mpich:smp", 0.01)};
@@ -64,7 +64,8 @@ TEST(MpichJson, RulesPerWorldAndSizeOverTheBuiltinTrees) {
   EXPECT_EQ(ch4["collective=barrier"], builtin_ch4["collective=barrier"]);
   const Json& intra = mpir["collective=allreduce"]["comm_type=intra"];
   const Json own = builtin_mpir["collective=allreduce"]["comm_type=intra"];
-  EXPECT_EQ(intra["comm_size<2"], own);  // smaller communicators than measured: MPICH's rules
+  EXPECT_EQ(intra["comm_size<2"], own);                     // smaller communicators than measured: MPICH's rules
+  EXPECT_EQ(intra["comm_size<4"]["avg_msg_size<16"], own);  // below the first measured size: MPICH's rules
   EXPECT_EQ(intra["comm_size<4"]["avg_msg_size=any"],
             Json({{"algorithm=MPIR_Allreduce_intra_reduce_scatter_allgather", Json::object()}}));
   const Json& four = intra["comm_size=any"];
