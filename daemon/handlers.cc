@@ -96,12 +96,15 @@ std::optional<db::Topology> TunerHandlers::FindFormat1(const std::string& fp) {
 }
 
 void TunerHandlers::Changed(const std::string& fp) {
-  absl::MutexLock lock(&mu_);
-  cache_.erase(fp);
-  for (auto it = reply_cache_.lower_bound({fp, 0}); it != reply_cache_.end() && it->first.first == fp;) {
-    it = reply_cache_.erase(it);
+  {
+    absl::MutexLock lock(&mu_);
+    cache_.erase(fp);
+    for (auto it = reply_cache_.lower_bound({fp, 0}); it != reply_cache_.end() && it->first.first == fp;) {
+      it = reply_cache_.erase(it);
+    }
+    ++generation_;
   }
-  ++generation_;
+  if (change_observer_) change_observer_(fp);
 }
 
 absl::Status TunerHandlers::GetTable(const v1::GetTableRequest& req, v1::GetTableResponse* resp) {
@@ -258,6 +261,7 @@ absl::Status TunerHandlers::Status(const v1::StatusRequest&, v1::StatusResponse*
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_).count());
   resp->set_schema_version(info->schema_version);
   resp->set_topology_format(kTopologyFormat);
+  resp->set_exports_dir(exports_dir_);
   return absl::OkStatus();
 }
 

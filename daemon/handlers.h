@@ -75,6 +75,12 @@ class TunerHandlers {
   // online policy (daemon/online_policy.h). Set before serving; must be cheap and thread-safe.
   using LiveObserver = std::function<void(const std::string& fingerprint, absl::Span<const db::LiveSample>)>;
   void SetLiveObserver(LiveObserver observer) { observer_ = std::move(observer); }
+  // Called with a table's fingerprint after every write of it made through these handlers (a new version, a
+  // rollback, a deletion), outside the handlers' locks. Set before serving.
+  using ChangeObserver = std::function<void(const std::string& fingerprint)>;
+  void SetChangeObserver(ChangeObserver observer) { change_observer_ = std::move(observer); }
+  // Reported by Status (exports_dir); set before serving.
+  void SetExportsDir(std::string dir) { exports_dir_ = std::move(dir); }
 
   // The daemon's own writes (online policy, mini-sweeps): stores `entries` as the topology's new version with
   // `options` (a compare-and-swap when options.expected_version is set: Aborted when the table changed), then
@@ -116,6 +122,8 @@ class TunerHandlers {
   LiveIngest* const ingest_;
   const HandlerLimits limits_;
   LiveObserver observer_;
+  ChangeObserver change_observer_;
+  std::string exports_dir_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::atomic<bool> shutting_down_{false};
   std::atomic<int> streams_{0};

@@ -98,6 +98,12 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
   ingest.max_queued = config.ingest_queue_samples;
   s->ingest_ = std::make_unique<LiveIngest>(s->store_.get(), ingest);
   s->handlers_ = std::make_unique<TunerHandlers>(s->store_.get(), s->ingest_.get());
+  // Peer runtimes' files (Open MPI rules, MPICH JSON) follow their tables.
+  s->exports_ = std::make_unique<PeerExports>(s->store_.get(), Parent(config.db) + "/exports");
+  s->exports_->RefreshAll();
+  PeerExports* exports = s->exports_.get();
+  s->handlers_->SetChangeObserver([exports](const std::string& fp) { exports->Refresh(fp); });
+  s->handlers_->SetExportsDir(exports->dir());
   SweepRunnerOptions sweep_options;
   sweep_options.command = config.sweep_command;
   sweep_options.daemon_target = config.socket.empty() ? "" : "unix:" + config.socket;

@@ -19,6 +19,7 @@
 #include "daemon/live_ingest.h"
 #include "daemon/mini_sweep.h"
 #include "daemon/online_policy.h"
+#include "daemon/peer_exports.h"
 #include "daemon/sweep_runner.h"
 #include "db/tuning_store.h"
 
@@ -54,6 +55,7 @@ class TunerServer {
   bool socket_created_ = false;  // only then is the socket file ours to remove
   std::unique_ptr<db::TuningStore> store_;
   std::unique_ptr<LiveIngest> ingest_;
+  std::unique_ptr<PeerExports> exports_;
   std::unique_ptr<TunerHandlers> handlers_;
   std::unique_ptr<SweepRunner> sweeps_;
   std::unique_ptr<OnlinePolicy> policy_;

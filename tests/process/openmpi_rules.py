@@ -50,8 +50,8 @@ TABLE = {
         "broadcast": [("0-", "openmpi:split_binary_tree(segment=8K)")],
         "reducescatter": [("0-", "openmpi:butterfly(segment=0)")]},
 }
-# (ranks, collective, bytes, the world whose rules apply, also run without the file). Each probe is one launch
-# under ltrace (seconds each on a loaded machine), so every collective is probed once and each rank count once.
+# (ranks, collective, bytes, the world whose rules apply, also run without the file). The probes of one rank count
+# share a launch under ltrace (tens of seconds each on a loaded machine), one more for those also run without it.
 PROBES = [(2, "allreduce", 1024, 2, True), (2, "allgather", 4096, 2, False), (2, "broadcast", 65536, 2, True),
           (2, "reducescatter", 4096, 2, False), (4, "allreduce", 65536, 4, False), (4, "broadcast", 65536, 4, False),
           (3, "allreduce", 65536, 2, False)]
@@ -86,15 +86,30 @@ def launch(ranks, commands, env, trace_pattern=None, trace_out=None):
     return answers
 
 
-def entered(ranks, coll, size, env, tmp):
+def entered(ranks, probes, env, tmp):
+    """Per probe (collective, bytes) of one launch: the ompi_coll_base_* functions of the collective rank 0
+    entered, and the fan-outs of the chains it built. The bench duplicates its communicator for every command, so
+    each ompi_comm_dup entry starts the next probe's part of the trace."""
     trace = os.path.join(tmp, "ltrace.out")
     if os.path.exists(trace):
         os.unlink(trace)
-    launch(ranks, [f"measure {coll} {size} default 0 1 0"], env,
-           f"ompi_coll_base_{PATTERN[coll]}*@libmpi.so*", trace)
-    text = open(trace).read() if os.path.exists(trace) else ""
-    # ltrace writes "ompi_coll_base_..._intra_ring@libmpi.so.40(...)" per entry.
-    return sorted({w.split("@")[0] for w in text.replace("(", " ").split() if w.startswith("ompi_coll_base_")})
+    pattern = "+".join([f"ompi_coll_base_{PATTERN[c]}*@libmpi.so*" for c in sorted({c for c, _ in probes})] +
+                       ["ompi_coll_base_topo_build_chain@libmpi.so*", "ompi_comm_dup@libmpi.so*"])
+    launch(ranks, [f"measure {coll} {size} default 0 1 0" for coll, size in probes], env, pattern, trace)
+    # ltrace writes "ompi_coll_base_..._intra_ring@libmpi.so.40(...)" per entry (the library part when the
+    # caller is another library) and "ompi_coll_base_topo_build_chain(4, 0x..., 0 <unfinished ...>".
+    windows = []
+    for line in open(trace) if os.path.exists(trace) else []:
+        name = line.split("(", 1)[0].split("->")[-1].split("@")[0].strip()
+        if name == "ompi_comm_dup":
+            windows.append((set(), set()))
+        elif windows and name == "ompi_coll_base_topo_build_chain":
+            windows[-1][1].add(int(line.split("(", 1)[1].split(",")[0], 0))
+        elif windows and name.startswith("ompi_coll_base_"):
+            windows[-1][0].add(name)
+    if len(windows) < len(probes):
+        fail(f"ltrace saw {len(windows)} communicators duplicated for {len(probes)} commands")
+    return [(sorted(f), fo) for f, fo in windows[-len(probes):]]
 
 
 def choice(world, coll, size):
@@ -156,17 +171,27 @@ def main():
     run([HT, "export", "--format", "openmpi-rules", "--db", db, "--topology", swept, os.path.join(tmp, "swept.txt")])
     with_rules = dict(os.environ, OMPI_MCA_coll_tuned_dynamic_rules_filename=rules)
     differs = 0
-    for ranks, coll, size, world, compare in PROBES:
-        want = FUNCTIONS[(coll, choice(world, coll, size))]
-        got = entered(ranks, coll, size, with_rules, tmp)
-        print(f"{ranks} ranks {coll} {size} B: rules file -> {' '.join(got) or '(nothing)'}; expected {want}",
-              flush=True)
-        if want not in got:
-            fail(f"{ranks} ranks {coll} {size} B: Open MPI did not run {want} with the rules file")
-        if compare:
-            plain = entered(ranks, coll, size, dict(os.environ), tmp)
-            print(f"{ranks} ranks {coll} {size} B: no file    -> {' '.join(plain) or '(nothing)'}", flush=True)
-            differs += want not in plain
+    for ranks in sorted({p[0] for p in PROBES}):
+        probes = [p for p in PROBES if p[0] == ranks]
+        got_all = entered(ranks, [(c, b) for _, c, b, _, _ in probes], with_rules, tmp)
+        compared = [p for p in probes if p[4]]
+        plain_all = dict(zip([(c, b) for _, c, b, _, _ in compared],
+                             entered(ranks, [(c, b) for _, c, b, _, _ in compared], dict(os.environ), tmp)
+                             if compared else []))
+        for (_, coll, size, world, compare), (got, fanouts) in zip(probes, got_all):
+            alg = choice(world, coll, size)
+            want = FUNCTIONS[(coll, alg)]
+            print(f"{ranks} ranks {coll} {size} B: rules file -> {' '.join(got) or '(nothing)'}; expected {want}",
+                  flush=True)
+            if want not in got:
+                fail(f"{ranks} ranks {coll} {size} B: Open MPI did not run {want} with the rules file")
+            # A chain is built with the fan-out a forced chain gets (the sweep's), not 1 (a pipeline).
+            if alg == "chain" and fanouts != {4}:
+                fail(f"{ranks} ranks {coll} {size} B: the chain was built with fan-outs {sorted(fanouts)}, not 4")
+            if compare:
+                plain = plain_all[(coll, size)][0]
+                print(f"{ranks} ranks {coll} {size} B: no file    -> {' '.join(plain) or '(nothing)'}", flush=True)
+                differs += want not in plain
     if differs == 0:
         fail("Open MPI's fixed rules chose the same everywhere: the probes do not show the file's effect")
     # A single rank: the fixed rules (no error), the result still checked by the bench.

@@ -14,6 +14,7 @@ void RegisterShow(CLI::App& app, int* exit_code);
 void RegisterGet(CLI::App& app, int* exit_code);
 void RegisterExport(CLI::App& app, int* exit_code);
 void RegisterImport(CLI::App& app, int* exit_code);
+void RegisterEnv(CLI::App& app, int* exit_code);
 void RegisterForget(CLI::App& app, int* exit_code);
 void RegisterRollback(CLI::App& app, int* exit_code);
 void RegisterSweep(CLI::App& app, int* exit_code);

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   hccltune::cli::RegisterGet(app, &exit_code);
   hccltune::cli::RegisterExport(app, &exit_code);
   hccltune::cli::RegisterImport(app, &exit_code);
+  hccltune::cli::RegisterEnv(app, &exit_code);
   hccltune::cli::RegisterForget(app, &exit_code);
   hccltune::cli::RegisterRollback(app, &exit_code);
   hccltune::cli::RegisterSweep(app, &exit_code);

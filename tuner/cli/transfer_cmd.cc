@@ -21,7 +21,9 @@
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
 #include "tuner/export/hccl_env.h"
-#include "tuner/export/openmpi_rules.h"
+#include "tuner/peer_export/mpich_json.h"
+#include "tuner/peer_export/openmpi_rules.h"
+#include "tuner/peer_export/peer_files.h"
 
 namespace hccltune::cli {
 namespace {
@@ -30,79 +32,29 @@ absl::Status WriteError(const std::string& what, const std::string& file, int er
   return absl::UnavailableError(absl::StrCat("cannot write ", file, ": ", what, std::strerror(err)));
 }
 
-// Writes all of `text` to `fd`, then fsync (EINVAL: the file cannot be synced, a device or a pipe) and close.
-absl::Status WriteAndClose(int fd, absl::string_view text, const std::string& file) {
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = n < 0 ? errno : EIO;
-      ::close(fd);
-      return WriteError("", file, err);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-    const int err = errno;
-    ::close(fd);
-    return WriteError("fsync: ", file, err);
-  }
-  if (::close(fd) != 0) return WriteError("close: ", file, errno);
-  return absl::OkStatus();
-}
-
-// `file` gets `text` whole or not at all: a regular file (or a new one) is written to a temporary file beside it,
-// synced and renamed over it, so a failed export leaves the old content; a device or pipe (/dev/stdout, a FIFO)
-// is written in place. A symbolic link is followed (its target is replaced, the link stays).
-absl::Status WriteFileAtomically(const std::string& file, absl::string_view text) {
-  std::string target = file;
-  struct stat st {};
-  if (::stat(file.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat("cannot write ", file, ": a directory"));
-    if (!S_ISREG(st.st_mode)) {
-      const int fd = ::open(file.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-      if (fd < 0) return WriteError("", file, errno);
-      return WriteAndClose(fd, text, file);
-    }
-    char* real = ::realpath(file.c_str(), nullptr);
-    if (real != nullptr) {
-      target = real;
-      std::free(real);
-    }
-  }
-  std::string dir_buf = target;
-  const std::string dir = ::dirname(dir_buf.data());
-  // Created with 0666 less the umask, as a new file would be; a replaced file's mode is kept.
-  std::string tmp;
-  int fd = -1;
-  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
-    tmp = absl::StrCat(target, ".tmp-", ::getpid(), "-", attempt);
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) return WriteError(absl::StrCat("creating a temporary file in ", dir, ": "), file, errno);
-  if (S_ISREG(st.st_mode)) (void)::fchmod(fd, st.st_mode & 07777);
-  if (absl::Status s = WriteAndClose(fd, text, file); !s.ok()) {
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return WriteError("rename: ", file, err);
-  }
-  // The rename itself reaches the disk with the directory.
-  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    (void)::fsync(dfd);
-    ::close(dfd);
-  }
-  return absl::OkStatus();
-}
-
 struct ExportArgs {
-  std::string format = "json", topology;
+  std::string format = "json", topology, mpich_lib;
   int world = 0;
 };
+
+// `--format mpich-json`: FILE (the MPIR level) and FILE.ch4 (the device level), each replaced whole.
+absl::Status ExportMpichJson(db::TuningStore& store, const ExportArgs& a, const std::string& file) {
+  if (file == "-") {
+    return absl::InvalidArgumentError("--format mpich-json writes two files, FILE and FILE.ch4: give a path");
+  }
+  auto t = exporter::PickTable(store, a.topology, kMpich);
+  if (!t.ok()) return t.status();
+  const std::string lib = a.mpich_lib.empty() ? exporter::DefaultMpichLibrary() : a.mpich_lib;
+  if (lib.empty()) {
+    return absl::NotFoundError("no libmpich.so.12 in the usual places: pass --mpich-lib PATH (MPICH 4.0)");
+  }
+  auto builtin = exporter::ReadMpichBuiltin(lib);
+  if (!builtin.ok()) return builtin.status();
+  auto files = exporter::MpichJson(*t, *builtin);
+  if (!files.ok()) return files.status();
+  if (absl::Status s = exporter::WriteFileAtomically(file, files->mpir); !s.ok()) return s;
+  return exporter::WriteFileAtomically(file + ".ch4", files->ch4);
+}
 
 // The text `export` writes in `format`.
 absl::StatusOr<std::string> ExportText(db::TuningStore& store, const ExportArgs& a) {
@@ -118,7 +70,7 @@ absl::StatusOr<std::string> ExportText(db::TuningStore& store, const ExportArgs&
     return exporter::OpenMpiRules(*t);
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("--format ", a.format, " is unknown; accepted: json, hccl-env, openmpi-rules"));
+      absl::StrCat("--format ", a.format, " is unknown; accepted: json, hccl-env, openmpi-rules, mpich-json"));
 }
 
 }  // namespace
@@ -132,12 +84,16 @@ void RegisterExport(CLI::App& app, int* exit_code) {
   cmd->add_option("FILE", *file, "Output file, - for stdout")->required();
   cmd->add_option("--format", a->format,
                   "json: every table (import reads it back); hccl-env: HCCL_ALGO for one table of this runtime; "
-                  "openmpi-rules: Open MPI's coll/tuned dynamic rules file for one table of runtime openmpi")
+                  "openmpi-rules: Open MPI's coll/tuned dynamic rules file for one table of runtime openmpi; "
+                  "mpich-json: MPICH's selection files FILE (MPIR level) and FILE.ch4 (ch4 level) for one table of "
+                  "runtime mpich")
       ->capture_default_str();
   cmd->add_option("--topology", a->topology,
                   "Per-table formats: the table's fingerprint (default: the store's only table of that runtime)");
   cmd->add_option("--world", a->world,
                   "hccl-env: the world size (default: the table's only one); openmpi-rules covers every world size");
+  cmd->add_option("--mpich-lib", a->mpich_lib,
+                  "mpich-json: the libmpich.so whose built-in selection the files extend (default: the system's)");
   AddStoreFlags(cmd, flags.get());
   cmd->callback([flags, file, a, exit_code] {
     if (a->format == "json" && (!a->topology.empty() || a->world != 0)) {
@@ -148,6 +104,11 @@ void RegisterExport(CLI::App& app, int* exit_code) {
     auto opened = OpenStore(*flags);
     if (!opened.ok()) {
       *exit_code = ReportError(opened.status());
+      return;
+    }
+    if (a->format == "mpich-json") {
+      absl::Status s = ExportMpichJson(*opened->store, *a, *file);
+      *exit_code = s.ok() ? 0 : ReportError(s);
       return;
     }
     auto text = ExportText(*opened->store, *a);
@@ -162,7 +123,7 @@ void RegisterExport(CLI::App& app, int* exit_code) {
         *exit_code = ReportError(WriteError("", "stdout", errno != 0 ? errno : EIO));
         return;
       }
-    } else if (absl::Status s = WriteFileAtomically(*file, *text); !s.ok()) {
+    } else if (absl::Status s = exporter::WriteFileAtomically(*file, *text); !s.ok()) {
       *exit_code = ReportError(s);
       return;
     }

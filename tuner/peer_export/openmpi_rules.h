@@ -10,6 +10,11 @@
 // output, reduce_scatter_block's whole input). A range won by Open MPI's own choice gets algorithm 0: coll/tuned
 // then uses its fixed rules.
 //
+// The fan-in/out field is 0 but for bcast's chain, which takes it as its number of chains: there it is
+// kOpenMpiChainFanout, the value coll/tuned gives a forced chain (coll_tuned_bcast_algorithm_chain_fanout's
+// default), with which the sweep measured it; 0 would make the chain a pipeline. A range whose winner beat Open
+// MPI's own choice by less than 5% in the sweep keeps algorithm 0 (tuner/peer_export/peer_rules.h).
+//
 // Communicator sizes: Open MPI uses the block of the largest size at or below the communicator's, so a
 // communicator between two measured sizes gets the smaller one's rules, and one above the largest the largest's.
 // A first block for size 1 with algorithm 0 everywhere keeps Open MPI's fixed rules for communicators smaller
@@ -28,6 +33,9 @@
 #include "db/tuning_store.h"
 
 namespace hccltune::exporter {
+
+// coll/tuned's default fan-out of a forced bcast chain (Open MPI 4: coll_tuned_bcast_algorithm_chain_fanout).
+inline constexpr int kOpenMpiChainFanout = 4;
 
 // Open MPI 4.x coll/tuned's id for a collective's algorithm name (the `coll_tuned_<coll>_algorithm` values);
 // 0 for `default`; InvalidArgument naming the accepted names otherwise.

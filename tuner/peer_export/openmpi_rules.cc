@@ -1,4 +1,4 @@
-#include "tuner/export/openmpi_rules.h"
+#include "tuner/peer_export/openmpi_rules.h"
 
 #include <algorithm>
 #include <map>
@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "runtime/common/fingerprint.h"
 #include "runtime/common/peer_configuration.h"
+#include "tuner/peer_export/peer_rules.h"
 
 namespace hccltune::exporter {
 namespace {
@@ -47,6 +48,13 @@ const OmpiColl* Find(Collective c) {
     if (o.collective == c) return &o;
   }
   return nullptr;
+}
+
+// The fan-in/out a rule carries: coll/tuned passes it to bcast's chain algorithm as its number of chains, where a
+// forced algorithm gets coll_tuned_bcast_algorithm_chain_fanout (4 unless set): the sweep measured chain so. The
+// other algorithms of these collectives take none.
+int FanInOut(const OmpiColl& o, const std::string& algorithm) {
+  return o.collective == Collective::kBroadcast && algorithm == "chain" ? kOpenMpiChainFanout : 0;
 }
 
 }  // namespace
@@ -114,7 +122,11 @@ absl::StatusOr<std::string> OpenMpiRules(const db::Table& table) {
         }
         auto alg = OpenMpiAlgorithmId(e->key.collective, p->algorithm);
         if (!alg.ok()) return alg.status();
-        rules.push_back(absl::StrCat(e->key.range.min, " ", *alg, " 0 ", p->segment));
+        if (KeepsOwnChoice(*e)) {
+          rules.push_back(absl::StrCat(e->key.range.min, " 0 0 0"));
+          continue;
+        }
+        rules.push_back(absl::StrCat(e->key.range.min, " ", *alg, " ", FanInOut(*o, p->algorithm), " ", p->segment));
       }
       absl::StrAppend(&out, world, "\n", rules.size(), "\n", absl::StrJoin(rules, "\n"), "\n");
     }
