@@ -182,10 +182,13 @@ absl::StatusOr<Selector> Selector::Create(const Environment& env, int world_size
   return s;
 }
 
-Configuration Selector::ChooseStep(Collective c, uint64_t bytes, int group_size) {
-  GroupTopology level;  // one level: never a hierarchical configuration again
-  level.node_of.assign(static_cast<size_t>(std::max(group_size, 1)), 0);
-  const Configuration* cfg = policies::BuiltinDefaults().Find(c, group_size, bytes);
+Configuration Selector::ChooseStep(Collective c, uint64_t bytes, int group_size, int nodes) {
+  GroupTopology level;  // one level (one node, or one rank per node): never a hierarchical configuration again
+  const int n = std::max(group_size, 1);
+  const bool across = nodes > 1;
+  for (int i = 0; i < n; ++i) level.node_of.push_back(across ? i : 0);
+  level.num_nodes = across ? n : 1;
+  const Configuration* cfg = policies::BuiltinDefaults().Find(c, group_size, bytes, across ? n : 1);
   if (cfg != nullptr && registry::IsValid(c, cfg->algorithm, group_size, level).ok()) return *cfg;
   return FirstValid(c, group_size, level);
 }
@@ -281,7 +284,7 @@ Selector::Choice Selector::Choose(Collective c, DataType dtype, uint64_t bytes) 
     return {&*hccl_algo_[ci], ChoiceSource::kHcclAlgo};
   }
   if (const Slot* slot = FindSlot(c, dtype, bytes)) return {slot->config, ChoiceSource::kTable};
-  if (const Configuration* cfg = policies::BuiltinDefaults().Find(c, world_, bytes)) {
+  if (const Configuration* cfg = policies::BuiltinDefaults().Find(c, world_, bytes, topo_.num_nodes)) {
     return {cfg, ChoiceSource::kDefault};
   }
   return {&fallback_[ci], ChoiceSource::kDefault};

@@ -129,16 +129,42 @@ TEST(Defaults, EveryLineParsesAndNamesARegisteredAlgorithm) {
       EXPECT_NE(registry::Find(c, r.config.algorithm), nullptr)
           << CollectiveName(c) << " default '" << r.config.ToString() << "' is not a registered algorithm";
     }
-    // Every world size and size has a default.
+    // Every world size, node count and size has a default.
     for (int world : {1, 2, 8, 9, 64, 65, 1000}) {
-      for (uint64_t bytes : {uint64_t{0}, uint64_t{4096}, uint64_t{1} << 20, uint64_t{1} << 34}) {
-        EXPECT_NE(d.Find(c, world, bytes), nullptr) << CollectiveName(c) << " " << world << " " << bytes;
+      for (int nodes : {1, 2, 4}) {
+        if (nodes > world) continue;
+        for (uint64_t bytes : {uint64_t{0}, uint64_t{4096}, uint64_t{1} << 20, uint64_t{1} << 34}) {
+          EXPECT_NE(d.Find(c, world, bytes, nodes), nullptr)
+              << CollectiveName(c) << " " << world << " ranks on " << nodes << " nodes, " << bytes;
+        }
       }
     }
   }
   auto bad = ParseRuleTable("allreduce 2-8 0-64K ring\nallreduce x 0- ring\n", "test table");
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(Has(bad.status(), "test table line 2")) << bad.status();
+}
+
+TEST(RuleTable, ANodeCountRangeNarrowsARule) {
+  auto set = ParseRuleTable(
+      "allgather 2-8 nodes=2- 64K- ring(chunk=1M)\n"
+      "allgather 2-8 nodes=1 0- direct\n"
+      "allgather 1- 0- bruck\n",
+      "t");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->Find(Collective::kAllgather, 8, 1 << 20, 2)->algorithm, "ring");
+  EXPECT_EQ(set->Find(Collective::kAllgather, 8, 1 << 20, 4)->algorithm, "ring");
+  EXPECT_EQ(set->Find(Collective::kAllgather, 8, 1 << 20, 1)->algorithm, "direct");
+  EXPECT_EQ(set->Find(Collective::kAllgather, 8, 1 << 20)->algorithm, "direct");  // one node unless told
+  EXPECT_EQ(set->Find(Collective::kAllgather, 8, 1024, 2)->algorithm, "bruck");   // below the nodes= row's range
+  EXPECT_EQ(set->Find(Collective::kAllgather, 16, 1 << 20, 2)->algorithm, "bruck");
+  for (const char* bad : {"allgather 2-8 nodes=0 0- ring\n", "allgather 2-8 nodes=x 0- ring\n",
+                          "allgather 2-8 nodes=3-2 0- ring\n", "allgather 2-8 nodes=2- ring\n"}) {
+    auto r = ParseRuleTable(bad, "t");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_TRUE(Has(r.status(), "t line 1")) << r.status();
+  }
+  EXPECT_TRUE(Has(ParseRuleTable("allgather 2-8 nodes=x 0- ring\n", "t").status(), "nodes=")) << "names the field";
 }
 
 GroupTopology OneNode(int n) {
