@@ -101,10 +101,7 @@ absl::StatusOr<HcclLevels> ParseLevels(absl::string_view text) {
 
 const Configuration* RuleSet::Find(Collective c, int world, uint64_t bytes, int nodes) const {
   for (const Rule& r : rules_[static_cast<size_t>(c)]) {
-    if (world >= r.min_world && world <= r.max_world && nodes >= r.min_nodes && nodes <= r.max_nodes &&
-        r.bytes.Contains(bytes)) {
-      return &r.config;
-    }
+    if (r.Applies(world, nodes) && r.bytes.Contains(bytes)) return &r.config;
   }
   return nullptr;
 }

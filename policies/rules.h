@@ -35,6 +35,10 @@ struct Rule {
   int max_nodes = 1 << 30;  // inclusive
   ByteRange bytes;          // [min, max)
   Configuration config;
+  // Whether the rule speaks of a group of `world` ranks on `nodes` nodes (any size).
+  bool Applies(int world, int nodes) const {
+    return world >= min_world && world <= max_world && nodes >= min_nodes && nodes <= max_nodes;
+  }
 };
 
 class RuleSet {

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "policies/rules.h"
@@ -171,6 +173,47 @@ GroupTopology OneNode(int n) {
   GroupTopology t;
   t.node_of.assign(static_cast<size_t>(n), 0);
   return t;
+}
+
+GroupTopology OnNodes(const std::vector<int>& node_of) {
+  GroupTopology t;
+  t.node_of = node_of;
+  t.num_nodes = node_of.empty() ? 1 : *std::max_element(node_of.begin(), node_of.end()) + 1;
+  return t;
+}
+
+// What the defaults choose is valid on the group's topology (a row the registry refuses there, such as a
+// hierarchical one where every node has one rank, is passed over for the next), and the choice is the first
+// row for the group's world and node count that is.
+TEST(Selector, DefaultsAreValidOnEveryTopologyAndNodeRowsApplyAcrossNodes) {
+  const std::vector<GroupTopology> topologies = {OneNode(4),
+                                                 OnNodes({0, 0, 1, 1}),
+                                                 OnNodes({0, 1, 2, 3}),
+                                                 OnNodes({0, 0, 1}),
+                                                 OnNodes({0, 1}),
+                                                 OneNode(8),
+                                                 OnNodes({0, 0, 0, 0, 1, 1, 1, 1}),
+                                                 OnNodes({0, 0, 1, 1, 2, 2, 3, 3})};
+  const uint64_t sizes[] = {0, 1024, 64 << 10, 1 << 20, 4 << 20, 64 << 20};
+  for (const GroupTopology& topo : topologies) {
+    const int world = static_cast<int>(topo.node_of.size());
+    auto s = Selector::Create(Environment{}, world, topo);
+    ASSERT_TRUE(s.ok()) << s.status();
+    for (Collective c : AllCollectives()) {
+      if (c == Collective::kSendRecv) continue;
+      for (uint64_t bytes : sizes) {
+        const auto choice = s->Choose(c, DataType::kFloat32, bytes);
+        ASSERT_NE(choice.config, nullptr);
+        EXPECT_TRUE(registry::IsValid(c, choice.config->algorithm, world, topo).ok())
+            << CollectiveName(c) << " " << world << " ranks on " << topo.num_nodes << " nodes, " << bytes
+            << " B: " << choice.config->ToString();
+        const Configuration* row = policies::BuiltinDefaults().Find(c, world, bytes, topo.num_nodes);
+        if (row != nullptr && registry::IsValid(c, row->algorithm, world, topo).ok()) {
+          EXPECT_EQ(choice.config->ToString(), row->ToString()) << CollectiveName(c) << " " << bytes;
+        }
+      }
+    }
+  }
 }
 
 TEST(Selector, PrecedenceOverrideThenHcclAlgoThenTableThenDefaults) {
