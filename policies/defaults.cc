@@ -16,7 +16,9 @@ namespace hccltune::policies {
 namespace {
 
 constexpr absl::string_view kDefaults = R"(
-# collective   world    bytes    configuration
+# collective   world  [nodes=N]  bytes    configuration
+# A row without nodes= applies to any number of nodes; the selector passes over a row whose configuration the
+# registry refuses for the group (hierarchical where every node has one rank) to the next that matches.
 # MAILBOX is one shm mailbox block (kMailboxBlockBytes, runtime/common/mailbox_block.h: 16 KiB); `0-MAILBOX+1` is every
 # call whose per-rank block fits one mailbox exchange.
 # one_shot / direct up to one mailbox block (16 KiB included) for 3-8 ranks: on one node

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace hccltune::policies {
 namespace {
@@ -98,9 +99,9 @@ absl::StatusOr<HcclLevels> ParseLevels(absl::string_view text) {
 
 }  // namespace
 
-const Configuration* RuleSet::Find(Collective c, int world, uint64_t bytes) const {
+const Configuration* RuleSet::Find(Collective c, int world, uint64_t bytes, int nodes) const {
   for (const Rule& r : rules_[static_cast<size_t>(c)]) {
-    if (world >= r.min_world && world <= r.max_world && r.bytes.Contains(bytes)) return &r.config;
+    if (r.Applies(world, nodes) && r.bytes.Contains(bytes)) return &r.config;
   }
   return nullptr;
 }
@@ -156,7 +157,7 @@ absl::StatusOr<RuleSet> ParseTuneAlgo(absl::string_view text) {
       const size_t end = ConfigEnd(text, pos, ",/");
       auto config = Configuration::Parse(text.substr(pos, end - pos));
       if (!config.ok()) return ErrorAt(kSource, text, pos, config.status().message());
-      set.Add(Rule{*coll, 1, 1 << 30, *range, *config});
+      set.Add(Rule{*coll, 1, 1 << 30, 1, 1 << 30, *range, *config});
       pos = end;
       if (pos < text.size() && text[pos] == ',') {
         ++pos;
@@ -182,18 +183,27 @@ absl::StatusOr<RuleSet> ParseRuleTable(absl::string_view text, absl::string_view
     auto bad = [&](absl::string_view what) {
       return absl::InvalidArgumentError(absl::StrCat(source, " line ", line_no, ": ", what, " in '", line, "'"));
     };
-    if (f.size() < 4) return bad("expected COLLECTIVE WORLD BYTES CONFIGURATION");
+    if (f.size() < 4) return bad("expected COLLECTIVE WORLD [nodes=N] BYTES CONFIGURATION");
     auto coll = ParseCollective(f[0]);
     if (!coll.ok()) return bad(coll.status().message());
     auto world = ParseWorldRange(f[1]);
     if (!world.ok()) return bad("bad world-size range (e.g. 2-8, 65-)");
-    auto range = ParseByteRange(f[2], SizeSuffixes::kConventions);
+    size_t next = 2;
+    std::pair<int, int> nodes{1, 1 << 30};
+    if (absl::ConsumePrefix(&f[2], "nodes=")) {
+      auto n = ParseWorldRange(f[2]);
+      if (!n.ok()) return bad("bad node-count range after nodes= (e.g. 2-, 1)");
+      nodes = *n;
+      if (f.size() < 5) return bad("expected COLLECTIVE WORLD [nodes=N] BYTES CONFIGURATION");
+      ++next;
+    }
+    auto range = ParseByteRange(f[next], SizeSuffixes::kConventions);
     if (!range.ok()) return bad(range.status().message());
-    // The configuration may contain spaces: everything after the third field.
-    const size_t cfg_at = static_cast<size_t>(f[3].data() - line.data());
+    // The configuration may contain spaces: everything after the byte range.
+    const size_t cfg_at = static_cast<size_t>(f[next + 1].data() - line.data());
     auto config = Configuration::Parse(line.substr(cfg_at));
     if (!config.ok()) return bad(config.status().message());
-    set.Add(Rule{*coll, world->first, world->second, *range, *config});
+    set.Add(Rule{*coll, world->first, world->second, nodes.first, nodes.second, *range, *config});
   }
   return set;
 }

@@ -2,9 +2,10 @@
 // ranges) mapped to configurations. Two textual sources share these types:
 //
 //   HCCL_TUNE_ALGO (ParseTuneAlgo):  allreduce:0-64K=one_shot,64K-=ring(chunk=1M)/allgather:0-=ring
-//   the built-in defaults (ParseRuleTable), one rule per line:
-//       # collective  world  bytes   configuration
-//       allreduce     2-8    0-32K   recursive_doubling
+//   the built-in defaults (ParseRuleTable), one rule per line, with an optional node-count range after the world:
+//       # collective  world  [nodes=N]  bytes   configuration
+//       allreduce     2-8               0-32K   recursive_doubling
+//       allgather     2-8    nodes=2-   64K-    ring(chunk=1M)
 //
 // and HCCL_ALGO (ParseHcclAlgo), HCCL's own grammar, mapped onto our names per docs/CONVENTIONS.md.
 // Parse errors name the source, the position and what was expected. Lookups are pure and cheap.
@@ -30,14 +31,20 @@ struct Rule {
   Collective collective = Collective::kAllreduce;
   int min_world = 1;        // inclusive
   int max_world = 1 << 30;  // inclusive
+  int min_nodes = 1;        // inclusive: the number of nodes the group spans
+  int max_nodes = 1 << 30;  // inclusive
   ByteRange bytes;          // [min, max)
   Configuration config;
+  // Whether the rule speaks of a group of `world` ranks on `nodes` nodes (any size).
+  bool Applies(int world, int nodes) const {
+    return world >= min_world && world <= max_world && nodes >= min_nodes && nodes <= max_nodes;
+  }
 };
 
 class RuleSet {
  public:
-  // First rule (in order) matching; nullptr when none.
-  const Configuration* Find(Collective c, int world, uint64_t bytes) const;
+  // First rule (in order) matching a group of `world` ranks on `nodes` nodes; nullptr when none.
+  const Configuration* Find(Collective c, int world, uint64_t bytes, int nodes = 1) const;
   bool Covers(Collective c) const { return !rules_[static_cast<size_t>(c)].empty(); }
   bool empty() const;
   void Add(Rule r) { rules_[static_cast<size_t>(r.collective)].push_back(std::move(r)); }

@@ -91,8 +91,9 @@ class AlgorithmContext {
                                         absl::Span<const int> members) = 0;
   // The configuration the communicator's selector chooses for one step of a hierarchical algorithm whose own
   // configuration names none for the step's collective: collective `c` of `bytes` (docs/CONVENTIONS.md) among the
-  // `group_size` ranks of one level (one node, or one rank per node). The same answer on every rank.
-  virtual absl::StatusOr<Configuration> ChooseStep(Collective c, uint64_t bytes, int group_size) = 0;
+  // `group_size` ranks of one level: one node (`nodes` 1), or one rank on each of `nodes` = `group_size` nodes.
+  // The same answer on every rank.
+  virtual absl::StatusOr<Configuration> ChooseStep(Collective c, uint64_t bytes, int group_size, int nodes) = 0;
   // Whether [p, p + bytes) lies inside one of this rank's symmetric allocations; fills *out when it does.
   // Always false inside a sub-collective (its ranks are not the allocation's).
   virtual bool FindSymmetric(const void* p, size_t bytes, SymmetricBuffer* out) const {

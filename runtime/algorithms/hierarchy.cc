@@ -1,8 +1,20 @@
 #include "runtime/algorithms/hierarchy.h"
 
+#include <set>
+
 #include "runtime/algorithms/registry.h"
 
 namespace hccltune::algo {
+namespace {
+
+// How many nodes the group ranks `members` are on.
+int NodesOf(AlgorithmContext& ctx, const std::vector<int>& members) {
+  std::set<int> nodes;
+  for (int r : members) nodes.insert(ctx.topology().node_of[static_cast<size_t>(r)]);
+  return static_cast<int>(nodes.size());
+}
+
+}  // namespace
 
 std::vector<int> Levels::Cross(int j) const {
   std::vector<int> out;
@@ -58,9 +70,9 @@ CollectiveArgs StepArgs(const CollectiveArgs& args) {
 }
 
 absl::StatusOr<Configuration> StepConfig(AlgorithmContext& ctx, const std::shared_ptr<const Configuration>& given,
-                                         Collective c, uint64_t bytes, size_t group_size) {
+                                         Collective c, uint64_t bytes, size_t group_size, int nodes) {
   if (given != nullptr && registry::Find(c, given->algorithm) != nullptr) return *given;
-  absl::StatusOr<Configuration> d = ctx.ChooseStep(c, bytes, static_cast<int>(group_size));
+  absl::StatusOr<Configuration> d = ctx.ChooseStep(c, bytes, static_cast<int>(group_size), nodes);
   if (!d.ok()) return d.status();
   if (given != nullptr && given->Has(ParamKind::kLink) && d->Has(ParamKind::kLink)) d->link = given->link;
   return d;
@@ -70,7 +82,7 @@ absl::Status RunStep(AlgorithmContext& ctx, CollectiveArgs& sub, Collective c,
                      const std::shared_ptr<const Configuration>& given, uint64_t bytes,
                      const std::vector<int>& members) {
   sub.collective = c;
-  absl::StatusOr<Configuration> step = StepConfig(ctx, given, c, bytes, members.size());
+  absl::StatusOr<Configuration> step = StepConfig(ctx, given, c, bytes, members.size(), NodesOf(ctx, members));
   if (!step.ok()) return step.status();
   return ctx.RunSubCollective(sub, *step, members);
 }

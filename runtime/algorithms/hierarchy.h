@@ -3,8 +3,8 @@
 //
 // A step's configuration is the hierarchical configuration's `intra` (inside a node) or `inter` (between nodes)
 // part when that algorithm exists for the step's collective; otherwise what the selector chooses for the step
-// (AlgorithmContext::ChooseStep: the built-in defaults for that collective, size and group size), on the given
-// part's link. Thread-safety: values and functions of their arguments; one call's context at a time.
+// (AlgorithmContext::ChooseStep: the built-in defaults for that collective, size, group size and node count), on the
+// given part's link. Thread-safety: values and functions of their arguments; one call's context at a time.
 #pragma once
 
 #include <cstdint>
@@ -41,9 +41,10 @@ Levels SplitLevels(const GroupTopology& topo, int rank);
 // algorithm finishes avg itself, internal.h).
 CollectiveArgs StepArgs(const CollectiveArgs& args);
 
-// The configuration of a step of collective `c` over `bytes` among `group_size` ranks (see above).
+// The configuration of a step of collective `c` over `bytes` among `group_size` ranks on `nodes` nodes (1 inside a
+// node, `group_size` between nodes; see above).
 absl::StatusOr<Configuration> StepConfig(AlgorithmContext& ctx, const std::shared_ptr<const Configuration>& given,
-                                         Collective c, uint64_t bytes, size_t group_size);
+                                         Collective c, uint64_t bytes, size_t group_size, int nodes);
 
 // Runs `sub` as collective `c` among `members` (group ranks; sub-rank i is members[i]) with StepConfig's
 // configuration for `bytes`.

@@ -127,8 +127,8 @@ class SubgroupContext : public AlgorithmContext {
     for (int m : members) mapped.push_back(members_.at(static_cast<size_t>(m)));
     return parent_.RunSubCollective(args, config, mapped);
   }
-  absl::StatusOr<Configuration> ChooseStep(Collective c, uint64_t bytes, int group_size) override {
-    return parent_.ChooseStep(c, bytes, group_size);
+  absl::StatusOr<Configuration> ChooseStep(Collective c, uint64_t bytes, int group_size, int nodes) override {
+    return parent_.ChooseStep(c, bytes, group_size, nodes);
   }
 
  private:

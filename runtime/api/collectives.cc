@@ -93,8 +93,8 @@ class CallContext final : public AlgorithmContext {
     CallContext sub(comm_, depth_ + 1, config.channels, std::move(global));
     return registry::Run(args, config, sub);
   }
-  absl::StatusOr<Configuration> ChooseStep(Collective c, uint64_t bytes, int group_size) override {
-    return Selector::ChooseStep(c, bytes, group_size);
+  absl::StatusOr<Configuration> ChooseStep(Collective c, uint64_t bytes, int group_size, int nodes) override {
+    return Selector::ChooseStep(c, bytes, group_size, nodes);
   }
 
   // Notes the endpoints this call opens, for SoleExchange (depth 0; off by default: a stats copy per open).

@@ -178,15 +178,31 @@ absl::StatusOr<Selector> Selector::Create(const Environment& env, int world_size
                                                      "'; accepted: ", absl::StrJoin(registry::AlgorithmsFor(c), ", ")));
     }
   }
-  for (Collective c : AllCollectives()) s.fallback_[static_cast<size_t>(c)] = FirstValid(c, world_size, topo);
+  for (Collective c : AllCollectives()) {
+    s.fallback_[static_cast<size_t>(c)] = FirstValid(c, world_size, topo);
+    // The built-in rules that can apply to this group: its world and node count, valid on its topology (a
+    // hierarchical row for several nodes is skipped where every node has one rank).
+    for (const policies::Rule& r : policies::BuiltinDefaults().RulesFor(c)) {
+      if (r.Applies(world_size, topo.num_nodes) && registry::IsValid(c, r.config.algorithm, world_size, topo).ok()) {
+        s.defaults_.Add(r);
+      }
+    }
+  }
   return s;
 }
 
-Configuration Selector::ChooseStep(Collective c, uint64_t bytes, int group_size) {
-  GroupTopology level;  // one level: never a hierarchical configuration again
-  level.node_of.assign(static_cast<size_t>(std::max(group_size, 1)), 0);
-  const Configuration* cfg = policies::BuiltinDefaults().Find(c, group_size, bytes);
-  if (cfg != nullptr && registry::IsValid(c, cfg->algorithm, group_size, level).ok()) return *cfg;
+Configuration Selector::ChooseStep(Collective c, uint64_t bytes, int group_size, int nodes) {
+  GroupTopology level;  // one level (one node, or one rank per node): never a hierarchical configuration again
+  const int n = std::max(group_size, 1);
+  const bool across = nodes > 1;
+  for (int i = 0; i < n; ++i) level.node_of.push_back(across ? i : 0);
+  level.num_nodes = across ? n : 1;
+  for (const policies::Rule& r : policies::BuiltinDefaults().RulesFor(c)) {
+    if (r.Applies(group_size, level.num_nodes) && r.bytes.Contains(bytes) &&
+        registry::IsValid(c, r.config.algorithm, group_size, level).ok()) {
+      return r.config;
+    }
+  }
   return FirstValid(c, group_size, level);
 }
 
@@ -281,7 +297,7 @@ Selector::Choice Selector::Choose(Collective c, DataType dtype, uint64_t bytes) 
     return {&*hccl_algo_[ci], ChoiceSource::kHcclAlgo};
   }
   if (const Slot* slot = FindSlot(c, dtype, bytes)) return {slot->config, ChoiceSource::kTable};
-  if (const Configuration* cfg = policies::BuiltinDefaults().Find(c, world_, bytes)) {
+  if (const Configuration* cfg = defaults_.Find(c, world_, bytes, topo_.num_nodes)) {
     return {cfg, ChoiceSource::kDefault};
   }
   return {&fallback_[ci], ChoiceSource::kDefault};

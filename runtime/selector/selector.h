@@ -94,11 +94,12 @@ class Selector {
 
   // The configuration for one step of a hierarchical algorithm whose own configuration names none for the
   // step's collective (AlgorithmContext::ChooseStep): collective `c` of `bytes` among the `group_size` ranks of
-  // one level (one node, or one rank per node). The built-in defaults (policies/) for that collective, size and
-  // group size when the registry says they are valid on one level, else the first valid algorithm in registry
-  // order. HCCL_TUNE_ALGO, HCCL_ALGO and the tuned table speak of the communicator's own calls at its world size,
-  // not of steps, so they do not apply here. Pure and deterministic: the same on every rank; thread-safe.
-  static Configuration ChooseStep(Collective c, uint64_t bytes, int group_size);
+  // one level (one node: `nodes` 1; or one rank on each of `nodes` nodes). The built-in defaults (policies/) for
+  // that collective, size, group size and node count — the first matching line the registry says is valid on that
+  // level — else the first valid algorithm in registry order. HCCL_TUNE_ALGO, HCCL_ALGO and the tuned table speak of
+  // the communicator's own calls at its world size, not of steps, so they do not apply here. Pure and deterministic:
+  // the same on every rank; thread-safe.
+  static Configuration ChooseStep(Collective c, uint64_t bytes, int group_size, int nodes = 1);
 
   // Whether ChooseForCall, asked again for (c, dtype, bytes) with no SetTable in between, gives `choice` again:
   // not when it is, or could become, an exploration plan's configuration.
@@ -130,6 +131,7 @@ class Selector {
   // The table slot for (c, dtype, bytes), or null.
   const Slot* FindSlot(Collective c, DataType dtype, uint64_t bytes) const;
   policies::RuleSet overrides_;
+  policies::RuleSet defaults_;  // the built-in rules for this world, node count and topology, in order
   std::array<std::optional<Configuration>, kNumCollectives> hccl_algo_;
   std::array<UsualStep, kNumCollectives> hccl_usual_{};
   std::vector<std::shared_ptr<const Configuration>> hccl_merged_;  // what Slot::hccl points to

@@ -163,7 +163,7 @@ class EndpointContext : public AlgorithmContext {
   absl::Status RunSubCollective(const CollectiveArgs&, const Configuration&, absl::Span<const int>) override {
     return absl::UnimplementedError("no sub-collectives here");
   }
-  absl::StatusOr<Configuration> ChooseStep(Collective, uint64_t, int) override {
+  absl::StatusOr<Configuration> ChooseStep(Collective, uint64_t, int, int) override {
     return absl::UnimplementedError("no sub-collectives here");
   }
 

@@ -100,8 +100,8 @@ absl::Status TestContext::RunSubCollective(const CollectiveArgs& args, const Con
   return s;
 }
 
-absl::StatusOr<Configuration> TestContext::ChooseStep(Collective c, uint64_t bytes, int group_size) {
-  return Selector::ChooseStep(c, bytes, group_size);
+absl::StatusOr<Configuration> TestContext::ChooseStep(Collective c, uint64_t bytes, int group_size, int nodes) {
+  return Selector::ChooseStep(c, bytes, group_size, nodes);
 }
 
 GroupTopology SingleNode(int n) {

@@ -80,7 +80,7 @@ class TestContext : public AlgorithmContext {
   absl::Status RunSubCollective(const CollectiveArgs& args, const Configuration& config,
                                 absl::Span<const int> members) override;
   // What the communicator's selector chooses for a step (Selector::ChooseStep).
-  absl::StatusOr<Configuration> ChooseStep(Collective c, uint64_t bytes, int group_size) override;
+  absl::StatusOr<Configuration> ChooseStep(Collective c, uint64_t bytes, int group_size, int nodes) override;
   int sub_collectives() const { return sub_calls_; }
 
  private:

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "policies/rules.h"
@@ -129,10 +131,14 @@ TEST(Defaults, EveryLineParsesAndNamesARegisteredAlgorithm) {
       EXPECT_NE(registry::Find(c, r.config.algorithm), nullptr)
           << CollectiveName(c) << " default '" << r.config.ToString() << "' is not a registered algorithm";
     }
-    // Every world size and size has a default.
+    // Every world size, node count and size has a default.
     for (int world : {1, 2, 8, 9, 64, 65, 1000}) {
-      for (uint64_t bytes : {uint64_t{0}, uint64_t{4096}, uint64_t{1} << 20, uint64_t{1} << 34}) {
-        EXPECT_NE(d.Find(c, world, bytes), nullptr) << CollectiveName(c) << " " << world << " " << bytes;
+      for (int nodes : {1, 2, 4}) {
+        if (nodes > world) continue;
+        for (uint64_t bytes : {uint64_t{0}, uint64_t{4096}, uint64_t{1} << 20, uint64_t{1} << 34}) {
+          EXPECT_NE(d.Find(c, world, bytes, nodes), nullptr)
+              << CollectiveName(c) << " " << world << " ranks on " << nodes << " nodes, " << bytes;
+        }
       }
     }
   }
@@ -141,10 +147,73 @@ TEST(Defaults, EveryLineParsesAndNamesARegisteredAlgorithm) {
   EXPECT_TRUE(Has(bad.status(), "test table line 2")) << bad.status();
 }
 
+TEST(RuleTable, ANodeCountRangeNarrowsARule) {
+  auto set = ParseRuleTable(
+      "allgather 2-8 nodes=2- 64K- ring(chunk=1M)\n"
+      "allgather 2-8 nodes=1 0- direct\n"
+      "allgather 1- 0- bruck\n",
+      "t");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->Find(Collective::kAllgather, 8, 1 << 20, 2)->algorithm, "ring");
+  EXPECT_EQ(set->Find(Collective::kAllgather, 8, 1 << 20, 4)->algorithm, "ring");
+  EXPECT_EQ(set->Find(Collective::kAllgather, 8, 1 << 20, 1)->algorithm, "direct");
+  EXPECT_EQ(set->Find(Collective::kAllgather, 8, 1 << 20)->algorithm, "direct");  // one node unless told
+  EXPECT_EQ(set->Find(Collective::kAllgather, 8, 1024, 2)->algorithm, "bruck");   // below the nodes= row's range
+  EXPECT_EQ(set->Find(Collective::kAllgather, 16, 1 << 20, 2)->algorithm, "bruck");
+  for (const char* bad : {"allgather 2-8 nodes=0 0- ring\n", "allgather 2-8 nodes=x 0- ring\n",
+                          "allgather 2-8 nodes=3-2 0- ring\n", "allgather 2-8 nodes=2- ring\n"}) {
+    auto r = ParseRuleTable(bad, "t");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_TRUE(Has(r.status(), "t line 1")) << r.status();
+  }
+  EXPECT_TRUE(Has(ParseRuleTable("allgather 2-8 nodes=x 0- ring\n", "t").status(), "nodes=")) << "names the field";
+}
+
 GroupTopology OneNode(int n) {
   GroupTopology t;
   t.node_of.assign(static_cast<size_t>(n), 0);
   return t;
+}
+
+GroupTopology OnNodes(const std::vector<int>& node_of) {
+  GroupTopology t;
+  t.node_of = node_of;
+  t.num_nodes = node_of.empty() ? 1 : *std::max_element(node_of.begin(), node_of.end()) + 1;
+  return t;
+}
+
+// What the defaults choose is valid on the group's topology (a row the registry refuses there, such as a
+// hierarchical one where every node has one rank, is passed over for the next), and the choice is the first
+// row for the group's world and node count that is.
+TEST(Selector, DefaultsAreValidOnEveryTopologyAndNodeRowsApplyAcrossNodes) {
+  const std::vector<GroupTopology> topologies = {OneNode(4),
+                                                 OnNodes({0, 0, 1, 1}),
+                                                 OnNodes({0, 1, 2, 3}),
+                                                 OnNodes({0, 0, 1}),
+                                                 OnNodes({0, 1}),
+                                                 OneNode(8),
+                                                 OnNodes({0, 0, 0, 0, 1, 1, 1, 1}),
+                                                 OnNodes({0, 0, 1, 1, 2, 2, 3, 3})};
+  const uint64_t sizes[] = {0, 1024, 64 << 10, 1 << 20, 4 << 20, 64 << 20};
+  for (const GroupTopology& topo : topologies) {
+    const int world = static_cast<int>(topo.node_of.size());
+    auto s = Selector::Create(Environment{}, world, topo);
+    ASSERT_TRUE(s.ok()) << s.status();
+    for (Collective c : AllCollectives()) {
+      if (c == Collective::kSendRecv) continue;
+      for (uint64_t bytes : sizes) {
+        const auto choice = s->Choose(c, DataType::kFloat32, bytes);
+        ASSERT_NE(choice.config, nullptr);
+        EXPECT_TRUE(registry::IsValid(c, choice.config->algorithm, world, topo).ok())
+            << CollectiveName(c) << " " << world << " ranks on " << topo.num_nodes << " nodes, " << bytes
+            << " B: " << choice.config->ToString();
+        const Configuration* row = policies::BuiltinDefaults().Find(c, world, bytes, topo.num_nodes);
+        if (row != nullptr && registry::IsValid(c, row->algorithm, world, topo).ok()) {
+          EXPECT_EQ(choice.config->ToString(), row->ToString()) << CollectiveName(c) << " " << bytes;
+        }
+      }
+    }
+  }
 }
 
 TEST(Selector, PrecedenceOverrideThenHcclAlgoThenTableThenDefaults) {
