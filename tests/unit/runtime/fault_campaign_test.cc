@@ -293,14 +293,14 @@ CampaignFigures RunCampaign(int trials, uint64_t seed) {
   const int kinds = static_cast<int>(transports.size());
   for (int i = 0; i < trials; ++i) {
     Trial t;
-    // Every collective in turn, each round on the next transport and with the other signal (the signal flips every
-    // `kinds` trials, so every transport gets both in each round); the size, victim and operation at random.
-    t.collective = colls[static_cast<size_t>(i) % colls.size()];
-    const int round = i / static_cast<int>(colls.size());
+    // Every collective in turn, each round on the next transport and with the other signal (within a round the
+    // signal flips every `kinds` trials, so every transport gets both); the size, victim and operation at random.
+    const int per_round = static_cast<int>(colls.size()), round = i / per_round, j = i % per_round;
+    t.collective = colls[static_cast<size_t>(j)];
     const Transport& tr = transports[static_cast<size_t>((i + round) % kinds)];
     t.link = tr.link;
     t.ucx_tls = tr.ucx_tls;
-    t.signal = (i / kinds + round) % 2 == 0 ? SIGKILL : SIGSTOP;
+    t.signal = (j / kinds + round) % 2 == 0 ? SIGKILL : SIGSTOP;
     t.ranks = 2 + static_cast<int>(rng() % 4);
     t.victim = static_cast<int>(rng() % static_cast<uint64_t>(t.ranks));
     t.op = static_cast<int>(rng() % 6);
