@@ -153,6 +153,7 @@ struct TrialResult {
   int leaked_segments = 0;
   double slowest = 0;  // seconds from the fault to the last survivor's error
   std::string log;
+  std::string sample;  // the first survivor's error
 };
 
 // Collects the children: exits, and the victim's stop. Returns false when survivors were still running at
@@ -254,6 +255,7 @@ TrialResult RunTrial(const Trial& t) {
     }
     if (t.signal == SIGKILL ? !names_victim : !names_other) ++res.unnamed;
     absl::StrAppend(&res.log, "  rank ", r, " after ", after, " s: ", msg.substr(0, 300), "\n");
+    if (res.sample.empty()) res.sample = absl::StrCat("rank ", r, ": ", msg.substr(0, 200));
   }
   // Every process of the job is gone: no child is left to reap (checking the pids themselves would count a pid
   // another test's process reused).
@@ -298,8 +300,10 @@ CampaignFigures RunCampaign(int trials, uint64_t seed) {
     const int per_round = static_cast<int>(colls.size()), round = i / per_round, j = i % per_round;
     t.collective = colls[static_cast<size_t>(j)];
     const Transport& tr = transports[static_cast<size_t>((i + round) % kinds)];
-    t.link = tr.link;
-    t.ucx_tls = tr.ucx_tls;
+    // Point-to-point (Communicator::Send/Recv) takes no configuration: it runs on the default link (auto).
+    const bool p2p = t.collective == Collective::kSendRecv;
+    t.link = p2p ? "auto" : tr.link;
+    t.ucx_tls = p2p ? "" : tr.ucx_tls;
     t.signal = (j / kinds + round) % 2 == 0 ? SIGKILL : SIGSTOP;
     t.ranks = 2 + static_cast<int>(rng() % 4);
     t.victim = static_cast<int>(rng() % static_cast<uint64_t>(t.ranks));
@@ -320,8 +324,8 @@ CampaignFigures RunCampaign(int trials, uint64_t seed) {
     const bool named = r.victim_named || t.signal == SIGSTOP;
     const bool ok = !r.hang && r.late == 0 && r.unnamed == 0 && named && r.bad_exits == 0 && r.leaked_processes == 0 &&
                     r.leaked_segments == 0;
-    std::printf("trial %d: %s: %s (slowest survivor %.2f s)\n", i, t.Describe().c_str(), ok ? "ok" : "FAILED",
-                r.slowest);
+    std::printf("trial %d: %s: %s (slowest survivor %.2f s); %s\n", i, t.Describe().c_str(), ok ? "ok" : "FAILED",
+                r.slowest, r.sample.c_str());
     if (!ok) std::printf("%s", r.log.c_str());
     std::fflush(stdout);
   }
