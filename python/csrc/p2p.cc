@@ -50,6 +50,8 @@ struct Op {
   uint64_t seq = 0;          // send: from posting; recv: once claimed
   bool finished = false;     // done is called once: an operation may be failed on several paths (its own
                              // deadline, then the break of its pair found by another operation's deadline)
+  absl::Status expired;      // its deadline passed while its data moved (the pair is broken for it): its thread
+                             // finishes it with this even when the transfer then completes
 };
 using OpPtr = std::shared_ptr<Op>;
 
@@ -431,7 +433,8 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       }
       if (o.op) {
         Finish(o.op,
-               o.header.accepted
+               !o.op->expired.ok() ? o.op->expired
+               : o.header.accepted
                    ? absl::OkStatus()
                    : absl::InvalidArgumentError(absl::StrCat(What(*o.op, rank), ": the send has ", o.op->bytes,
                                                              " bytes, the matching recv ", o.recv_bytes)),
@@ -527,7 +530,7 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
           Break(*ch, Wrap(r, "point-to-point", peer, false), &later);
           break;
         }
-        Finish(recv, absl::OkStatus(), &later);
+        Finish(recv, recv->expired, &later);  // OK unless its deadline passed and broke the pair meanwhile
       } else {
         Break(*ch, absl::DataLossError(absl::StrCat("protocol error: unknown message kind ", h.kind)), &later);
         break;
@@ -591,6 +594,9 @@ struct P2pEngine::State : std::enable_shared_from_this<P2pEngine::State> {
       return;
     }
     if (op->phase != Op::kTransfer) Finish(op, s, later);
+    // A transfer that completes after this still fails: its pair is broken for it, so the operations after it
+    // fail with this error, and reporting it done would point the user at an operation that succeeded.
+    if (op->phase == Op::kTransfer) op->expired = s;
     // The peer was promised (or is moving) this operation's data: the pair cannot stay in step.
     Break(*channels.at(peer), s, later);
     op->deadline = Clock::time_point::max();  // a transfer is finished by its thread once the abort lands

@@ -43,9 +43,13 @@ def worker():
     rank, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     victim, fault, at = int(os.environ["FAULT_RANK"]), os.environ["FAULT_KIND"], int(os.environ["FAULT_OP"])
     out = os.environ["FAULT_DIR"]
+    peers = [p for p in range(n) if p != rank]
+    # Tensors made before the rendezvous: torch's first operations in a process cost time, which must not make
+    # this rank late to its peers' first deadline.
+    outgoing = [{p: payload(rank, p, op) for p in peers} for op in range(OPERATIONS)]
+    expected = [{p: payload(p, rank, op) for p in peers} for op in range(OPERATIONS)]
     dist.init_process_group("hccltune", timeout=datetime.timedelta(minutes=30))
     dist.barrier()  # every rank is past torch's own rendezvous before any fault
-    peers = [p for p in range(n) if p != rank]
     op = 0
     try:
         for op in range(OPERATIONS):
@@ -53,12 +57,12 @@ def worker():
                 with open(os.path.join(out, "fault"), "w") as f:
                     f.write(repr(time.time()))
                 os.kill(os.getpid(), signal.SIGKILL if fault == "kill" else signal.SIGSTOP)
-            sends = [dist.isend(payload(rank, p, op), p, tag=op) for p in peers]
+            sends = [dist.isend(outgoing[op][p], p, tag=op) for p in peers]
             got = {p: torch.zeros(COUNT) for p in peers}
             recvs = [(p, dist.irecv(got[p], p, tag=op)) for p in peers]
             for p, w in recvs:
                 w.wait()
-                if not torch.equal(got[p], payload(p, rank, op)):
+                if not torch.equal(got[p], expected[op][p]):
                     raise AssertionError(f"operation {op}: wrong data from rank {p}")
             for w in sends:
                 w.wait()
@@ -89,7 +93,7 @@ def trial(rng, tmp, i):
                                       stdout=subprocess.DEVNULL, stderr=open(os.path.join(out, f"err{r}"), "w")))
     pids = [p.pid for p in procs]
     res = {"n": n, "victim": victim, "fault": fault, "at": at, "hang": False, "late": 0, "unnamed": 0, "silent": 0,
-           "kill_by_deadline": 0,
+           "kill_by_deadline": 0, "unreached": 0,
            "leaked_processes": 0, "leaked_segments": 0, "slowest": 0.0, "messages": []}
     deadline = time.monotonic() + 120  # imports and rendezvous of up to 4 torch processes on 2 cores
     for r, p in enumerate(procs):
@@ -104,6 +108,13 @@ def trial(rng, tmp, i):
             p.kill()
         p.wait()
     fault_t = float(open(os.path.join(out, "fault")).read()) if os.path.exists(os.path.join(out, "fault")) else None
+    if fault_t is None:  # a rank failed before the fault: the survivors' errors are not the fault's
+        res["unreached"] = 1
+        try:
+            why = json.load(open(os.path.join(out, f"rank{victim}.json")))["error"]
+        except (OSError, ValueError, KeyError):
+            why = f"no result (exit status {procs[victim].returncode})"
+        res["messages"].append(f"rank {victim} never reached its fault: {why}")
     for r in range(n):
         if r == victim:
             continue
@@ -155,18 +166,19 @@ def main():
     import tempfile
 
     fig = {"kill": 0, "stop": 0, "hangs": 0, "late": 0, "unnamed": 0, "silent": 0, "kill_by_deadline": 0,
-           "leaked_processes": 0,
-           "leaked_segments": 0, "slowest": 0.0}
+           "unreached": 0, "leaked_processes": 0, "leaked_segments": 0, "slowest": 0.0}
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(trials):
             r = trial(rng, tmp, i)
             fig[r["fault"]] += 1
             fig["hangs"] += r["hang"]
-            for k in ("late", "unnamed", "silent", "kill_by_deadline", "leaked_processes", "leaked_segments"):
+            for k in ("late", "unnamed", "silent", "kill_by_deadline", "unreached", "leaked_processes",
+                      "leaked_segments"):
                 fig[k] += r[k]
             fig["slowest"] = max(fig["slowest"], r["slowest"])
-            bad = r["hang"] or any(r[k] for k in ("late", "unnamed", "silent", "leaked_processes", "leaked_segments"))
+            bad = r["hang"] or any(r[k] for k in ("late", "unnamed", "silent", "unreached", "leaked_processes",
+                                                  "leaked_segments"))
             failed |= bool(bad)
             print(f"trial {i}: {r['n']} ranks, rank {r['victim']} {WORD[r['fault']]} before operation {r['at']}: "
                   f"{'FAIL' if bad else 'ok'}; {r.get('sample', '')}", flush=True)
@@ -175,6 +187,7 @@ def main():
     print(f"torch p2p fault campaign: {trials} trials ({fig['kill']} SIGKILL, {fig['stop']} SIGSTOP), "
           f"hangs {fig['hangs']}, late survivors {fig['late']}, errors not naming the faulty rank {fig['unnamed']}, "
           f"killed ranks found by the deadline rather than as gone {fig['kill_by_deadline']}, "
+          f"faults not reached (a rank failed before) {fig['unreached']}, "
           f"survivors without an error {fig['silent']}, leaked processes {fig['leaked_processes']}, leaked /dev/shm "
           f"segments {fig['leaked_segments']}, slowest survivor {fig['slowest']:.2f} s after the fault "
           f"(HCCL_EXEC_TIMEOUT={EXEC_TIMEOUT_S})", flush=True)

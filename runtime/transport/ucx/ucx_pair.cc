@@ -94,10 +94,20 @@ uint64_t UcxPair::Tag(int sender, int lane) const {
 }
 
 absl::Status UcxPair::Fail(ucs_status_t status) {
-  if (broken_.ok()) {
-    broken_ = absl::UnavailableError(absl::StrCat("rank ", info_.rank, ": the ", info_.link, " link to rank ",
-                                                  info_.peer, " (", transports_, ") failed: ", UcxStatusText(status)));
+  if (!broken_.ok()) return broken_;
+  // UCX reports a dead peer by what its transport saw (over tcp often "Endpoint timeout", at once): a peer on this
+  // node whose process is gone is named as such, so nobody reads it as a slow peer. Its sockets close while it
+  // exits, a moment before it shows as gone: a failure path, so waiting up to 100 ms for that costs nothing else.
+  bool gone = false;
+  for (int i = 0; info_.peer_pid > 0 && i < 100 && !(gone = ProcessGone(info_.peer_pid)); ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
   }
+  broken_ =
+      absl::UnavailableError(gone ? absl::StrCat("rank ", info_.rank, ": rank ", info_.peer, " (pid ", info_.peer_pid,
+                                                 ") exited or was killed; the ", info_.link, " link to it (",
+                                                 transports_, ") failed: ", UcxStatusText(status))
+                                  : absl::StrCat("rank ", info_.rank, ": the ", info_.link, " link to rank ",
+                                                 info_.peer, " (", transports_, ") failed: ", UcxStatusText(status)));
   return broken_;
 }
 

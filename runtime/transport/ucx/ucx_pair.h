@@ -18,8 +18,10 @@
 //
 // Failures: UCX's peer failure handling (UCP_ERR_HANDLING_MODE_PEER) reports a dead peer or broken endpoint
 // through the endpoint's error callback; every later call returns Unavailable naming the peer, "ucx", its
-// transports and devices ("tcp/eth0") and the UCX status. A peer on this node is also checked by its process
-// (CheckPeer), which covers transports without peer failure handling (UCX 1.13's shared memory).
+// transports and devices ("tcp/eth0") and the UCX status, and, for a peer on this node whose process is gone, that
+// it exited or was killed (UCX's status for a dead peer over tcp is often "Endpoint timeout"). A peer on this
+// node is also checked by its process (CheckPeer), which covers transports without peer failure handling (UCX
+// 1.13's shared memory).
 //
 // Capabilities: none (no ring to read in place, no single copy, no in-place return); the endpoint stages
 // receive-and-reduce in pieces, as over TCP.

@@ -1,9 +1,10 @@
-// Fault campaign: trials of real jobs (2-5 processes, shm or TCP, every collective and point-to-point) in which
-// one random rank is SIGKILLed or SIGSTOPped at a random operation. Every surviving rank must return an error
-// within HCCL_EXEC_TIMEOUT + 1 s of the fault naming a rank: every survivor names a killed rank; a stopped rank
-// looks alive, so a survivor names the rank it waited for (the stopped one, or a neighbour waiting on it). No
-// process and no /dev/shm segment of the job may be left. FaultCampaign.Short (12 trials) runs in the default set;
-// FaultCampaign.Long (100 trials, label `slow`) prints the figures docs/RELIABILITY.md quotes.
+// Fault campaign: trials of real jobs (2-5 processes; shm, TCP, or UCX restricted by UCX_TLS to tcp or to shared
+// memory; every collective and point-to-point) in which one random rank is SIGKILLed or SIGSTOPped at a random
+// operation. Every surviving rank must return an error within HCCL_EXEC_TIMEOUT + 1 s of the fault naming a rank:
+// every survivor names a killed rank; a stopped rank looks alive, so a survivor names the rank it waited for (the
+// stopped one, or a neighbour waiting on it). No process and no shared-memory segment of the job (ours or UCX's,
+// in /dev/shm or System V) may be left. FaultCampaign.Short (12 trials) runs in the default set; FaultCampaign.Long
+// (100 trials, label `slow`) prints the figures docs/RELIABILITY.md quotes.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,15 +39,32 @@ double MonotonicSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// The transports in turn: UCX (builds that have it) over tcp, where its peer failure handling reports a dead peer,
+// and over shared memory only, where UCX 1.13 has none and a dead peer is found by its process.
+struct Transport {
+  const char* link;
+  const char* ucx_tls;  // UCX_TLS of every rank ("" leaves it unset)
+};
+std::vector<Transport> Transports() {
+  std::vector<Transport> t = {{"shm", ""}, {"tcp", ""}};
+#if HCCL_TUNE_HAVE_UCX
+  t.push_back({"ucx", "tcp"});
+  t.push_back({"ucx", "posix,sysv,cma,self"});
+#endif
+  return t;
+}
+
 struct Trial {
   int ranks = 2;
   std::string link = "shm";
+  std::string ucx_tls;
   Collective collective = Collective::kAllreduce;
   int victim = 0;
   int op = 0;  // the victim's fault comes before this operation
   int signal = SIGKILL;
   std::string Describe() const {
-    return absl::StrCat(CollectiveName(collective), " over ", link, " at ", ranks, " ranks, rank ", victim,
+    const std::string over = ucx_tls.empty() ? link : absl::StrCat(link, " (UCX_TLS=", ucx_tls, ")");
+    return absl::StrCat(CollectiveName(collective), " over ", over, " at ", ranks, " ranks, rank ", victim,
                         signal == SIGKILL ? " killed" : " stopped", " before operation ", op);
   }
 };
@@ -95,6 +114,7 @@ absl::Status Call(Communicator& comm, const Trial& t, int i, std::vector<float>&
 // "F <time>". A survivor that fails writes "E <rank> <time> <message>". Exit codes: 0 all calls done, 20 a call
 // failed, 11/12 setup failed.
 int RankMain(const std::string& dir, int rank, const Trial& t, int pipe_fd) {
+  if (!t.ucx_tls.empty()) ::setenv("UCX_TLS", t.ucx_tls.c_str(), 1);  // read when the UCP context is made
   auto store = NewFileStore(dir);
   if (!store.ok()) return 11;
   Environment env;
@@ -133,6 +153,7 @@ struct TrialResult {
   int leaked_segments = 0;
   double slowest = 0;  // seconds from the fault to the last survivor's error
   std::string log;
+  std::string sample;  // the first survivor's error
 };
 
 // Collects the children: exits, and the victim's stop. Returns false when survivors were still running at
@@ -163,6 +184,7 @@ bool Reap(std::map<pid_t, int>& alive, pid_t victim, double deadline, std::map<i
 
 TrialResult RunTrial(const Trial& t) {
   TrialResult res;
+  const std::set<std::string> ucx_files_before = testing::UcxShmFiles();
   char dir[] = "/tmp/hccltune-campaign-XXXXXX";
   if (::mkdtemp(dir) == nullptr) return res;
   int fds[2];
@@ -233,15 +255,26 @@ TrialResult RunTrial(const Trial& t) {
     }
     if (t.signal == SIGKILL ? !names_victim : !names_other) ++res.unnamed;
     absl::StrAppend(&res.log, "  rank ", r, " after ", after, " s: ", msg.substr(0, 300), "\n");
+    if (res.sample.empty()) res.sample = absl::StrCat("rank ", r, ": ", msg.substr(0, 200));
   }
   // Every process of the job is gone: no child is left to reap (checking the pids themselves would count a pid
   // another test's process reused).
   pid_t left = 0;
   while ((left = ::waitpid(-1, nullptr, WNOHANG)) > 0) ++res.leaked_processes;
   if (left == 0) ++res.leaked_processes;  // a child still running
-  // A segment named after a rank's pid is the job's unless that pid lives again (reused by another process).
+  // A segment named after a rank's pid is the job's unless that pid lives again (reused by another process); so
+  // is a System V segment one of them created. UCX's /dev/shm files name no pid: those that appeared during the
+  // trial and are still there.
   for (pid_t p : pids) {
-    if (::kill(p, 0) != 0) res.leaked_segments += static_cast<int>(testing::ShmSegmentsOf({p}));
+    if (::kill(p, 0) != 0) {
+      res.leaked_segments += static_cast<int>(testing::ShmSegmentsOf({p}) + testing::SysvSegmentsOf({p}));
+    }
+  }
+  for (const std::string& f : testing::UcxShmFiles()) {
+    if (ucx_files_before.count(f) == 0) {
+      ++res.leaked_segments;
+      absl::StrAppend(&res.log, "  left /dev/shm/", f, "\n");
+    }
   }
   std::filesystem::remove_all(dir);
   return res;
@@ -258,13 +291,20 @@ CampaignFigures RunCampaign(int trials, uint64_t seed) {
   std::mt19937_64 rng(seed);
   CampaignFigures fig;
   const std::vector<Collective> colls(AllCollectives().begin(), AllCollectives().end());
+  const std::vector<Transport> transports = Transports();
+  const int kinds = static_cast<int>(transports.size());
   for (int i = 0; i < trials; ++i) {
     Trial t;
-    // Every collective in turn, each round with the other link and signal; the size, victim and operation at random.
-    t.collective = colls[static_cast<size_t>(i) % colls.size()];
-    const int round = i / static_cast<int>(colls.size());
-    t.link = (i + round) % 2 == 0 ? "shm" : "tcp";
-    t.signal = (i / 2 + round / 2) % 2 == 0 ? SIGKILL : SIGSTOP;
+    // Every collective in turn, each round on the next transport and with the other signal (within a round the
+    // signal flips every `kinds` trials, so every transport gets both); the size, victim and operation at random.
+    const int per_round = static_cast<int>(colls.size()), round = i / per_round, j = i % per_round;
+    t.collective = colls[static_cast<size_t>(j)];
+    const Transport& tr = transports[static_cast<size_t>((i + round) % kinds)];
+    // Point-to-point (Communicator::Send/Recv) takes no configuration: it runs on the default link (auto).
+    const bool p2p = t.collective == Collective::kSendRecv;
+    t.link = p2p ? "auto" : tr.link;
+    t.ucx_tls = p2p ? "" : tr.ucx_tls;
+    t.signal = (j / kinds + round) % 2 == 0 ? SIGKILL : SIGSTOP;
     t.ranks = 2 + static_cast<int>(rng() % 4);
     t.victim = static_cast<int>(rng() % static_cast<uint64_t>(t.ranks));
     t.op = static_cast<int>(rng() % 6);
@@ -284,15 +324,15 @@ CampaignFigures RunCampaign(int trials, uint64_t seed) {
     const bool named = r.victim_named || t.signal == SIGSTOP;
     const bool ok = !r.hang && r.late == 0 && r.unnamed == 0 && named && r.bad_exits == 0 && r.leaked_processes == 0 &&
                     r.leaked_segments == 0;
-    std::printf("trial %d: %s: %s (slowest survivor %.2f s)\n", i, t.Describe().c_str(), ok ? "ok" : "FAILED",
-                r.slowest);
+    std::printf("trial %d: %s: %s (slowest survivor %.2f s); %s\n", i, t.Describe().c_str(), ok ? "ok" : "FAILED",
+                r.slowest, r.sample.c_str());
     if (!ok) std::printf("%s", r.log.c_str());
     std::fflush(stdout);
   }
   std::printf(
       "fault campaign: %d trials (%d SIGKILL, %d SIGSTOP), hangs %d, late survivors %d, errors naming no rank %d, "
       "SIGKILL trials where no survivor named the killed rank %d, SIGSTOP trials where one named the stopped rank "
-      "itself %d of %d, survivors without an error %d, leaked processes %d, leaked /dev/shm segments %d, slowest "
+      "itself %d of %d, survivors without an error %d, leaked processes %d, leaked shared-memory segments %d, slowest "
       "survivor %.2f s after the fault (HCCL_EXEC_TIMEOUT=%d)\n",
       fig.trials, fig.kills, fig.stops, fig.hangs, fig.late, fig.unnamed, fig.victim_unnamed, fig.stops_victim_named,
       fig.stops, fig.bad_exits, fig.leaked_processes, fig.leaked_segments, fig.slowest, kExecTimeoutS);
@@ -311,7 +351,7 @@ void ExpectClean(const CampaignFigures& f) {
 
 TEST(FaultCampaign, Short) { ExpectClean(RunCampaign(12, 1)); }
 
-// 100 trials: every collective over shm and TCP with SIGKILL and SIGSTOP (run with --gtest_also_run_disabled_tests).
+// 100 trials: every collective over each transport with SIGKILL and SIGSTOP (run with --gtest_also_run_disabled_tests).
 TEST(FaultCampaign, DISABLED_Long) { ExpectClean(RunCampaign(100, 20261202)); }
 
 }  // namespace

@@ -1,16 +1,19 @@
-// Helpers of the runtime's fault tests: a raw TCP connection to play a misbehaving peer, and the /dev/shm
-// segments a job's processes left.
+// Helpers of the runtime's fault tests: a raw TCP connection to play a misbehaving peer, and the shared-memory
+// segments a job's processes left (ours in /dev/shm; UCX's in /dev/shm and System V).
 #pragma once
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +41,31 @@ inline size_t ShmSegmentsOf(const std::vector<pid_t>& pids) {
     for (pid_t p : pids) {
       if (e.path().filename().string().rfind(absl::StrCat("hccltune-", p, "-"), 0) == 0) ++count;
     }
+  }
+  return count;
+}
+
+// UCX's shared-memory files in /dev/shm (posix transport: "ucx_shm_posix_<id>", unlinked by UCX right after it
+// creates them; the name carries no pid, so a test compares the set before and after a job).
+inline std::set<std::string> UcxShmFiles() {
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("ucx_", 0) == 0) names.insert(name);
+  }
+  return names;
+}
+
+// System V segments (UCX's sysv transport) created by the given processes and still there: once all of them are
+// gone, every such segment is a leak (UCX marks its own for removal at once, so they go with their last user).
+inline size_t SysvSegmentsOf(const std::vector<pid_t>& pids) {
+  shm_info info{};
+  const int max = ::shmctl(0, SHM_INFO, reinterpret_cast<shmid_ds*>(&info));
+  size_t count = 0;
+  for (int i = 0; i <= max; ++i) {
+    shmid_ds ds{};
+    if (::shmctl(i, SHM_STAT, &ds) < 0) continue;
+    for (pid_t p : pids) count += ds.shm_cpid == p ? 1 : 0;
   }
   return count;
 }
