@@ -15,13 +15,15 @@ without the files; a range the table leaves to MPICH (`mpich:auto`) must send wh
 So the files changed the choice at both levels' rules (the ch4 file routes allreduce and bcast to the MPIR level)
 and to the named algorithm. The bench checks every rank's result of every batch.
 """
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_table import peer_table  # noqa: E402
 
 HT, BENCH = sys.argv[1], sys.argv[2]
 
@@ -110,24 +112,6 @@ def signatures(ranks, commands, env, tmp):
     return got
 
 
-def table_json(version, release):
-    topo = json.dumps({"format": 2, "inter": [], "intra": ["shm"], "nodes": 1, "ranks_per_node": [4],
-                       "release": release, "runtime": f"mpich-{version}"}, separators=(",", ":"), sort_keys=True)
-    fp = hashlib.sha256(topo.encode()).hexdigest()[:16]
-    entries = []
-    for world, colls in TABLE.items():
-        for coll, rules in colls.items():
-            for rng, cfg in rules:
-                entries.append({"collective": coll, "dtype": "fp32", "world_size": world, "bytes": rng,
-                                "configuration": cfg, "time_us": 1.0, "busbw_gbps": 0.0, "samples": 1,
-                                "runner_up": "mpich:auto", "margin": 0.1, "default_margin": 0.1,
-                                "sweep_id": "test", "library_version": f"mpich-{version}",
-                                "measured_unix_ms": 1, "rank_time_us": 0.0})
-    return fp, {"format": "hccl-tune-tables", "format_version": 1,
-                "tables": [{"fingerprint": fp, "topology": topo, "version": 1, "created_unix_ms": 1,
-                            "content_hash": "", "entries": entries}]}
-
-
 def check_refusals(db, tmp, fp):
     for args, want in [(["--format", "mpich-json", "--topology", fp, "-"], "give a path"),
                        (["--format", "openmpi-rules", "--topology", fp, "-"], "was measured with mpich"),
@@ -148,7 +132,7 @@ def main():
 def probe_all(tmp):
     version = launch(1, [], dict(os.environ))[0].split()[2]
     release = run([HT, "--version"]).split()[1].rsplit(".", 1)[0]
-    fp, table = table_json(version, release)
+    fp, table = peer_table(f"mpich-{version}", release, TABLE, "mpich:auto")
     db, src = os.path.join(tmp, "t.db"), os.path.join(tmp, "table.json")
     json.dump(table, open(src, "w"))
     run([HT, "import", src, "--db", db])

@@ -13,12 +13,14 @@ communicator gets the 2-rank rules (the nearest smaller measured size), a 1-rank
 no error). Without the file Open MPI must choose differently at a probe, so the file is what changed the choice.
 The bench checks every rank's result of every batch.
 """
-import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_table import peer_table  # noqa: E402
 
 HT, BENCH = sys.argv[1], sys.argv[2]
 
@@ -127,21 +129,7 @@ def main():
     hello = launch(1, [], dict(os.environ))[0].split()
     version = hello[2]
     release = run([HT, "--version"]).split()[1].rsplit(".", 1)[0]
-    topo = json.dumps({"format": 2, "inter": [], "intra": ["shm"], "nodes": 1, "ranks_per_node": [4],
-                       "release": release, "runtime": f"openmpi-{version}"}, separators=(",", ":"), sort_keys=True)
-    fp = hashlib.sha256(topo.encode()).hexdigest()[:16]
-    entries = []
-    for world, colls in TABLE.items():
-        for coll, rules in colls.items():
-            for rng, cfg in rules:
-                entries.append({"collective": coll, "dtype": "fp32", "world_size": world, "bytes": rng,
-                                "configuration": cfg, "time_us": 1.0, "busbw_gbps": 0.0, "samples": 1,
-                                "runner_up": "openmpi:default", "margin": 0.1, "default_margin": 0.1,
-                                "sweep_id": "test", "library_version": f"openmpi-{version}",
-                                "measured_unix_ms": 1, "rank_time_us": 0.0})
-    table = {"format": "hccl-tune-tables", "format_version": 1,
-             "tables": [{"fingerprint": fp, "topology": topo, "version": 1, "created_unix_ms": 1,
-                         "content_hash": "", "entries": entries}]}
+    fp, table = peer_table(f"openmpi-{version}", release, TABLE, "openmpi:default")
     db = os.path.join(tmp, "t.db")
     src = os.path.join(tmp, "table.json")
     json.dump(table, open(src, "w"))

@@ -11,7 +11,6 @@ restarted on the state directory writes the files again, and asking for a world 
 through --db, is an error that says so. (That the files change the libraries' choices is proved by
 export.openmpi_rules and export.mpich_json.)
 """
-import hashlib
 import json
 import os
 import shutil
@@ -19,6 +18,9 @@ import shlex
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_table import peer_table  # noqa: E402
 import time
 
 HT, TUNED, BENCHES = sys.argv[1], sys.argv[2], {"openmpi": sys.argv[3], "mpich": sys.argv[4]}
@@ -55,18 +57,8 @@ def bench(runtime, env, commands):
 
 def table(runtime, alg):
     release = run([HT, "--version"]).stdout.split()[1].rsplit(".", 1)[0]
-    topo = json.dumps({"format": 2, "inter": [], "intra": ["shm"], "nodes": 1, "ranks_per_node": [4],
-                       "release": release, "runtime": f"{runtime}-{VERSIONS[runtime]}"},
-                      separators=(",", ":"), sort_keys=True)
-    fp = hashlib.sha256(topo.encode()).hexdigest()[:16]
-    entries = [{"collective": "allreduce", "dtype": "fp32", "world_size": 4, "bytes": rng, "configuration": cfg,
-                "time_us": 1.0, "busbw_gbps": 0.0, "samples": 1, "runner_up": "", "margin": 0.1,
-                "default_margin": 0.1, "sweep_id": "test", "library_version": f"{runtime}-{VERSIONS[runtime]}",
-                "measured_unix_ms": 1, "rank_time_us": 0.0}
-               for rng, cfg in [("0-4K", alg), ("4K-", "openmpi:default" if runtime == "openmpi" else "mpich:auto")]]
-    return fp, {"format": "hccl-tune-tables", "format_version": 1,
-                "tables": [{"fingerprint": fp, "topology": topo, "version": 1, "created_unix_ms": 1,
-                            "content_hash": "", "entries": entries}]}
+    rows = [("0-4K", alg), ("4K-", "openmpi:default" if runtime == "openmpi" else "mpich:auto")]
+    return peer_table(f"{runtime}-{VERSIONS[runtime]}", release, {4: {"allreduce": rows}}, "")
 
 
 class Daemon:
