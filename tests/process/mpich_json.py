@@ -23,7 +23,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_table import peer_table  # noqa: E402
+from peer_table import fail, peer_table, run  # noqa: E402
 
 HT, BENCH = sys.argv[1], sys.argv[2]
 
@@ -41,18 +41,6 @@ PROBES = [(4, "allreduce", 4096, "recursive_doubling"), (4, "allreduce", 65536, 
           (4, "broadcast", 4096, "scatter_recursive_doubling_allgather"), (4, "reducescatter", 4096, "pairwise"),
           (3, "broadcast", 4096, "scatter_ring_allgather")]
 ITERS = 3
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def run(cmd, **kw):
-    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if p.returncode != 0:
-        fail(f"{' '.join(cmd)} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p.stdout
 
 
 def launch(ranks, commands, env, trace=None):

@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peer_table import peer_table  # noqa: E402
+from peer_table import fail, peer_table, run  # noqa: E402
 
 HT, BENCH = sys.argv[1], sys.argv[2]
 
@@ -57,18 +57,6 @@ TABLE = {
 PROBES = [(2, "allreduce", 1024, 2, True), (2, "allgather", 4096, 2, False), (2, "broadcast", 65536, 2, True),
           (2, "reducescatter", 4096, 2, False), (4, "allreduce", 65536, 4, False), (4, "broadcast", 65536, 4, False),
           (3, "allreduce", 65536, 2, False)]
-
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-
-def run(cmd, **kw):
-    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if p.returncode != 0:
-        fail(f"{' '.join(cmd)} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p.stdout
 
 
 def launch(ranks, commands, env, trace_pattern=None, trace_out=None):

@@ -1,7 +1,22 @@
 """A hand-made tuned table of another runtime, in `hccl-tune export`'s JSON, for the exporter tests: one node of
-4 ranks over shared memory, the entries `table` names ({world: {collective: [(bytes range, configuration)]}})."""
+4 ranks over shared memory, the entries `table` names ({world: {collective: [(bytes range, configuration)]}});
+and the tests' failure and command helpers."""
 import hashlib
 import json
+import subprocess
+import sys
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def run(cmd, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        fail(f"{' '.join(cmd)} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p.stdout
 
 
 def peer_table(runtime, release, table, runner_up):
