@@ -312,10 +312,18 @@ std::unique_ptr<Device> NewUcxRdmaDevice(const DeviceContext& ctx, LinkKind kind
   return std::make_unique<UcxDevice>(ctx, kind, std::move(ports));
 }
 
+// This host's RDMA ports, read through libibverbs once per process (every communicator and Split shares them; a
+// port that changes state later is seen by the next process).
+static const absl::StatusOr<std::vector<RdmaPort>>& HostRdmaPorts() {
+  static const auto* ports =
+      new absl::StatusOr<std::vector<RdmaPort>>(ListRdmaPorts(*NewLibibverbsApi(), ListInterfaces()));
+  return *ports;
+}
+
 std::vector<std::unique_ptr<Device>> NewUcxDevices(const DeviceContext& ctx) {
   std::vector<RdmaPort> ports;
-  if (auto listed = ListRdmaPorts(*NewLibibverbsApi(), ListInterfaces()); listed.ok()) {
-    ports = *std::move(listed);
+  if (const auto& listed = HostRdmaPorts(); listed.ok()) {
+    ports = *listed;
   } else {
     Log(LogLevel::kWarn, "rank ", ctx.rank, ": RDMA ports not read (", listed.status().message(),
         "); link=roce and link=ib have none here");
