@@ -12,6 +12,7 @@ namespace registry {
 namespace {
 
 using C = Collective;
+using X = Crossing;
 
 // What an algorithm needs before it is meaningful for a group (IsValid); every algorithm runs correctly anywhere.
 enum class Needs : uint8_t {
@@ -40,8 +41,8 @@ struct Entry {
 
 // Registry order = the order AlgorithmsFor() lists and the sweep tries.
 constexpr Entry kEntries[] = {
-    {C::kAllreduce, "ring", {"2*(p-1)", "2*(p-1)*n/p"}, &algo::AllreduceRing},
-    {C::kAllreduce, "double_ring", {"2*(p-1)", "2*(p-1)*n/p"}, &algo::AllreduceDoubleRing},
+    {C::kAllreduce, "ring", {"2*(p-1)", "2*(p-1)*n/p", X::kOnePerNode}, &algo::AllreduceRing},
+    {C::kAllreduce, "double_ring", {"2*(p-1)", "2*(p-1)*n/p", X::kOnePerNode}, &algo::AllreduceDoubleRing},
     {C::kAllreduce,
      "halving_doubling",
      {"2*floor(log2(p))+2*fold(p)", "2*(pow2(p)-1)*n/pow2(p)+fold(p)*n"},
@@ -55,45 +56,53 @@ constexpr Entry kEntries[] = {
      "double_binary_tree",
      {"2*ceil(log2(p))+min(1,p-1)*max(0,ceil(n/(2*c))-1)", "min(2,p/2)*min(1,p-1)*n"},
      &algo::AllreduceDoubleBinaryTree},
-    {C::kAllreduce, "one_shot", {"min(1,p-1)", "(p-1)*n"}, &algo::AllreduceOneShot, &algo::AllreduceOneShotExchange},
+    {C::kAllreduce,
+     "one_shot",
+     {"min(1,p-1)", "(p-1)*n", X::kEveryRank, "p-1"},
+     &algo::AllreduceOneShot,
+     &algo::AllreduceOneShotExchange},
     {C::kAllreduce,
      "hierarchical",
-     {"2*(l-1)+2*(m-1)", "2*(l-1)*n/l+2*(m-1)*n/(m*l)"},
+     {"2*(l-1)+2*(m-1)", "2*(l-1)*n/l+2*(m-1)*n/(m*l)", X::kLevels},
      &algo::AllreduceHierarchical,
      nullptr,
      Needs::kSeveralLevels,
      kHierarchicalInterSteps},
     {C::kAllreduce, "symmetric", {"2*min(1,p-1)", "0"}, &algo::AllreduceSymmetric, nullptr, Needs::kSymmetricBuffers},
-    {C::kAllgather, "ring", {"p-1", "(p-1)*n/p"}, &algo::AllgatherRing},
+    {C::kAllgather, "ring", {"p-1", "(p-1)*n/p", X::kOnePerNode}, &algo::AllgatherRing},
     {C::kAllgather,
      "recursive_doubling",
      {"floor(log2(p))+2*fold(p)", "(pow2(p)-1)*n/pow2(p)+fold(p)*n"},
      &algo::AllgatherRecursiveDoubling},
     {C::kAllgather, "bruck", {"ceil(log2(p))", "(p-1)*n/p"}, &algo::AllgatherBruck},
-    {C::kAllgather, "direct", {"min(1,p-1)", "(p-1)*n/p"}, &algo::AllgatherDirect, &algo::AllgatherDirectExchange},
+    {C::kAllgather,
+     "direct",
+     {"min(1,p-1)", "(p-1)*n/p", X::kEveryRank, "p-1"},
+     &algo::AllgatherDirect,
+     &algo::AllgatherDirectExchange},
     {C::kAllgather,
      "hierarchical",
-     {"(l-1)+(m-1)", "(l-1)*n/l+(m-1)*n/(m*l)"},
+     {"(l-1)+(m-1)", "(l-1)*n/l+(m-1)*n/(m*l)", X::kLevels},
      &algo::AllgatherHierarchical,
      nullptr,
      Needs::kSeveralLevels,
      kAllgatherInterSteps},
     {C::kAllgather, "symmetric", {"2*min(1,p-1)", "0"}, &algo::AllgatherSymmetric, nullptr, Needs::kSymmetricBuffers},
-    {C::kAllgatherv, "ring", {"p-1", "(p-1)*n/p"}, &algo::AllgathervRing},
-    {C::kAllgatherv, "direct", {"min(1,p-1)", "(p-1)*n/p"}, &algo::AllgathervDirect},
-    {C::kReducescatter, "ring", {"p-1", "(p-1)*n/p"}, &algo::ReducescatterRing},
+    {C::kAllgatherv, "ring", {"p-1", "(p-1)*n/p", X::kOnePerNode}, &algo::AllgathervRing},
+    {C::kAllgatherv, "direct", {"min(1,p-1)", "(p-1)*n/p", X::kEveryRank, "p-1"}, &algo::AllgathervDirect},
+    {C::kReducescatter, "ring", {"p-1", "(p-1)*n/p", X::kOnePerNode}, &algo::ReducescatterRing},
     {C::kReducescatter,
      "halving_doubling",
      {"floor(log2(p))+2*fold(p)", "(pow2(p)-1)*n/pow2(p)+fold(p)*n"},
      &algo::ReducescatterHalvingDoubling},
     {C::kReducescatter,
      "direct",
-     {"min(1,p-1)", "(p-1)*n/p"},
+     {"min(1,p-1)", "(p-1)*n/p", X::kEveryRank, "p-1"},
      &algo::ReducescatterDirect,
      &algo::ReducescatterDirectExchange},
     {C::kReducescatter,
      "hierarchical",
-     {"(l-1)+(m-1)", "(l-1)*n/l+(m-1)*n/(m*l)"},
+     {"(l-1)+(m-1)", "(l-1)*n/l+(m-1)*n/(m*l)", X::kLevels},
      &algo::ReducescatterHierarchical,
      nullptr,
      Needs::kSeveralLevels,
@@ -105,12 +114,12 @@ constexpr Entry kEntries[] = {
      nullptr,
      Needs::kSymmetricBuffers},
     {C::kBroadcast, "binomial_tree", {"ceil(log2(p))", "ceil(log2(p))*n"}, &algo::BroadcastBinomialTree},
-    {C::kBroadcast, "chain", {"max(0,p-2+ceil(n/c))", "min(1,p-1)*n"}, &algo::BroadcastChain},
-    {C::kBroadcast, "linear", {"min(1,p-1)", "(p-1)*n"}, &algo::BroadcastLinear},
+    {C::kBroadcast, "chain", {"max(0,p-2+ceil(n/c))", "min(1,p-1)*n", X::kOnePerNode}, &algo::BroadcastChain},
+    {C::kBroadcast, "linear", {"min(1,p-1)", "(p-1)*n", X::kEveryRank, "p-1"}, &algo::BroadcastLinear},
     {C::kBroadcast, "scatter_allgather", {"min(1,p-1)+p-1", "2*(p-1)*n/p"}, &algo::BroadcastScatterAllgather},
     {C::kBroadcast,
      "hierarchical",
-     {"ceil(log2(m))+ceil(log2(l))", "(ceil(log2(m))+ceil(log2(l)))*n"},
+     {"ceil(log2(m))+ceil(log2(l))", "(ceil(log2(m))+ceil(log2(l)))*n", X::kLevels},
      &algo::BroadcastHierarchical,
      nullptr,
      Needs::kSeveralLevels,
@@ -119,15 +128,23 @@ constexpr Entry kEntries[] = {
     {C::kReduce, "binomial_tree", {"ceil(log2(p))", "ceil(log2(p))*n"}, &algo::ReduceBinomialTree},
     {C::kReduce, "reducescatter_gather", {"p-1+min(1,p-1)", "2*(p-1)*n/p"}, &algo::ReduceReducescatterGather},
     {C::kGather, "binomial_tree", {"ceil(log2(p))", "(p-1)*n/p"}, &algo::GatherBinomialTree},
-    {C::kGather, "linear", {"min(1,p-1)", "(p-1)*n/p"}, &algo::GatherLinear},
+    {C::kGather, "linear", {"min(1,p-1)", "(p-1)*n/p", X::kEveryRank, "p-1"}, &algo::GatherLinear},
     {C::kScatter, "binomial_tree", {"ceil(log2(p))", "(p-1)*n/p"}, &algo::ScatterBinomialTree},
-    {C::kScatter, "linear", {"min(1,p-1)", "(p-1)*n/p"}, &algo::ScatterLinear},
+    {C::kScatter, "linear", {"min(1,p-1)", "(p-1)*n/p", X::kEveryRank, "p-1"}, &algo::ScatterLinear},
     {C::kAlltoall, "pairwise", {"p-1", "(p-1)*n/p"}, &algo::AlltoallPairwise},
     {C::kAlltoall, "bruck", {"ceil(log2(p))", "ceil(log2(p))*n/2"}, &algo::AlltoallBruck},
-    {C::kAlltoall, "direct", {"min(1,p-1)", "(p-1)*n/p"}, &algo::AlltoallDirect, &algo::AlltoallDirectExchange},
+    {C::kAlltoall,
+     "direct",
+     {"min(1,p-1)", "(p-1)*n/p", X::kEveryRank, "p-1"},
+     &algo::AlltoallDirect,
+     &algo::AlltoallDirectExchange},
     {C::kAlltoallv, "pairwise", {"p-1", "(p-1)*n/p"}, &algo::AlltoallvPairwise},
     {C::kBarrier, "dissemination", {"ceil(log2(p))", "0"}, &algo::BarrierDissemination},
-    {C::kBarrier, "one_shot", {"min(1,p-1)", "0"}, &algo::BarrierOneShot, &algo::BarrierOneShotExchange},
+    {C::kBarrier,
+     "one_shot",
+     {"min(1,p-1)", "0", X::kEveryRank, "p-1"},
+     &algo::BarrierOneShot,
+     &algo::BarrierOneShotExchange},
 };
 
 const Entry* FindEntry(Collective c, absl::string_view name) {
@@ -177,6 +194,15 @@ AlgorithmFn Find(Collective c, absl::string_view name) {
     }
   }
   return nullptr;
+}
+
+absl::string_view CrossingName(Crossing c) {
+  switch (c) {
+    case Crossing::kOnePerNode: return "one per node";
+    case Crossing::kLevels: return "levels";
+    case Crossing::kEveryRank: break;
+  }
+  return "every rank";
 }
 
 const AlgorithmCost* Cost(Collective c, absl::string_view name) {

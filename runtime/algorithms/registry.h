@@ -38,10 +38,26 @@ std::vector<std::string> AlgorithmsFor(Collective c);
 // pow2(x) = the largest power of two <= x, fold(x) = 1 when x is not a power of two, else 0.
 //   steps  message rounds one after another on the critical path (the alpha term);
 //   bytes  the most bytes any one rank sends, or receives, over the whole call (the beta term).
+// `across` says how the algorithm's traffic meets the network when its ranks span nodes (ranks numbered node by
+// node), for the cost model (model/predict.h):
+//   kOnePerNode  a ring or chain: one rank of a node sends to the next node at a time, so a node's NIC carries one
+//                rank's `bytes`;
+//   kEveryRank   every rank sends to ranks of other nodes at once: a node's l ranks share its NIC;
+//   kLevels      a step inside each node, then one between nodes: `steps`/`bytes` with m = 1 are the step inside a
+//                node, with l = 1 the step between nodes (there: the bytes through one NIC).
+// `messages` is the most messages any one rank sends over the call (the per-message overhead term), where it differs
+// from `steps` (a rank that sends to every other rank in one round); empty = one message per step.
+enum class Crossing : uint8_t { kEveryRank, kOnePerNode, kLevels };
 struct AlgorithmCost {
   absl::string_view steps;
   absl::string_view bytes;
+  Crossing across = Crossing::kEveryRank;
+  absl::string_view messages = {};
+
+  absl::string_view Messages() const { return messages.empty() ? steps : messages; }
 };
+// "one per node", "every rank", "levels" (docs/ALGORITHMS.md's words).
+absl::string_view CrossingName(Crossing c);
 // The cost of `name` for `c`, or nullptr when the registry has no such algorithm.
 const AlgorithmCost* Cost(Collective c, absl::string_view name);
 

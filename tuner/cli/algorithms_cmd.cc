@@ -1,6 +1,7 @@
 // `hccl-tune algorithms [--coll C] [--ranks N] [--nodes M] [--json]`: the runtime's registry — per collective,
 // each algorithm, its tunable parameters with their defaults, and whether it applies to N ranks on M nodes
-// (with the reason when it does not); in text, then this node's RDMA ports (links/rdma_facts.h).
+// (with the reason when it does not); in text, then this node's RDMA ports (links/rdma_facts.h). --json adds each
+// algorithm's cost formulas (registry.h, AlgorithmCost).
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -63,8 +64,17 @@ void RegisterAlgorithms(CLI::App& app, int* exit_code) {
           for (ParamKind p : spec->params) params.emplace_back(ParamName(p));
         }
         const absl::Status valid = registry::IsValid(c, name, a->ranks, topo);
+        const registry::AlgorithmCost* cost = registry::Cost(c, name);
+        nlohmann::json cost_json;
+        if (cost != nullptr) {
+          cost_json = {{"steps", std::string(cost->steps)},
+                       {"bytes", std::string(cost->bytes)},
+                       {"messages", std::string(cost->Messages())},
+                       {"across", std::string(registry::CrossingName(cost->across))}};
+        }
         if (a->json) {
           out.push_back({{"collective", std::string(CollectiveName(c))},
+                         {"cost", cost_json},
                          {"algorithm", name},
                          {"parameters", params},
                          {"default", def.ok() ? def->ToString() : ""},
