@@ -16,6 +16,7 @@
 #include "runtime/common/sizes.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
+#include "tuner/cli/svg_plot.h"
 #include "tuner/cli/sweep_common.h"
 #include "tuner/sweep/search.h"
 
@@ -26,92 +27,6 @@ struct ReportArgs {
   std::string out, sweep_id, journal;
   StoreFlags store;
 };
-
-std::string Esc(absl::string_view s) {
-  return absl::StrReplaceAll(s, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
-}
-
-const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                         "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"};
-
-struct Curve {
-  std::map<uint64_t, std::pair<double, std::string>> best;  // bytes -> (busbw, configuration)
-};
-
-std::string Plot(const std::string& title, const std::map<std::string, Curve>& curves,
-                 const std::vector<db::TunedEntry>& winners) {
-  const double W = 820, H = 380, L = 70, R = 20, T = 30, B = 50;
-  uint64_t lo = UINT64_MAX, hi = 0;
-  double ymax = 0;
-  for (const auto& [alg, c] : curves) {
-    for (const auto& [b, v] : c.best) {
-      lo = std::min(lo, std::max<uint64_t>(b, 1));
-      hi = std::max(hi, std::max<uint64_t>(b, 1));
-      ymax = std::max(ymax, v.first);
-    }
-  }
-  if (hi == 0) return "";
-  if (hi == lo) hi = lo * 2;
-  ymax = ymax > 0 ? ymax * 1.1 : 1;
-  const double llo = std::log2(static_cast<double>(lo)), lhi = std::log2(static_cast<double>(hi));
-  auto X = [&](double bytes) { return L + (std::log2(std::max(bytes, 1.0)) - llo) / (lhi - llo) * (W - L - R); };
-  auto Y = [&](double v) { return H - B - v / ymax * (H - T - B); };
-  std::string s = absl::StrFormat(
-      "<h2>%s</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-      "font-family=\"sans-serif\" font-size=\"11\">\n",
-      Esc(title), W + 260, H);
-  // Winner bands.
-  int band = 0;
-  for (const auto& e : winners) {
-    const double x0 = std::max(L, X(static_cast<double>(std::max<uint64_t>(e.key.range.min, lo))));
-    const double x1 = std::min(W - R, X(static_cast<double>(std::min<uint64_t>(e.key.range.max, hi * 2)) / 1.0001));
-    if (x1 <= x0) continue;
-    absl::StrAppendFormat(&s,
-                          "<rect x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\" fill=\"%s\" opacity=\"0.08\">"
-                          "<title>%s %s: %s</title></rect>\n"
-                          "<text x=\"%.1f\" y=\"%.0f\" fill=\"#444\">winner: %s</text>\n",
-                          x0, T, x1 - x0, H - T - B, band % 2 ? "#000" : "#06c", Esc(FormatByteRange(e.key.range)),
-                          "winner", Esc(e.configuration), x0 + 2, T - 6 + (band % 2) * 12,
-                          Esc(e.configuration.substr(0, e.configuration.find('('))));
-    ++band;
-  }
-  // Axes.
-  absl::StrAppendFormat(&s, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#000\"/>\n", L, H - B,
-                        W - R, H - B);
-  absl::StrAppendFormat(&s, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"#000\"/>\n", L, T, L,
-                        H - B);
-  for (uint64_t b = lo; b <= hi; b *= 4) {
-    absl::StrAppendFormat(&s, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n",
-                          X(static_cast<double>(b)), H - B + 15, FormatBytes(b));
-  }
-  for (int i = 0; i <= 4; ++i) {
-    const double v = ymax * i / 4;
-    absl::StrAppendFormat(&s, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.2f</text>\n", L - 5, Y(v) + 4, v);
-  }
-  absl::StrAppendFormat(&s, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">bytes</text>\n", (L + W) / 2, H - 12);
-  absl::StrAppendFormat(&s, "<text x=\"14\" y=\"%.0f\" transform=\"rotate(-90 14 %.0f)\">busbw GB/s</text>\n", H / 2,
-                        H / 2);
-  int k = 0;
-  for (const auto& [alg, c] : curves) {
-    const char* color = kColors[k % (sizeof(kColors) / sizeof(kColors[0]))];
-    std::string pts;
-    for (const auto& [b, v] : c.best) absl::StrAppendFormat(&pts, "%.1f,%.1f ", X(static_cast<double>(b)), Y(v.first));
-    absl::StrAppendFormat(&s, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"%s\"/>\n", color, pts);
-    for (const auto& [b, v] : c.best) {
-      absl::StrAppendFormat(&s,
-                            "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>%s %s: %.3f GB/s</title>"
-                            "</circle>\n",
-                            X(static_cast<double>(b)), Y(v.first), color, FormatBytes(b), Esc(v.second), v.first);
-    }
-    absl::StrAppendFormat(&s,
-                          "<rect x=\"%.0f\" y=\"%d\" width=\"12\" height=\"3\" fill=\"%s\"/>"
-                          "<text x=\"%.0f\" y=\"%d\">%s</text>\n",
-                          W + 10, 40 + 16 * k, color, W + 28, 44 + 16 * k, Esc(alg));
-    ++k;
-  }
-  s += "</svg>\n";
-  return s;
-}
 
 absl::Status WriteReport(const ReportArgs& a) {
   auto opened = OpenStore(a.store);
@@ -174,10 +89,10 @@ absl::Status WriteReport(const ReportArgs& a) {
     }
   }
   std::string html = absl::StrCat(
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>hccl-tune sweep ", Esc(id),
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>hccl-tune sweep ", HtmlEscape(id),
       "</title>\n<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
       "td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px}</style></head><body>\n<h1>hccl-tune sweep ",
-      Esc(id), "</h1>\n<p>", world, " ranks; ", samples->size(), " samples; status ",
+      HtmlEscape(id), "</h1>\n<p>", world, " ranks; ", samples->size(), " samples; status ",
       db::SweepStatusName(sweep->status),
       ". Curves: each algorithm's best configuration per size (median of the "
       "iterations, max over ranks). Bands: the stored winner per byte range.</p>\n");
@@ -199,8 +114,8 @@ absl::Status WriteReport(const ReportArgs& a) {
         absl::StrAppendFormat(&html,
                               "<tr><td>%s</td><td>%s</td><td>%.3f</td><td>%s</td><td>%.1f%%</td>"
                               "<td>%.1f%%</td></tr>\n",
-                              Esc(FormatByteRange(e.key.range)), Esc(e.configuration), e.busbw_gbps, Esc(e.runner_up),
-                              100 * e.margin, 100 * e.default_margin);
+                              HtmlEscape(FormatByteRange(e.key.range)), HtmlEscape(e.configuration), e.busbw_gbps,
+                              HtmlEscape(e.runner_up), 100 * e.margin, 100 * e.default_margin);
       }
       html += "</table>\n";
     }

@@ -1,0 +1,98 @@
+#include "model/profile.h"
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "runtime/common/bounded_read.h"
+
+namespace hccltune::model {
+namespace {
+
+constexpr double kGiga = 1e9;
+constexpr size_t kMaxProfileBytes = 1 << 20;
+
+absl::Status Bad(absl::string_view source, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("profile ", source, ": ", what));
+}
+
+// The number at `key` of `obj`, which must be > 0 (or >= 0 when `zero_ok`).
+absl::StatusOr<double> Positive(const nlohmann::json& obj, const std::string& path, const std::string& key,
+                                absl::string_view source, bool zero_ok = false) {
+  if (!obj.contains(key)) return Bad(source, absl::StrCat(path, key, " is missing"));
+  const nlohmann::json& v = obj.at(key);
+  const bool ok = v.is_number() && (zero_ok ? v.get<double>() >= 0 : v.get<double>() > 0);
+  if (!ok) {
+    return Bad(source,
+               absl::StrCat(path, key, " must be a number ", zero_ok ? ">= 0" : "> 0", " (got ", v.dump(), ")"));
+  }
+  return v.get<double>();
+}
+
+absl::StatusOr<LinkCost> ReadLink(const nlohmann::json& j, const std::string& key, absl::string_view source) {
+  if (!j.contains(key) || !j.at(key).is_object()) return Bad(source, absl::StrCat(key, " must be an object"));
+  const nlohmann::json& link = j.at(key);
+  for (const auto& [k, v] : link.items()) {
+    if (k != "latency_us" && k != "message_us" && k != "bandwidth_GBps") {
+      return Bad(source, absl::StrCat(key, ".", k, " is not a key of a link (latency_us, message_us, bandwidth_GBps)"));
+    }
+  }
+  auto latency = Positive(link, key + ".", "latency_us", source, /*zero_ok=*/true);
+  if (!latency.ok()) return latency.status();
+  auto overhead = Positive(link, key + ".", "message_us", source, /*zero_ok=*/true);
+  if (!overhead.ok()) return overhead.status();
+  auto bandwidth = Positive(link, key + ".", "bandwidth_GBps", source);
+  if (!bandwidth.ok()) return bandwidth.status();
+  return LinkCost{*latency * 1e-6, *overhead * 1e-6, 1.0 / (*bandwidth * kGiga)};
+}
+
+absl::StatusOr<int> ReadCount(const nlohmann::json& j, const std::string& key, int fallback, int min,
+                              absl::string_view source) {
+  if (!j.contains(key)) return fallback;
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > 1 << 20) {
+    return Bad(source, absl::StrCat(key, " must be an integer >= ", min, " (got ", v.dump(), ")"));
+  }
+  return v.get<int>();
+}
+
+}  // namespace
+
+absl::StatusOr<ClusterProfile> ParseProfile(absl::string_view json_text, absl::string_view source) {
+  if (json_text.size() > kMaxProfileBytes) return Bad(source, "larger than 1 MiB");
+  nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Bad(source, "not a JSON object");
+  static const char* kKeys[] = {"name", "intra", "inter", "nics_per_node", "reduce_GBps", "cores_per_node"};
+  for (const auto& [k, v] : j.items()) {
+    bool known = false;
+    for (const char* key : kKeys) known = known || k == key;
+    if (!known) {
+      return Bad(source, absl::StrCat("unknown key '", k,
+                                      "' (accepted: name, intra, inter, nics_per_node, reduce_GBps, cores_per_node)"));
+    }
+  }
+  ClusterProfile p;
+  p.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : std::string(source);
+  auto intra = ReadLink(j, "intra", source);
+  if (!intra.ok()) return intra.status();
+  auto inter = ReadLink(j, "inter", source);
+  if (!inter.ok()) return inter.status();
+  auto reduce = Positive(j, "", "reduce_GBps", source);
+  if (!reduce.ok()) return reduce.status();
+  auto nics = ReadCount(j, "nics_per_node", 1, 1, source);
+  if (!nics.ok()) return nics.status();
+  auto cores = ReadCount(j, "cores_per_node", 0, 0, source);
+  if (!cores.ok()) return cores.status();
+  p.intra = *intra;
+  p.inter = *inter;
+  p.gamma_s = 1.0 / (*reduce * kGiga);
+  p.nics_per_node = *nics;
+  p.cores_per_node = *cores;
+  return p;
+}
+
+absl::StatusOr<ClusterProfile> ReadProfileFile(const std::string& path) {
+  auto text = ReadFileAtMost(path, kMaxProfileBytes, "profile");
+  if (!text.ok()) return text.status();
+  return ParseProfile(*text, path);
+}
+
+}  // namespace hccltune::model
