@@ -45,20 +45,21 @@ double ReducedShare(Collective c) {
   return c == Collective::kReducescatter || c == Collective::kReduce ? 1.0 : 0.0;
 }
 
-// Latency and overhead of `s` rounds and `k` messages on `link`.
-double Rounds(const LinkCost& link, double s, double k) { return s * link.alpha_s + k * link.overhead_s; }
+double At(const Formula& f, const FormulaVars& v) { return std::max(0.0, f.Eval(v)); }
 
-double Transfer(const ParsedCost& cost, const ClusterProfile& pr, const FormulaVars& v) {
-  const auto eval = [](const Formula& f, const FormulaVars& at) { return std::max(0.0, f.Eval(at)); };
-  const double s = eval(cost.steps, v), b = eval(cost.bytes, v), k = eval(cost.messages, v);
-  if (v.m <= 1) return Rounds(pr.intra, s, k) + b * pr.intra.beta_s;
-  const double nics = pr.nics_per_node;
+// The transfer terms of predict.h's table for `cost` at `v`.
+void TransferTerms(const ParsedCost& cost, const FormulaVars& v, int nics, Terms* t) {
+  const double s = At(cost.steps, v), b = At(cost.bytes, v), k = At(cost.messages, v);
+  if (v.m <= 1) {
+    t->s_intra = s, t->k_intra = k, t->b_intra = b;
+    return;
+  }
   switch (cost.across) {
-    case registry::Crossing::kOnePerNode:
-      return Rounds(pr.inter, s, k) + b * std::max(pr.inter.beta_s, pr.intra.beta_s);
+    case registry::Crossing::kOnePerNode: t->s_inter = s, t->k_inter = k, t->b_inter = b, t->b_alt = b; return;
     case registry::Crossing::kEveryRank: {
       const double f = v.p > 1 ? (v.p - v.l) / (v.p - 1) : 0;
-      return Rounds(pr.inter, s, k) + std::max(v.l * f * b * pr.inter.beta_s / nics, b * pr.intra.beta_s);
+      t->s_inter = s, t->k_inter = k, t->b_inter = v.l * f * b / nics, t->b_alt = b;
+      return;
     }
     case registry::Crossing::kLevels: {
       FormulaVars in = v, across = v;
@@ -66,18 +67,18 @@ double Transfer(const ParsedCost& cost, const ClusterProfile& pr, const FormulaV
       in.p = v.l;
       across.l = 1;
       across.p = v.m;
-      return Rounds(pr.intra, eval(cost.steps, in), eval(cost.messages, in)) + eval(cost.bytes, in) * pr.intra.beta_s +
-             Rounds(pr.inter, eval(cost.steps, across), eval(cost.messages, across)) +
-             eval(cost.bytes, across) * pr.inter.beta_s / nics;
+      t->s_intra = At(cost.steps, in), t->k_intra = At(cost.messages, in), t->b_intra = At(cost.bytes, in);
+      t->s_inter = At(cost.steps, across), t->k_inter = At(cost.messages, across);
+      t->b_inter = At(cost.bytes, across) / nics;
+      return;
     }
   }
-  return 0;
 }
 
 }  // namespace
 
-absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective c, const std::string& algorithm,
-                                      uint64_t chunk, const Shape& shape, uint64_t bytes) {
+absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint64_t chunk, const Shape& shape,
+                                uint64_t bytes, int nics, int cores) {
   auto it = Costs().find({c, algorithm});
   if (it == Costs().end()) {
     return absl::NotFoundError(absl::StrCat("no cost for ", CollectiveName(c), " ", algorithm));
@@ -88,12 +89,30 @@ absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective 
   v.p = v.l * v.m;
   v.n = static_cast<double>(bytes);
   v.c = static_cast<double>(std::max<uint64_t>(chunk, 1));
-  double t = Transfer(it->second, profile, v);
-  t += profile.gamma_s * std::max(0.0, it->second.bytes.Eval(v)) * ReducedShare(c);
-  if (profile.cores_per_node > 0 && shape.ranks_per_node > profile.cores_per_node) {
-    t *= static_cast<double>(shape.ranks_per_node) / profile.cores_per_node;
-  }
+  Terms t;
+  TransferTerms(it->second, v, std::max(nics, 1), &t);
+  t.reduced = At(it->second.bytes, v) * ReducedShare(c);
+  if (cores > 0 && shape.ranks_per_node > cores) t.factor = static_cast<double>(shape.ranks_per_node) / cores;
   return t;
+}
+
+double Evaluate(const Terms& t, const ClusterProfile& pr) {
+  const double intra = t.s_intra * pr.intra.alpha_s + t.k_intra * pr.intra.overhead_s + t.b_intra * pr.intra.beta_s;
+  const double inter = t.s_inter * pr.inter.alpha_s + t.k_inter * pr.inter.overhead_s +
+                       std::max(t.b_inter * pr.inter.beta_s, t.b_alt * pr.intra.beta_s);
+  return t.factor * (intra + inter + t.reduced * pr.gamma_s);
+}
+
+absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective c, const std::string& algorithm,
+                                      uint64_t chunk, const Shape& shape, uint64_t bytes) {
+  if (shape.nodes > 1 && !profile.inter_known) {
+    return absl::FailedPreconditionError(absl::StrCat("profile ", profile.name,
+                                                      " never measured the network between nodes: no prediction for ",
+                                                      shape.nodes, " nodes"));
+  }
+  auto t = CostTerms(c, algorithm, chunk, shape, bytes, profile.nics_per_node, profile.cores_per_node);
+  if (!t.ok()) return t.status();
+  return Evaluate(*t, profile);
 }
 
 std::vector<Candidate> RankCandidates(const ClusterProfile& profile, Collective c, const Shape& shape, uint64_t bytes) {

@@ -34,8 +34,23 @@ struct Candidate {
   double seconds = 0;
 };
 
-// Predicted seconds of `algorithm` (with its default chunk) for collective `c` over `bytes`; NotFound when the
-// registry has no cost for it.
+// The coefficients of a prediction: T = factor * (s_intra*alpha_intra + k_intra*o_intra + b_intra*beta_intra +
+// s_inter*alpha_inter + k_inter*o_inter + max(b_inter*beta_inter, b_alt*beta_intra) + reduced*gamma). Linear in
+// the profile's parameters but for the max (fitting takes the network's side: model/fit.h).
+struct Terms {
+  double s_intra = 0, k_intra = 0, b_intra = 0;
+  double s_inter = 0, k_inter = 0, b_inter = 0;
+  double b_alt = 0;    // the same call's bytes at the intra rate, when ranks also send inside the node meanwhile
+  double reduced = 0;  // bytes reduced
+  double factor = 1;   // l / cores when oversubscribed
+};
+// NotFound when the registry has no cost for (c, algorithm); `nics` and `cores` from the profile.
+absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint64_t chunk, const Shape& shape,
+                                uint64_t bytes, int nics, int cores);
+double Evaluate(const Terms& t, const ClusterProfile& profile);
+
+// Predicted seconds of `algorithm` (with `chunk`) for collective `c` over `bytes`; NotFound when the registry has
+// no cost for it; FailedPrecondition across nodes when the profile's network was never measured.
 absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective c, const std::string& algorithm,
                                       uint64_t chunk, const Shape& shape, uint64_t bytes);
 

@@ -73,7 +73,9 @@ absl::StatusOr<ClusterProfile> ParseProfile(absl::string_view json_text, absl::s
   p.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : std::string(source);
   auto intra = ReadLink(j, "intra", source);
   if (!intra.ok()) return intra.status();
-  auto inter = ReadLink(j, "inter", source);
+  absl::StatusOr<LinkCost> inter = LinkCost{};
+  p.inter_known = j.contains("inter");
+  if (p.inter_known) inter = ReadLink(j, "inter", source);
   if (!inter.ok()) return inter.status();
   auto reduce = Positive(j, "", "reduce_GBps", source);
   if (!reduce.ok()) return reduce.status();
@@ -87,6 +89,21 @@ absl::StatusOr<ClusterProfile> ParseProfile(absl::string_view json_text, absl::s
   p.nics_per_node = *nics;
   p.cores_per_node = *cores;
   return p;
+}
+
+std::string ProfileToJson(const ClusterProfile& p) {
+  const auto link = [](const LinkCost& l) {
+    return nlohmann::json{{"latency_us", l.alpha_s * 1e6},
+                          {"message_us", l.overhead_s * 1e6},
+                          {"bandwidth_GBps", l.beta_s > 0 ? 1.0 / (l.beta_s * kGiga) : 0.0}};
+  };
+  nlohmann::json j = {{"name", p.name},
+                      {"intra", link(p.intra)},
+                      {"nics_per_node", p.nics_per_node},
+                      {"reduce_GBps", p.gamma_s > 0 ? 1.0 / (p.gamma_s * kGiga) : 0.0},
+                      {"cores_per_node", p.cores_per_node}};
+  if (p.inter_known) j["inter"] = link(p.inter);
+  return j.dump(2);
 }
 
 absl::StatusOr<ClusterProfile> ReadProfileFile(const std::string& path) {

@@ -7,7 +7,8 @@
 //    "nics_per_node": 8, "reduce_GBps": 40.0, "cores_per_node": 0}
 //
 // latency_us: one message round (alpha); message_us: each message a rank sends (its overhead, o); GBps: 10^9 bytes
-// per second; cores_per_node 0 = never oversubscribed.
+// per second; cores_per_node 0 = never oversubscribed. Without "inter" the profile knows no network between nodes
+// (fitted from one-node measurements): predictions across nodes are refused.
 // Thread-safety: values.
 #pragma once
 
@@ -27,11 +28,15 @@ struct LinkCost {
 struct ClusterProfile {
   std::string name;
   LinkCost intra;
-  LinkCost inter;          // per NIC
-  int nics_per_node = 1;   // a node's ranks share this many NICs
-  double gamma_s = 0;      // seconds per byte reduced
-  int cores_per_node = 0;  // 0: as many cores as ranks
+  LinkCost inter;           // per NIC
+  int nics_per_node = 1;    // a node's ranks share this many NICs
+  double gamma_s = 0;       // seconds per byte reduced
+  int cores_per_node = 0;   // 0: as many cores as ranks
+  bool inter_known = true;  // false: fitted from one-node measurements only (no prediction across nodes)
 };
+
+// The profile as the JSON ParseProfile reads ("inter" left out when not known).
+std::string ProfileToJson(const ClusterProfile& profile);
 
 // Errors name the source (a file name or "profile") and the key: "profile x.json: inter.bandwidth_GBps must be a
 // number > 0 (got -1)".

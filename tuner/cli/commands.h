@@ -21,5 +21,6 @@ void RegisterSweep(CLI::App& app, int* exit_code);
 void RegisterVerify(CLI::App& app, int* exit_code);
 void RegisterReport(CLI::App& app, int* exit_code);
 void RegisterSimulate(CLI::App& app, int* exit_code);
+void RegisterModel(CLI::App& app, int* exit_code);
 
 }  // namespace hccltune::cli

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   hccltune::cli::RegisterVerify(app, &exit_code);
   hccltune::cli::RegisterReport(app, &exit_code);
   hccltune::cli::RegisterSimulate(app, &exit_code);
+  hccltune::cli::RegisterModel(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

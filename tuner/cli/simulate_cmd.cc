@@ -136,6 +136,11 @@ absl::Status Run(const SimulateArgs& a) {
   auto profile = model::ReadProfileFile(a.profile);
   if (!profile.ok()) return profile.status();
   const model::Shape shape{a.nodes, a.ranks_per_node};
+  if (shape.nodes > 1 && !profile->inter_known) {
+    return absl::FailedPreconditionError(absl::StrCat("profile ", profile->name,
+                                                      " never measured a network between nodes: simulate one node "
+                                                      "(--nodes 1) or fit it to sweeps on several nodes"));
+  }
   const auto preds = model::Simulate(*profile, shape, colls, *lo, *hi);
   if (!a.html.empty()) {
     if (auto s = WriteHtml(a.html, *profile, shape, preds); !s.ok()) return s;

@@ -4,6 +4,8 @@
 
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
+#include "model/check.h"
+#include "model/fit.h"
 #include "model/formula.h"
 #include "model/predict.h"
 #include "model/profile.h"
@@ -183,6 +185,89 @@ TEST(Simulate, SmallCallsGoToFewRoundsAndLargeOnesToFewBytes) {
     EXPECT_EQ(ranges[i].from, ranges[i - 1].to * 2);
     EXPECT_NE(ranges[i].algorithm, ranges[i - 1].algorithm);
   }
+}
+
+}  // namespace
+}  // namespace hccltune::model
+
+namespace hccltune::model {
+namespace {
+
+// Measurements the model itself predicts for `truth` on every valid candidate of a few collectives, shapes, sizes.
+std::vector<Measurement> Synthetic(const ClusterProfile& truth, const std::vector<Shape>& shapes) {
+  std::vector<Measurement> out;
+  for (const Shape& shape : shapes) {
+    for (Collective c : {Collective::kAllreduce, Collective::kAllgather, Collective::kBroadcast}) {
+      for (uint64_t b = 8; b <= (uint64_t{16} << 20); b *= 8) {
+        for (const Candidate& cand : RankCandidates(truth, c, shape, b)) {
+          out.push_back({c, cand.config, shape, b, cand.seconds});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Fit, RecoversTheProfileThatMadeTheMeasurements) {
+  ClusterProfile truth = TestProfile();
+  const auto ms = Synthetic(truth, {{1, 2}, {1, 3}, {1, 4}, {2, 2}, {3, 2}});
+  auto fit = Fit(ms, {"t", truth.nics_per_node, truth.cores_per_node});
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_GT(fit->intra_points, 50u);
+  EXPECT_GT(fit->inter_points, 50u);
+  const ClusterProfile& p = fit->profile;
+  ASSERT_TRUE(p.inter_known);
+  EXPECT_NEAR(p.intra.alpha_s, truth.intra.alpha_s, 1e-3 * truth.intra.alpha_s);
+  EXPECT_NEAR(p.intra.overhead_s, truth.intra.overhead_s, 1e-3 * truth.intra.overhead_s);
+  EXPECT_NEAR(p.intra.beta_s, truth.intra.beta_s, 1e-3 * truth.intra.beta_s);
+  EXPECT_NEAR(p.gamma_s, truth.gamma_s, 1e-3 * truth.gamma_s);
+  // The network: measurements where the node's link was the bottleneck are fitted as if the NIC were, so only close.
+  EXPECT_NEAR(p.inter.alpha_s, truth.inter.alpha_s, 0.1 * truth.inter.alpha_s);
+  EXPECT_NEAR(p.inter.beta_s, truth.inter.beta_s, 0.1 * truth.inter.beta_s);
+  const CheckReport r = Check(p, ms);
+  ASSERT_FALSE(r.buckets.empty());
+  for (const auto& [c, s] : r.summary) {
+    EXPECT_LT(s.median_error, 0.05) << CollectiveName(c);
+    EXPECT_EQ(s.winner_ok, s.buckets) << CollectiveName(c);
+  }
+}
+
+TEST(Fit, OneNodeOnlyLeavesTheNetworkUnknownAndNothingIsPredictedAcrossNodes) {
+  const auto ms = Synthetic(TestProfile(), {{1, 2}, {1, 4}});
+  auto fit = Fit(ms, {"one", 1, 4});
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_FALSE(fit->profile.inter_known);
+  auto t = PredictSeconds(fit->profile, Collective::kAllreduce, "ring", 1, Shape{2, 2}, 8);
+  ASSERT_FALSE(t.ok());
+  EXPECT_TRUE(absl::StrContains(t.status().message(), "never measured the network")) << t.status();
+  auto back = ParseProfile(ProfileToJson(fit->profile), "round trip");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->inter_known);
+  EXPECT_NEAR(back->intra.beta_s, fit->profile.intra.beta_s, 1e-6 * fit->profile.intra.beta_s);
+}
+
+TEST(Fit, NoOneNodeMeasurementIsAnError) {
+  std::vector<Measurement> across = {{Collective::kAllreduce, "ring", Shape{2, 2}, 1024, 1e-5}};
+  auto fit = Fit(across, {});
+  ASSERT_FALSE(fit.ok());
+  EXPECT_TRUE(absl::StrContains(fit.status().message(), "no one-node measurement")) << fit.status();
+}
+
+TEST(Check, AWrongWinnerIsCountedWithItsGap) {
+  // Two candidates measured the other way round from the model's ranking: the predicted winner is 50% slower.
+  const ClusterProfile p = TestProfile();
+  const double ring = *PredictSeconds(p, Collective::kAllgather, "ring", 512 * 1024, Shape{1, 4}, 1 << 20);
+  const double direct = *PredictSeconds(p, Collective::kAllgather, "direct", 512 * 1024, Shape{1, 4}, 1 << 20);
+  const bool direct_first = direct < ring;
+  const std::string winner = direct_first ? "direct" : "ring(chunk=512K)";
+  const std::string other = direct_first ? "ring(chunk=512K)" : "direct";
+  const std::vector<Measurement> ms = {{Collective::kAllgather, winner, Shape{1, 4}, 1 << 20, 3e-3},
+                                       {Collective::kAllgather, other, Shape{1, 4}, 1 << 20, 2e-3}};
+  const CheckReport r = Check(p, ms);
+  ASSERT_EQ(r.buckets.size(), 1u);
+  EXPECT_NEAR(r.buckets[0].winner_gap, 0.5, 1e-9);
+  EXPECT_FALSE(r.buckets[0].winner_ok());
+  EXPECT_EQ(r.summary.at(Collective::kAllgather).winner_ok, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,77 @@
+#include "model/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "runtime/common/configuration.h"
+
+namespace hccltune::model {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+struct Point {
+  std::string config;
+  double measured = 0;
+  double predicted = 0;
+};
+
+BucketCheck CheckBucket(const std::vector<Point>& points) {
+  BucketCheck b;
+  b.candidates = points.size();
+  std::vector<double> errors;
+  const Point* best_measured = &points[0];
+  const Point* best_predicted = &points[0];
+  for (const Point& p : points) {
+    errors.push_back(std::fabs(p.predicted - p.measured) / p.measured);
+    if (p.measured < best_measured->measured) best_measured = &p;
+    if (p.predicted < best_predicted->predicted) best_predicted = &p;
+  }
+  b.median_error = Median(errors);
+  b.predicted_winner = best_predicted->config;
+  b.measured_winner = best_measured->config;
+  b.winner_gap = best_predicted->measured / best_measured->measured - 1;
+  return b;
+}
+
+}  // namespace
+
+CheckReport Check(const ClusterProfile& profile, absl::Span<const Measurement> measurements) {
+  CheckReport out;
+  std::map<std::tuple<int, int, int, uint64_t>, std::vector<Point>> buckets;
+  for (const Measurement& m : Medians(measurements)) {
+    auto config = Configuration::Parse(m.configuration);
+    absl::StatusOr<double> t = absl::NotFoundError("");
+    if (config.ok() && m.seconds > 0) {
+      t = PredictSeconds(profile, m.collective, config->algorithm, config->chunk, m.shape, m.bytes);
+    }
+    if (!t.ok()) {
+      ++out.skipped;
+      continue;
+    }
+    buckets[{static_cast<int>(m.collective), m.shape.nodes, m.shape.ranks_per_node, m.bytes}].push_back(
+        {m.configuration, m.seconds, *t});
+  }
+  std::map<Collective, std::vector<double>> errors;
+  for (const auto& [key, points] : buckets) {
+    BucketCheck b = CheckBucket(points);
+    b.collective = static_cast<Collective>(std::get<0>(key));
+    b.shape = {std::get<1>(key), std::get<2>(key)};
+    b.bytes = std::get<3>(key);
+    CollectiveSummary& s = out.summary[b.collective];
+    ++s.buckets;
+    s.within_15 += b.median_error <= 0.15 ? 1 : 0;
+    s.winner_ok += b.winner_ok() ? 1 : 0;
+    errors[b.collective].push_back(b.median_error);
+    out.buckets.push_back(std::move(b));
+  }
+  for (auto& [c, s] : out.summary) s.median_error = Median(errors[c]);
+  return out;
+}
+
+}  // namespace hccltune::model

@@ -1,0 +1,53 @@
+// Fitting a cluster profile (model/profile.h) to measurements: the parameters that make the cost model
+// (model/predict.h) closest to what sweeps measured, in relative error.
+//
+// Inside a node: alpha, o and beta of the node's link and gamma, from the one-node measurements. Between nodes: the
+// network's alpha, o and beta from the measurements on several nodes, with the node's part fixed at its fit and the
+// network taken as the bottleneck (predict.h's max on the network's side). Each is a non-negative least-squares
+// problem in at most four unknowns over rows weighted by 1/measured, so every size counts alike; solved exactly by
+// trying each subset of unknowns held at zero. Measurements of one (collective, configuration, shape, size) are
+// reduced to their median first.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "model/predict.h"
+#include "model/profile.h"
+#include "runtime/common/types.h"
+
+namespace hccltune::model {
+
+struct Measurement {
+  Collective collective = Collective::kAllreduce;
+  std::string configuration;  // canonical string
+  Shape shape;
+  uint64_t bytes = 0;
+  double seconds = 0;
+};
+
+struct FitOptions {
+  std::string name = "fitted";
+  int nics_per_node = 1;
+  int cores_per_node = 0;  // the cores the measured ranks shared (0: not oversubscribed)
+};
+
+struct FitResult {
+  ClusterProfile profile;
+  size_t intra_points = 0;  // distinct (collective, configuration, shape, size) used
+  size_t inter_points = 0;
+  size_t skipped = 0;  // measurements of an unknown configuration or a collective without a cost
+};
+
+// InvalidArgument when no one-node measurement is usable (the node's link is the base of every prediction).
+absl::StatusOr<FitResult> Fit(absl::Span<const Measurement> measurements, const FitOptions& options);
+
+// Reduces repeated measurements to their median (same key as Fit).
+std::vector<Measurement> Medians(absl::Span<const Measurement> measurements);
+
+}  // namespace hccltune::model
