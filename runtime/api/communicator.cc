@@ -82,6 +82,13 @@ absl::Status CommImpl::Setup() {
   });
   if (!s.ok()) return s;
   infos_ = std::move(exchange.infos());
+  if (env_.fr_entries > 0) {
+    recorder_ = std::make_unique<FlightRecorder>(
+        env_, FlightIdentity{rank_, size_, name_, tag_, int64_t{env_.exec_timeout_s} * 1000});
+  }
+  if (env_.fr_signal != 0) {
+    if (s = InstallFlightSignal(env_.fr_signal); !s.ok()) return s;
+  }
   SetupLayout();
   if (s = StartDevices(); !s.ok()) return s;
   DescribeTopology();
