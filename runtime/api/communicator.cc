@@ -289,6 +289,8 @@ CommImpl::~CommImpl() {
 }
 
 absl::Status CommImpl::CallProbe() const {
+  // The call has been blocked a slice: the flight recorder notes since when (the first probe of the call).
+  if (fr_active_) recorder_->ring().MarkBlocked(fr_slot_, CoarseNowNs());
   if (absl::Status a = AbortProbe(store_)(); !a.ok()) return a;
   // While TCP links connect (inside a call), a rank of this node that is gone (killed before it announced
   // anything) is named now: no link to it exists yet to report its loss, and the wait would last

@@ -330,6 +330,12 @@ class CommImpl final : public Communicator {
   // interned. Written by the calling thread under exec_mu_; dumps read the recorder from any thread.
   std::unique_ptr<FlightRecorder> recorder_;
   std::array<ReportedConfig, kNumCollectives> recorded_;
+  // The ring slot of the call running now and whether one is (CallProbe marks it blocked); the countdown to the
+  // next call the recorder times on its own.
+  uint32_t fr_slot_ = 0;
+  bool fr_active_ = false;
+  static constexpr uint32_t kFlightTimedEvery = 64;
+  uint32_t fr_countdown_ = kFlightTimedEvery;
   bool tuning_enabled_ = false;  // same on every rank (part of the decisive settings)
 
   // Progress thread (started on first non-blocking call).

@@ -56,11 +56,11 @@ void AppendEntry(std::string* out, const FlightRecord& r, int64_t timeout_ms) {
                   "\"],\"bytes\":", r.bytes, ",\"configuration\":");
   AppendJsonString(out, config);
   absl::StrAppend(out, ",\"source\":\"", r.config_id == 0 ? "" : ChoiceSourceName(static_cast<ChoiceSource>(r.source)),
-                  "\",\"state\":\"", FlightStateName(r.state), "\",\"time_created_ns\":", r.created_ns,
+                  "\",\"state\":\"", FlightStateName(r.state), "\",\"time_created_ns\":", NsOrNull(r.start_ns),
                   ",\"time_discovered_started_ns\":", NsOrNull(r.start_ns),
                   ",\"time_discovered_completed_ns\":", NsOrNull(r.end_ns), ",\"duration_ms\":",
                   r.start_ns != 0 && r.end_ns != 0 ? absl::StrCat((r.end_ns - r.start_ns) / 1e6) : "null",
-                  ",\"timeout_ms\":", timeout_ms, "}");
+                  ",\"time_blocked_ns\":", NsOrNull(r.blocked_ns), ",\"timeout_ms\":", timeout_ms, "}");
 }
 
 std::string Hostname() {

@@ -25,9 +25,9 @@ bool FlightRing::Read(const Slot& slot, uint64_t id, FlightRecord* out) const {
   const uint64_t head = slot.head.load(std::memory_order_relaxed);
   out->config_id = slot.config_id.load(std::memory_order_relaxed);
   out->bytes = slot.bytes.load(std::memory_order_relaxed);
-  out->created_ns = slot.created_ns.load(std::memory_order_relaxed);
   out->start_ns = slot.start_ns.load(std::memory_order_relaxed);
   out->end_ns = slot.end_ns.load(std::memory_order_relaxed);
+  out->blocked_ns = slot.blocked_ns.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   if (slot.version.load(std::memory_order_relaxed) != v1 || out->id != id) return false;
   out->op = static_cast<uint32_t>(head);

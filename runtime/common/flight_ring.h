@@ -45,9 +45,9 @@ struct FlightRecord {
   FlightState state = FlightState::kStarted;
   uint32_t config_id = 0;  // InternConfiguration's id of the configuration (0: none, e.g. a refused call)
   uint64_t bytes = 0;      // the call's size (docs/CONVENTIONS.md, Sizes)
-  int64_t created_ns = 0;  // CLOCK_MONOTONIC_COARSE when the call started (a few ms resolution)
   int64_t start_ns = 0;    // steady clock (CLOCK_MONOTONIC) at the start, 0 when the call was not timed
   int64_t end_ns = 0;      // steady clock at the end, 0 when not timed or not ended
+  int64_t blocked_ns = 0;  // CLOCK_MONOTONIC_COARSE when the call was first seen blocked (0: it never was)
 };
 
 class FlightRing {
@@ -61,39 +61,46 @@ class FlightRing {
   // Records begun so far (readers: acquire).
   uint64_t written() const { return next_.load(std::memory_order_acquire); }
 
-  // Writer: a new record in state started; returns its slot for End. `created_ns` from CoarseNowNs().
-  uint32_t Begin(uint32_t op, Collective c, DataType dtype, uint64_t bytes, uint32_t config_id, FlightSource source,
-                 int64_t created_ns) {
+  // Writer: a new record in state started; returns its slot for End and MarkBlocked. Reads no clock.
+  uint32_t Begin(uint32_t op, Collective c, DataType dtype, uint64_t bytes, uint32_t config_id, FlightSource source) {
     const uint64_t id = next_.load(std::memory_order_relaxed);
     const uint32_t slot = pos_;
     pos_ = pos_ + 1 == capacity_ ? 0 : pos_ + 1;
     Slot& s = slots_[slot];
-    const uint64_t v = s.version.load(std::memory_order_relaxed);
-    s.version.store(v + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
+    const uint64_t v = Open(s);
     s.id.store(id, std::memory_order_relaxed);
     s.head.store(Head(op, c, dtype, source, FlightState::kStarted), std::memory_order_relaxed);
     s.config_id.store(config_id, std::memory_order_relaxed);
     s.bytes.store(bytes, std::memory_order_relaxed);
-    s.created_ns.store(created_ns, std::memory_order_relaxed);
     s.start_ns.store(0, std::memory_order_relaxed);
     s.end_ns.store(0, std::memory_order_relaxed);
+    s.blocked_ns.store(0, std::memory_order_relaxed);
     s.version.store(v + 2, std::memory_order_release);
     next_.store(id + 1, std::memory_order_release);
     return slot;
   }
-  // Writer: the record in `slot` ended in `state`; `start_ns`/`end_ns` the steady clock's reading when the call
-  // was timed (else 0).
-  void End(uint32_t slot, FlightState state, int64_t start_ns = 0, int64_t end_ns = 0) {
+  // Writer: the record in `slot` ended in `state` (an untimed call: its times stay 0).
+  void End(uint32_t slot, FlightState state) {
     Slot& s = slots_[slot];
-    const uint64_t v = s.version.load(std::memory_order_relaxed);
-    s.version.store(v + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    const uint64_t head = s.head.load(std::memory_order_relaxed);
-    s.head.store((head & ~(uint64_t{0xff} << 56)) | (uint64_t{static_cast<uint8_t>(state)} << 56),
-                 std::memory_order_relaxed);
+    const uint64_t v = Open(s);
+    SetState(s, state);
+    s.version.store(v + 2, std::memory_order_release);
+  }
+  // Writer: as End, for a timed call: `start_ns` and `end_ns` are the steady clock's readings around it.
+  void End(uint32_t slot, FlightState state, int64_t start_ns, int64_t end_ns) {
+    Slot& s = slots_[slot];
+    const uint64_t v = Open(s);
+    SetState(s, state);
     s.start_ns.store(start_ns, std::memory_order_relaxed);
     s.end_ns.store(end_ns, std::memory_order_relaxed);
+    s.version.store(v + 2, std::memory_order_release);
+  }
+  // Writer: the call of `slot` is blocked at `ns` (CoarseNowNs); only the first mark of a record counts.
+  void MarkBlocked(uint32_t slot, int64_t ns) {
+    Slot& s = slots_[slot];
+    if (s.blocked_ns.load(std::memory_order_relaxed) != 0) return;
+    const uint64_t v = Open(s);
+    s.blocked_ns.store(ns, std::memory_order_relaxed);
     s.version.store(v + 2, std::memory_order_release);
   }
 
@@ -113,10 +120,23 @@ class FlightRing {
     std::atomic<uint64_t> head{0};
     std::atomic<uint32_t> config_id{0};
     std::atomic<uint64_t> bytes{0};
-    std::atomic<int64_t> created_ns{0};
     std::atomic<int64_t> start_ns{0};
     std::atomic<int64_t> end_ns{0};
+    std::atomic<int64_t> blocked_ns{0};
   };
+  // The writer's side of the seqlock: makes the version odd (the stores after it are ordered after it); returns
+  // the version it found, which the writer then sets to + 2 (release).
+  static uint64_t Open(Slot& s) {
+    const uint64_t v = s.version.load(std::memory_order_relaxed);
+    s.version.store(v + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    return v;
+  }
+  static void SetState(Slot& s, FlightState state) {
+    const uint64_t head = s.head.load(std::memory_order_relaxed);
+    s.head.store((head & ~(uint64_t{0xff} << 56)) | uint64_t{static_cast<uint8_t>(state)} << 56,
+                 std::memory_order_relaxed);
+  }
   // Reads `slot` into *out; false when torn or not the record `id`.
   bool Read(const Slot& slot, uint64_t id, FlightRecord* out) const;
 
@@ -126,8 +146,8 @@ class FlightRing {
   std::atomic<uint64_t> next_{0};
 };
 
-// CLOCK_MONOTONIC_COARSE in nanoseconds: the recorder's per-call timestamp (a vDSO read of the kernel's tick,
-// about a quarter of the steady clock's cost; same epoch as std::chrono::steady_clock on Linux).
+// CLOCK_MONOTONIC_COARSE in nanoseconds (the kernel's tick, a few ms resolution; a quarter of the steady clock's
+// cost; the same epoch as std::chrono::steady_clock on Linux).
 int64_t CoarseNowNs();
 // std::chrono::steady_clock in nanoseconds since its epoch.
 int64_t SteadyNs(std::chrono::steady_clock::time_point t);

@@ -13,8 +13,15 @@ namespace {
 // Every field of record `k` is a function of k, so a reader can tell a torn record from a whole one.
 uint32_t Write(FlightRing& ring, uint64_t k) {
   return ring.Begin(static_cast<uint32_t>(k + 1), k % 2 ? Collective::kAllgather : Collective::kAllreduce,
-                    DataType::kFloat32, k * 3, static_cast<uint32_t>(k % 7 + 1), static_cast<FlightSource>(k % 6),
-                    static_cast<int64_t>(k * 5));
+                    DataType::kFloat32, k * 3, static_cast<uint32_t>(k % 7 + 1), static_cast<FlightSource>(k % 6));
+}
+// Ends record k as a timed call; every third one was blocked first (marked twice: the first mark stays).
+void Finish(FlightRing& ring, uint32_t slot, uint64_t k) {
+  if (k % 3 == 0) {
+    ring.MarkBlocked(slot, static_cast<int64_t>(k * 5));
+    ring.MarkBlocked(slot, static_cast<int64_t>(k * 7));
+  }
+  ring.End(slot, FlightState::kCompleted, static_cast<int64_t>(k * 11), static_cast<int64_t>(k * 13));
 }
 void ExpectWhole(const FlightRecord& r) {
   const uint64_t k = r.id;
@@ -23,7 +30,13 @@ void ExpectWhole(const FlightRecord& r) {
   EXPECT_EQ(r.bytes, k * 3);
   EXPECT_EQ(r.config_id, k % 7 + 1);
   EXPECT_EQ(r.source, k % 6);
-  EXPECT_EQ(r.created_ns, static_cast<int64_t>(k * 5));
+  if (k % 3 != 0) {
+    EXPECT_EQ(r.blocked_ns, 0);
+  } else if (r.state == FlightState::kCompleted) {
+    EXPECT_EQ(r.blocked_ns, static_cast<int64_t>(k * 5));  // the first mark, not the second
+  } else {
+    EXPECT_TRUE(r.blocked_ns == 0 || r.blocked_ns == static_cast<int64_t>(k * 5)) << r.blocked_ns;
+  }
   if (r.state == FlightState::kCompleted) {
     EXPECT_EQ(r.start_ns, static_cast<int64_t>(k * 11));
     EXPECT_EQ(r.end_ns, static_cast<int64_t>(k * 13));
@@ -40,7 +53,7 @@ TEST(FlightRing, KeepsTheLastCapacityRecordsOldestFirst) {
   for (uint64_t k = 0; k < 10; ++k) {
     const uint32_t slot = Write(ring, k);
     EXPECT_EQ(slot, k % 4);
-    if (k != 9) ring.End(slot, FlightState::kCompleted, static_cast<int64_t>(k * 11), static_cast<int64_t>(k * 13));
+    if (k != 9) Finish(ring, slot, k);
   }
   EXPECT_EQ(ring.written(), 10u);
   uint32_t torn = 99;
@@ -62,6 +75,8 @@ TEST(FlightRing, FailedStateAndPartialRing) {
   const std::vector<FlightRecord> got = ring.Snapshot();
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].state, FlightState::kFailed);
+  EXPECT_EQ(got[0].start_ns, 0);  // an untimed call
+  EXPECT_EQ(got[0].end_ns, 0);
   EXPECT_STREQ(FlightStateName(got[0].state), "failed");
   EXPECT_EQ(got[1].state, FlightState::kStarted);
   EXPECT_EQ(got[1].op, 2u);
@@ -75,7 +90,7 @@ TEST(FlightRing, ConcurrentSnapshotsNeverTorn) {
   std::thread writer([&] {
     for (uint64_t k = 0; !stop.load(std::memory_order_relaxed); ++k) {
       const uint32_t slot = Write(ring, k);
-      ring.End(slot, FlightState::kCompleted, static_cast<int64_t>(k * 11), static_cast<int64_t>(k * 13));
+      Finish(ring, slot, k);
     }
   });
   size_t seen = 0;

@@ -80,7 +80,8 @@ TEST_F(FlightRecorderTest, EveryRankRecordsEachCallWithItsConfigurationAndSource
       EXPECT_EQ(e["state"], "completed");
       EXPECT_EQ(e["source"], i < 3 ? "default" : "call") << e.dump();
       EXPECT_FALSE(e["configuration"].get<std::string>().empty()) << e.dump();
-      EXPECT_GT(e["time_created_ns"].get<int64_t>(), 0);
+      EXPECT_TRUE(e["time_created_ns"].is_null()) << e.dump();  // untimed: 1 call in 64 is, the first at 64
+      EXPECT_TRUE(e["time_blocked_ns"].is_null()) << e.dump();
     }
     EXPECT_EQ(d["entries"][1]["configuration"], d["entries"][0]["configuration"]);
     EXPECT_EQ(d["entries"][3]["configuration"].get<std::string>().rfind("ring(", 0), 0u);
@@ -141,6 +142,7 @@ TEST_F(FlightRecorderTest, TheRingKeepsTheLastEntriesAndZeroTurnsItOff) {
     EXPECT_EQ(d["records_written"], 10);
     ASSERT_EQ(d["entries"].size(), 4u);
     EXPECT_EQ(d["entries"][0]["collective_seq_id"], 7);
+    EXPECT_EQ(d["entries"][0]["record_id"], 6);
     EXPECT_EQ(d["entries"][3]["collective_seq_id"], 10);
   }
   st = RunRanks(
@@ -199,6 +201,8 @@ TEST_F(FlightRecorderTest, ATimeoutDumpsAndNamesTheConfiguration) {
   const nlohmann::json& pending = d["entries"][2];
   EXPECT_EQ(pending["collective_seq_id"], 3);
   EXPECT_EQ(pending["state"], "failed");
+  EXPECT_GT(pending["time_blocked_ns"].get<int64_t>(), 0) << pending.dump();  // seen blocked before it timed out
+  EXPECT_LT(pending["time_blocked_ns"].get<int64_t>(), d["dump_time_ns"].get<int64_t>());
   EXPECT_TRUE(Contains(st[0], pending["configuration"].get<std::string>())) << st[0] << " vs " << pending.dump();
   EXPECT_TRUE(Contains(absl::InternalError(d["error"].get<std::string>()), "HCCL_EXEC_TIMEOUT")) << d.dump();
 }
