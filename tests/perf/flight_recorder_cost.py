@@ -8,6 +8,7 @@
   tests/perf/flight_recorder_cost.py --case 'allreduce 4 8 shm' --budget 0.05
 """
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -16,17 +17,17 @@ import sys
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def bench(tune, case, env):
+def bench(tune, case, env, iters):
     coll, ranks, size, link = case.split()
-    cmd = [tune, "bench", "--coll", coll, "--ranks", ranks, "--min-bytes", size, "--max-bytes", size, "--link", link]
+    cmd = [tune, "bench", "--coll", coll, "--ranks", ranks, "--min-bytes", size, "--max-bytes", size, "--link", link,
+           "--iters", str(iters), "--warmup", str(iters // 10), "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr.strip()}")
-    for line in p.stdout.splitlines():
-        f = line.split()
-        if len(f) > 4 and f[0] == coll and f[2].isdigit():
-            return float(f[4])
-    sys.exit(f"{' '.join(cmd)} printed no row:\n{p.stdout}")
+    rows = json.loads(p.stdout)
+    if len(rows) != 1:
+        sys.exit(f"{' '.join(cmd)} printed {len(rows)} rows:\n{p.stdout}")
+    return float(rows[0]["time_us"])
 
 
 def main():
@@ -34,6 +35,7 @@ def main():
     ap.add_argument("-b", "--build", default=os.path.join(root, "build"))
     ap.add_argument("-r", "--reps", type=int, default=7, help="interleaved repetitions (default 7)")
     ap.add_argument("--case", default="allreduce 2 8 shm", help="COLLECTIVE RANKS BYTES LINK")
+    ap.add_argument("--iters", type=int, default=20000, help="timed iterations per run (default 20000)")
     ap.add_argument("--budget", type=float, default=0.05, help="allowed slowdown (default 0.05)")
     a = ap.parse_args()
     tune = os.path.join(a.build, "tuner", "hccl-tune")
@@ -45,7 +47,7 @@ def main():
     times = {n: [] for n in order}
     for r in range(a.reps):
         for n in order if r % 2 == 0 else order[::-1]:
-            times[n].append(bench(tune, a.case, envs[n]))
+            times[n].append(bench(tune, a.case, envs[n], a.iters))
     m = {n: statistics.median(times[n]) for n in order}
     control = abs(m["off'"] / m["off"] - 1)
     ratio = m["on"] / m["off"]
