@@ -3,6 +3,7 @@
 #  1. a 3-rank bench whose rank 2 stops calling collectives (SIGSTOP): each surviving rank writes its dump when
 #     its call fails (its own exec timeout, or the other survivor's announcement of one), which names the last completed operation and the pending one (the next) with its configuration
 #     and source (`call`: the bench passes its link; `default`: its barriers); both survivors agree on them, and the job's error names the configuration too;
+#     `hccl-tune doctor --dump` ranks that hang first, naming rank 2;
 #  2. HCCL_TUNE_FR_SIGNAL=SIGUSR1: a signal to each rank of a live bench writes that rank's dump (reason
 #     "signal") of completed allreduce calls, and the job keeps running.
 # Usage: flight_recorder.sh HCCL_TUNE_BIN
@@ -83,6 +84,12 @@ if "timeout" not in reasons:
 if seen[0] != seen[1]:
     sys.exit(f"the survivors disagree: {seen}")
 PY
+# The doctor ranks the hang first: at the survivors' pending operation, naming rank 2 (no dump) as never entering.
+"$bin" doctor --dump "$d/timeout" > "$d/doctor" || fail "hccl-tune doctor failed"
+head -1 "$d/doctor" | grep -q "^1\. \[error\] hang: hang at operation [0-9]* ([a-z]* of [0-9]* B): rank 2 never entered it$" ||
+  fail "doctor's first finding: $(cat "$d/doctor")"
+grep -q "evidence: rank 2: no dump" "$d/doctor" || fail "doctor names no missing dump: $(cat "$d/doctor")"
+echo "doctor: $(head -1 "$d/doctor")"
 
 # 2. A signal to a live job.
 export HCCL_TUNE_FR_DUMP_DIR=$d/signal HCCL_TUNE_FR_SIGNAL=SIGUSR1

@@ -20,5 +20,6 @@ void RegisterRollback(CLI::App& app, int* exit_code);
 void RegisterSweep(CLI::App& app, int* exit_code);
 void RegisterVerify(CLI::App& app, int* exit_code);
 void RegisterReport(CLI::App& app, int* exit_code);
+void RegisterDoctor(CLI::App& app, int* exit_code);
 
 }  // namespace hccltune::cli

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   hccltune::cli::RegisterSweep(app, &exit_code);
   hccltune::cli::RegisterVerify(app, &exit_code);
   hccltune::cli::RegisterReport(app, &exit_code);
+  hccltune::cli::RegisterDoctor(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
