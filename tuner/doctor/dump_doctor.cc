@@ -256,9 +256,9 @@ std::vector<Finding> DiagnoseOverrides(const std::vector<RankDump>& comm) {
                                                                  " s in all, about ", Seconds(est_s), " s for all")
                                                   : std::string()));
     f.fix = absl::StrCat("check the forced configuration against the automatic choice: hccl-tune bench --coll ", coll,
-                         " --ranks ", d.world, " --min-bytes ", Size(g.min_bytes), " --max-bytes ", Size(g.max_bytes),
-                         " --algo '", config, "', then --algo auto; where auto is as fast, ", "drop the rule from ",
-                         source, " (or unset it) and let the tuned table choose");
+                         " --ranks ", d.world, " --min-bytes ", FormatBytes(g.min_bytes), " --max-bytes ",
+                         FormatBytes(g.max_bytes), " --algo '", config, "', then --algo auto; where auto is as fast, ",
+                         "drop the rule from ", source, " (or unset it) and let the tuned table choose");
     out.push_back(std::move(f));
   }
   return out;
