@@ -21,14 +21,13 @@ FlightRing::FlightRing(uint32_t capacity)
 bool FlightRing::Read(const Slot& slot, uint64_t id, FlightRecord* out) const {
   const uint64_t v1 = slot.version.load(std::memory_order_acquire);
   if (v1 % 2 != 0) return false;
-  out->id = slot.id.load(std::memory_order_relaxed);
-  const uint64_t head = slot.head.load(std::memory_order_relaxed);
-  out->config_id = slot.config_id.load(std::memory_order_relaxed);
-  out->bytes = slot.bytes.load(std::memory_order_relaxed);
-  out->start_ns = slot.start_ns.load(std::memory_order_relaxed);
-  out->end_ns = slot.end_ns.load(std::memory_order_relaxed);
-  out->blocked_ns = slot.blocked_ns.load(std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_acquire);
+  out->id = slot.id.load(std::memory_order_acquire);
+  const uint64_t head = slot.head.load(std::memory_order_acquire);
+  out->config_id = slot.config_id.load(std::memory_order_acquire);
+  out->bytes = slot.bytes.load(std::memory_order_acquire);
+  out->start_ns = slot.start_ns.load(std::memory_order_acquire);
+  out->end_ns = slot.end_ns.load(std::memory_order_acquire);
+  out->blocked_ns = slot.blocked_ns.load(std::memory_order_acquire);
   if (slot.version.load(std::memory_order_relaxed) != v1 || out->id != id) return false;
   out->op = static_cast<uint32_t>(head);
   out->collective = static_cast<Collective>((head >> 32) & 0xff);

@@ -9,8 +9,8 @@
 // makes it even again (release); a reader copies the fields between two reads of the version and keeps the
 // copy only when both are the same even number — so a snapshot never holds a torn record. A slot the writer
 // keeps rewriting while a reader tries is retried a few times and then left out (counted in `torn`). Every
-// field is a relaxed atomic (plain moves on x86), so the protocol is data-race free as C++ and
-// ThreadSanitizer define it. The ring's memory is allocated once, by the constructor.
+// field is an atomic, stored with release and loaded with acquire (plain moves on x86; no fences), so the protocol
+// is data-race free as C++ and ThreadSanitizer define it. The ring's memory is allocated once, by the constructor.
 //
 // Algorithm (a bounded ring overwriting the oldest): record k (k = 0, 1, 2, ... in call order) lives in slot
 // k mod N; `next_` is the number of records begun. A snapshot reads the slots of records
@@ -68,13 +68,13 @@ class FlightRing {
     pos_ = pos_ + 1 == capacity_ ? 0 : pos_ + 1;
     Slot& s = slots_[slot];
     const uint64_t v = Open(s);
-    s.id.store(id, std::memory_order_relaxed);
-    s.head.store(Head(op, c, dtype, source, FlightState::kStarted), std::memory_order_relaxed);
-    s.config_id.store(config_id, std::memory_order_relaxed);
-    s.bytes.store(bytes, std::memory_order_relaxed);
-    s.start_ns.store(0, std::memory_order_relaxed);
-    s.end_ns.store(0, std::memory_order_relaxed);
-    s.blocked_ns.store(0, std::memory_order_relaxed);
+    s.id.store(id, std::memory_order_release);
+    s.head.store(Head(op, c, dtype, source, FlightState::kStarted), std::memory_order_release);
+    s.config_id.store(config_id, std::memory_order_release);
+    s.bytes.store(bytes, std::memory_order_release);
+    s.start_ns.store(0, std::memory_order_release);
+    s.end_ns.store(0, std::memory_order_release);
+    s.blocked_ns.store(0, std::memory_order_release);
     s.version.store(v + 2, std::memory_order_release);
     next_.store(id + 1, std::memory_order_release);
     return slot;
@@ -91,8 +91,8 @@ class FlightRing {
     Slot& s = slots_[slot];
     const uint64_t v = Open(s);
     SetState(s, state);
-    s.start_ns.store(start_ns, std::memory_order_relaxed);
-    s.end_ns.store(end_ns, std::memory_order_relaxed);
+    s.start_ns.store(start_ns, std::memory_order_release);
+    s.end_ns.store(end_ns, std::memory_order_release);
     s.version.store(v + 2, std::memory_order_release);
   }
   // Writer: the call of `slot` is blocked at `ns` (CoarseNowNs); only the first mark of a record counts.
@@ -100,7 +100,7 @@ class FlightRing {
     Slot& s = slots_[slot];
     if (s.blocked_ns.load(std::memory_order_relaxed) != 0) return;
     const uint64_t v = Open(s);
-    s.blocked_ns.store(ns, std::memory_order_relaxed);
+    s.blocked_ns.store(ns, std::memory_order_release);
     s.version.store(v + 2, std::memory_order_release);
   }
 
@@ -124,18 +124,19 @@ class FlightRing {
     std::atomic<int64_t> end_ns{0};
     std::atomic<int64_t> blocked_ns{0};
   };
-  // The writer's side of the seqlock: makes the version odd (the stores after it are ordered after it); returns
-  // the version it found, which the writer then sets to + 2 (release).
+  // The writer's side of the seqlock: makes the version odd; returns the version it found, which the writer sets
+  // to + 2 (release) after its field stores. Each field store is a release, so a reader whose acquire load of a
+  // field sees it also sees the odd version (no fence: ThreadSanitizer does not model fences; on x86 release
+  // stores and acquire loads are plain moves).
   static uint64_t Open(Slot& s) {
     const uint64_t v = s.version.load(std::memory_order_relaxed);
     s.version.store(v + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
     return v;
   }
   static void SetState(Slot& s, FlightState state) {
-    const uint64_t head = s.head.load(std::memory_order_relaxed);
+    const uint64_t head = s.head.load(std::memory_order_relaxed);  // the writer's own store
     s.head.store((head & ~(uint64_t{0xff} << 56)) | uint64_t{static_cast<uint8_t>(state)} << 56,
-                 std::memory_order_relaxed);
+                 std::memory_order_release);
   }
   // Reads `slot` into *out; false when torn or not the record `id`.
   bool Read(const Slot& slot, uint64_t id, FlightRecord* out) const;
