@@ -42,6 +42,11 @@ if [[ ${HCCL_TUNE_TEST_HUGE_PAGES:-1} != 0 && $(id -u) == 0 && -w $pool && $(cat
   echo "tests/run.sh: reserved $(cat $pool) huge pages for the tests (released at exit)"
 fi
 
+# The flight-recorder dumps of the tests' deliberate timeouts and failures go to a scratch directory, not /tmp's
+# default one (tests that read dumps set their own).
+fr_dir=$(mktemp -d /tmp/hccl-tune-test-fr.XXXXXX)
+export HCCL_TUNE_FR_DUMP_DIR=${HCCL_TUNE_FR_DUMP_DIR:-$fr_dir}
+
 cd "$build_dir"
 # Default: everything but tests labelled `slow` (minutes to hours; run them with `tests/run.sh -L slow`).
 args=("$@")
@@ -61,10 +66,10 @@ if [[ ${HCCL_TUNE_SKIP_SANITIZERS:-0} != 1 && $# -eq 0 && -z ${HCCL_TUNE_SANITIZ
       -DHCCL_TUNE_BUILD_BENCHMARKS=OFF >/dev/null
     if [[ $label == tsan ]]; then
       cmake --build "$dir" --parallel "$(nproc)" --target algorithms_kernels_test algorithms_pattern_test \
-        algorithms_collectives_test transport_test transport_return_test mailbox_test
+        algorithms_collectives_test transport_test transport_return_test mailbox_test flight_ring_test
     else
       cmake --build "$dir" --parallel "$(nproc)" --target transport_test transport_return_test mailbox_test communicator_test \
-        communicator_api_test bootstrap_test fault_test symmetric_test algorithms_kernels_test algorithms_pattern_test \
+        communicator_api_test flight_ring_test bootstrap_test fault_test symmetric_test algorithms_kernels_test algorithms_pattern_test \
         algorithms_collectives_test tuning_switch_test numerics_test rdma_test
     fi
     # UCX's libucm hooks mmap by patching the process's relocations; under ThreadSanitizer's own mmap interceptor
@@ -74,3 +79,4 @@ if [[ ${HCCL_TUNE_SKIP_SANITIZERS:-0} != 1 && $# -eq 0 && -z ${HCCL_TUNE_SANITIZ
       ctest --output-on-failure --parallel "$(nproc)" --timeout 900 -L "$label")
   done
 fi
+rm -rf "$fr_dir"

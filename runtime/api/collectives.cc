@@ -283,14 +283,20 @@ absl::Status CommImpl::Validate(const CollectiveArgs& a, uint64_t* aliased_input
 }
 
 absl::StatusOr<const Configuration*> CommImpl::Choose(const CollectiveArgs& args, const CallOptions& opt,
-                                                      bool* explored, bool* repeats) const {
+                                                      bool* explored, bool* repeats, ChoiceSource* source) const {
   if (repeats != nullptr) *repeats = true;
+  if (source != nullptr) *source = ChoiceSource::kCall;
   if (IsAutoConfig(opt)) {
     // alltoallv: each rank knows only its own counts, so its size differs between ranks and cannot pick the
     // configuration (docs/CONVENTIONS.md, Sizes): every rank looks up size 0.
     const uint64_t bytes = args.collective == Collective::kAlltoallv ? 0 : CallBytes(args, size_);
-    if (explored == nullptr) return selector_->Choose(args.collective, args.dtype, bytes).config;
+    if (explored == nullptr) {
+      const Selector::Choice pure = selector_->Choose(args.collective, args.dtype, bytes);
+      if (source != nullptr) *source = pure.source;
+      return pure.config;
+    }
     const Selector::Choice choice = selector_->ChooseForCall(args.collective, args.dtype, bytes);
+    if (source != nullptr) *source = choice.source;
     *explored = choice.source == ChoiceSource::kExplore;
     if (repeats != nullptr) *repeats = selector_->Repeats(args.collective, args.dtype, bytes, choice);
     return choice.config;
@@ -420,6 +426,8 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
     call.memo_hit = true;
     call.config = memo.config;
     call.region = memo.region;
+    call.config_id = memo.config_id;
+    call.source = memo.source;
   } else if (absl::Status s = PrepareCall(args, opt, memo, &call); !s.ok()) {
     return s;
   }
@@ -440,11 +448,29 @@ absl::Status CommImpl::ExecuteLocked(const CollectiveArgs& args, const CallOptio
   // The call is timed only where the time is read: a call sampled or exploring for the daemon, a user timing
   // sink, the debug log (two clock reads otherwise, a tenth of a small call's fixed cost here).
   const bool sampled = !internal_call_ && tuning_ && sample_every_ > 0 && sample_countdown_ == 1;
-  const bool timed = sampled || (call.explored && tuning_) || user_sink_ || LogEnabled(LogLevel::kDebug);
+  // The flight recorder times one call in kFlightTimedEvery of its own (two steady clock reads, ~50 ns: under
+  // 1 ns a call on average).
+  const bool fr_timed = recorder_ && --fr_countdown_ == 0;
+  if (fr_timed) fr_countdown_ = kFlightTimedEvery;
+  const bool timed = sampled || (call.explored && tuning_) || user_sink_ || fr_timed || LogEnabled(LogLevel::kDebug);
+  if (recorder_) {  // every call; no clock read (times of timed calls at its end, a blocked call's in CallProbe)
+    fr_slot_ = recorder_->ring().Begin(call_.sequence, args.collective, args.dtype, CallBytes(args, size_),
+                                       call.config_id, static_cast<FlightSource>(call.source));
+    fr_active_ = true;
+  }
   const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   absl::Status s = RunPrepared(args, call, memo);
-  const double us =
-      timed ? std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() : 0.0;
+  const auto t1 = timed ? std::chrono::steady_clock::now() : t0;
+  if (recorder_) {
+    fr_active_ = false;
+    const FlightState end = s.ok() ? FlightState::kCompleted : FlightState::kFailed;
+    if (timed) {
+      recorder_->ring().End(fr_slot_, end, SteadyNs(t0), SteadyNs(t1));
+    } else {
+      recorder_->ring().End(fr_slot_, end);
+    }
+  }
+  const double us = timed ? std::chrono::duration<double, std::micro>(t1 - t0).count() : 0.0;
   return FinishCall(args, opt, call, memo, std::move(s), sampled, us);
 }
 
@@ -469,11 +495,13 @@ absl::Status CommImpl::PrepareCall(const CollectiveArgs& args, const CallOptions
   bool repeats = false;
   // Symmetric buffers first: they are not the tuned table's business (and must not use up an exploration plan).
   call->config = ChooseSymmetric(call->run, opt);
+  call->source = ChoiceSource::kDefault;  // symmetric: the automatic choice for symmetric buffers
   if (call->config == nullptr) {
-    auto chosen = Choose(args, opt, internal_call_ ? nullptr : &call->explored, &repeats);
+    auto chosen = Choose(args, opt, internal_call_ ? nullptr : &call->explored, &repeats, &call->source);
     if (!chosen.ok()) return Refuse(args, chosen.status(), false);
     call->config = *chosen;
   }
+  if (recorder_) call->config_id = RecordedConfigId(args.collective, *call->config);
   if (call->config != &symmetric_config_) AdviseHugePages(args);
   const bool reducing = args.collective == Collective::kAllreduce || args.collective == Collective::kReducescatter;
   call->region = CallBytes(args, size_) >= (reducing ? nt_reduce_bytes_ : nt_other_bytes_)
@@ -487,6 +515,8 @@ absl::Status CommImpl::PrepareCall(const CollectiveArgs& args, const CallOptions
     memo = CallMemo{true,      args.collective,         args.dtype,   args.op,     args.count, args.send, args.recv,
                     args.root, selector_->generation(), call->config, call->region};
     memo.config_copy = *call->config;
+    memo.config_id = call->config_id;
+    memo.source = call->source;
   }
   return absl::OkStatus();
 }
@@ -536,7 +566,7 @@ absl::Status CommImpl::FinishCall(const CollectiveArgs& args, const CallOptions&
         DataTypeName(args.dtype), " ", CallBytes(args, size_), " B ", config->ToString(),
         call.region.bytes > 0 ? " output streamed" : "", " ", us, " us ", s.ok() ? "ok" : std::string(s.message()));
   }
-  if (!s.ok()) return CallFailed(args, opt, *config, std::move(s));
+  if (!s.ok()) return CallFailed(args, opt, call, std::move(s));
   if (internal_call_) return s;
   if (tuning_ && sample_every_ > 0) --sample_countdown_;  // reaches 0 exactly when `sampled`
   // Exploring calls are always reported (bounded by the plan's budget): the daemon decides on their timings, and
@@ -561,8 +591,9 @@ absl::Status CommImpl::FinishCall(const CollectiveArgs& args, const CallOptions&
   return s;
 }
 
-absl::Status CommImpl::CallFailed(const CollectiveArgs& args, const CallOptions& opt, const Configuration& config,
+absl::Status CommImpl::CallFailed(const CollectiveArgs& args, const CallOptions& opt, const PreparedCall& call,
                                   absl::Status s) {
+  const Configuration& config = *call.config;
   if (config.algorithm == "symmetric" && &config != &symmetric_config_ && IsAutoConfig(opt)) {
     // `symmetric` depends on the call's buffers, so an override may choose it for a call it cannot run (the
     // algorithm's header exchange gives every rank the same verdict): the error names where the choice came from.
@@ -575,10 +606,34 @@ absl::Status CommImpl::CallFailed(const CollectiveArgs& args, const CallOptions&
   // Argument errors leave the communicator usable; communication errors break it and are announced to the
   // other ranks (unless this error is itself the announcement of another rank).
   if (s.code() != absl::StatusCode::kInvalidArgument) {
+    if (s.code() == absl::StatusCode::kDeadlineExceeded) {
+      // A timeout names what the call ran (the wait itself knows only the collective and the peer).
+      s = absl::Status(s.code(), absl::StrCat(s.message(), " [the call ran ", config.ToString(), ", chosen by ",
+                                              ChoiceSourceName(call.source), "]"));
+    }
     s = ExplainByRefusal(s);
-    return BreakAndAnnounce(s, absl::StrCat(CollectiveName(args.collective), " (operation ", call_.sequence, ")"));
+    s = BreakAndAnnounce(s, absl::StrCat(CollectiveName(args.collective), " (operation ", call_.sequence, ")"));
+    if (recorder_ && !internal_call_) {
+      auto path = recorder_->Dump(s.code() == absl::StatusCode::kDeadlineExceeded ? "timeout" : "abort", s.message());
+      if (path.ok()) Log(LogLevel::kWarn, "rank ", rank_, ": flight recorder dumped to ", *path);
+    }
+    return s;
   }
   return Refuse(args, s, true);
+}
+
+uint32_t CommImpl::RecordedConfigId(Collective c, const Configuration& config) {
+  ReportedConfig& r = recorded_[static_cast<size_t>(c)];
+  if (r.id == 0 || !SameConfiguration(config, r.config)) {
+    r.id = InternConfiguration(config.ToString());
+    r.config = config;
+  }
+  return r.id;
+}
+
+absl::StatusOr<std::string> CommImpl::DumpFlightRecorder() {
+  if (!recorder_) return absl::FailedPreconditionError("the flight recorder is off (HCCL_TUNE_FR_ENTRIES=0)");
+  return recorder_->Dump("request");
 }
 
 absl::Status CommImpl::BreakAndAnnounce(absl::Status s, absl::string_view what) {
@@ -603,7 +658,13 @@ absl::Status CommImpl::Refuse(const CollectiveArgs& args, absl::Status s, bool n
   if (internal_call_) return s;
   // A verdict the ranks reached together (after exchanging what decides it) has nobody waiting for this rank.
   if (numbered && IsAgreedVerdict(s)) return s;
-  if (!numbered) ++sequence_;
+  if (!numbered) {
+    ++sequence_;
+    if (recorder_) {  // a call refused before it was numbered: recorded as failed, with no configuration
+      const uint32_t slot = recorder_->ring().Begin(sequence_, args.collective, args.dtype, 0, 0, 0);
+      recorder_->ring().End(slot, FlightState::kFailed);
+    }
+  }
   refused_ = {sequence_, absl::StrCat("rank ", rank_, " refused its ", CollectiveName(args.collective), " (operation ",
                                       sequence_, "): ", s.message())};
   (void)store_->Set(absl::StrCat("refused/", sequence_), refused_.second);

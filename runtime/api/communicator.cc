@@ -82,6 +82,13 @@ absl::Status CommImpl::Setup() {
   });
   if (!s.ok()) return s;
   infos_ = std::move(exchange.infos());
+  if (env_.fr_entries > 0) {
+    recorder_ = std::make_unique<FlightRecorder>(
+        env_, FlightIdentity{rank_, size_, name_, tag_, int64_t{env_.exec_timeout_s} * 1000});
+  }
+  if (env_.fr_signal != 0) {
+    if (s = InstallFlightSignal(env_.fr_signal); !s.ok()) return s;
+  }
   SetupLayout();
   if (s = StartDevices(); !s.ok()) return s;
   DescribeTopology();
@@ -282,6 +289,8 @@ CommImpl::~CommImpl() {
 }
 
 absl::Status CommImpl::CallProbe() const {
+  // The call has been blocked a slice: the flight recorder notes since when (the first probe of the call).
+  if (fr_active_) recorder_->ring().MarkBlocked(fr_slot_, CoarseNowNs());
   if (absl::Status a = AbortProbe(store_)(); !a.ok()) return a;
   // While TCP links connect (inside a call), a rank of this node that is gone (killed before it announced
   // anything) is named now: no link to it exists yet to report its loss, and the wait would last

@@ -236,6 +236,11 @@ class Communicator {
   // Unmaps the allocation that starts at `p` here (not collective: call it on every rank once no call uses it).
   virtual absl::Status FreeSymmetric(void* p) = 0;
 
+  // Writes this rank's flight recorder of this communicator (its last HCCL_TUNE_FR_ENTRIES calls) as a JSON file
+  // into HCCL_TUNE_FR_DUMP_DIR (docs/TROUBLESHOOTING.md) and returns its path. Not collective; any thread, any
+  // time, also while a call runs. FailedPrecondition when the recorder or its dumps are off.
+  virtual absl::StatusOr<std::string> DumpFlightRecorder() = 0;
+
   // Sub-communicator of the ranks that pass the same `color` (ordered by `key`, then rank). Collective over
   // this communicator. color < 0: this rank joins none and gets nullptr.
   virtual absl::StatusOr<std::unique_ptr<Communicator>> Split(int color, int key) = 0;

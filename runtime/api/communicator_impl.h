@@ -21,6 +21,7 @@
 #include "runtime/algorithms/registry.h"
 #include "runtime/api/communicator.h"
 #include "runtime/api/endpoint_cache.h"
+#include "runtime/api/flight_recorder.h"
 #include "runtime/api/rank_exchange.h"
 #include "runtime/common/huge_page_advisor.h"
 #include "runtime/selector/selector.h"
@@ -58,6 +59,7 @@ class CommImpl final : public Communicator {
   std::vector<std::string> ValidAlgorithms(Collective c) const override;
   uint64_t fallback_allocations() const override { return fallback_allocs_.load(); }
   void SetTimingSink(std::shared_ptr<TimingSink> sink) override;
+  absl::StatusOr<std::string> DumpFlightRecorder() override;
 
   absl::Status Allreduce(const void* send, void* recv, size_t count, DataType dtype, ReduceOp op,
                          const CallOptions& opt) override;
@@ -154,8 +156,10 @@ class CommImpl final : public Communicator {
   // whether this call explores); null: pure.
   // `repeats` (when given): whether the same request gets the same configuration until the selector's next table
   // switch (Selector::Repeats; true for an explicit configuration string).
+  // `source` (when given): where the choice came from.
   absl::StatusOr<const Configuration*> Choose(const CollectiveArgs& args, const CallOptions& opt,
-                                              bool* explored = nullptr, bool* repeats = nullptr) const;
+                                              bool* explored = nullptr, bool* repeats = nullptr,
+                                              ChoiceSource* source = nullptr) const;
   // HCCL_TUNE_TEST_DELAY: the delay for `config` of `c` in microseconds (0 = none).
   double TestDelayUs(Collective c, const Configuration& config) const;
   // run_ when HCCL_TUNE_TEST_DELAY is set: registry::Run, then (on success, outside internal calls) the test
@@ -256,6 +260,8 @@ class CommImpl final : public Communicator {
     StreamEndpoint* ep = nullptr;
     // *config, copied once when remembered: what last_config() reports after a repeat (no copy per call).
     Configuration config_copy;
+    uint32_t config_id = 0;  // the flight recorder's id of *config and where it came from
+    ChoiceSource source = ChoiceSource::kDefault;
     bool Matches(const CollectiveArgs& a) const {
       return valid && a.collective == collective && a.count == count && a.send == send && a.recv == recv &&
              a.dtype == dtype && a.op == op && a.root == root;
@@ -270,8 +276,10 @@ class CommImpl final : public Communicator {
     CollectiveArgs run;  // the arguments the algorithm gets (send may be a copy; stream set once numbered)
     const Configuration* config = nullptr;
     StreamRegion region;
-    bool explored = false;  // the call explores (an exploration plan chose it)
-    bool memo_hit = false;  // a remembered repeat (CallMemo): PrepareCall skipped
+    bool explored = false;   // the call explores (an exploration plan chose it)
+    bool memo_hit = false;   // a remembered repeat (CallMemo): PrepareCall skipped
+    uint32_t config_id = 0;  // the flight recorder's id of *config (0 when it is off)
+    ChoiceSource source = ChoiceSource::kDefault;
   };
   // Validate, copy aliased input, choose the configuration and output region, remember a repeatable call.
   // Errors are refusals (Refuse), returned as such.
@@ -285,8 +293,10 @@ class CommImpl final : public Communicator {
                                                               const PreparedCall& call, const CallMemo& memo,
                                                               absl::Status s, bool sampled, double us);
   // A failed run: an argument error is refused (the communicator stays usable); any other breaks it.
-  absl::Status CallFailed(const CollectiveArgs& args, const CallOptions& opt, const Configuration& config,
-                          absl::Status s);
+  // The message names the configuration and its source; a communication failure dumps the flight recorder.
+  absl::Status CallFailed(const CollectiveArgs& args, const CallOptions& opt, const PreparedCall& call, absl::Status s);
+  // The flight recorder's id of `config` for collective `c` (interned once per change of configuration).
+  uint32_t RecordedConfigId(Collective c, const Configuration& config);
   std::vector<const void*> exchange_blocks_;  // a remembered exchange's block pointers (one per rank)
   void ForgetCalls() {
     for (CallMemo& m : memo_) m.valid = false;
@@ -316,6 +326,16 @@ class CommImpl final : public Communicator {
     uint32_t id = 0;
   };
   std::array<ReportedConfig, kNumCollectives> reported_;
+  // The flight recorder (null when HCCL_TUNE_FR_ENTRIES=0) and, per collective, the last configuration it
+  // interned. Written by the calling thread under exec_mu_; dumps read the recorder from any thread.
+  std::unique_ptr<FlightRecorder> recorder_;
+  std::array<ReportedConfig, kNumCollectives> recorded_;
+  // The ring slot of the call running now and whether one is (CallProbe marks it blocked); the countdown to the
+  // next call the recorder times on its own.
+  uint32_t fr_slot_ = 0;
+  bool fr_active_ = false;
+  static constexpr uint32_t kFlightTimedEvery = 64;
+  uint32_t fr_countdown_ = kFlightTimedEvery;
   bool tuning_enabled_ = false;  // same on every rank (part of the decisive settings)
 
   // Progress thread (started on first non-blocking call).

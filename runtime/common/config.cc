@@ -1,8 +1,10 @@
 #include "runtime/common/config.h"
 
+#include <csignal>
 #include <cstdlib>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -211,6 +213,28 @@ absl::StatusOr<Environment> Environment::LoadFrom(const std::map<std::string, st
   });
 }
 
+namespace {
+// HCCL_TUNE_FR_ENTRIES, HCCL_TUNE_FR_DUMP_DIR, HCCL_TUNE_FR_SIGNAL.
+absl::Status ReadFlightRecorder(const Environment::Source& src, Environment& e) {
+  HT_RETURN_IF_ERROR(ReadIntInto(src, "HCCL_TUNE_FR_ENTRIES", 0, Environment::kMaxFrEntries, e.fr_entries));
+  e.fr_dump_dir = ReadString(src, "HCCL_TUNE_FR_DUMP_DIR");
+  if (auto v = src("HCCL_TUNE_FR_SIGNAL")) {
+    std::string name = absl::AsciiStrToUpper(absl::StripAsciiWhitespace(*v));
+    if (absl::StartsWith(name, "SIG")) name = name.substr(3);
+    if (name == "USR1") {
+      e.fr_signal = SIGUSR1;
+    } else if (name == "USR2") {
+      e.fr_signal = SIGUSR2;
+    } else if (name == "OFF" || name.empty()) {
+      e.fr_signal = 0;
+    } else {
+      return Bad("HCCL_TUNE_FR_SIGNAL", *v, "SIGUSR1, SIGUSR2 or off");
+    }
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
 absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
   Environment e;
 
@@ -296,6 +320,7 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
       ReadAutoOffBytes(src, "HCCL_TUNE_HUGE_PAGES", kDefaultHugePagesBytes, "an allocation size", e.huge_pages_bytes));
   HT_RETURN_IF_ERROR(ReadAutoOffBytes(src, "HCCL_TUNE_THP", kDefaultThpBytes, "a buffer size", e.thp_bytes));
   HT_RETURN_IF_ERROR(ReadRdma(src, e.rdma));
+  HT_RETURN_IF_ERROR(ReadFlightRecorder(src, e));
 
   HT_RETURN_IF_ERROR(ReadLauncherEnvironment(src, e));
   e.launcher_master_addr = ReadString(src, "MASTER_ADDR");

@@ -93,6 +93,15 @@ struct Environment {
   int kill_grace_s = kDefaultKillGraceS;
   static constexpr int kDefaultKillGraceS = 10;
   static constexpr int kMaxKillGraceS = 3600;
+  // The flight recorder (docs/TROUBLESHOOTING.md). HCCL_TUNE_FR_ENTRIES: calls kept per communicator (0 = off).
+  // HCCL_TUNE_FR_DUMP_DIR: where dumps go ("off": none; empty: $XDG_RUNTIME_DIR/hccl-tune/fr, else
+  // /tmp/hccl-tune-$UID/fr). HCCL_TUNE_FR_SIGNAL: a signal that dumps every communicator of the process (0 = none;
+  // SIGUSR1 or SIGUSR2).
+  uint32_t fr_entries = kDefaultFrEntries;
+  static constexpr uint32_t kDefaultFrEntries = 2048;
+  static constexpr uint32_t kMaxFrEntries = 1u << 20;
+  std::string fr_dump_dir;
+  int fr_signal = 0;
   // HCCL_TUNE_IB_HCA, HCCL_TUNE_IB_GID_INDEX, HCCL_RDMA_TC, HCCL_RDMA_SL: the RDMA ports links may use and their
   // GID index, traffic class and service level (rdma_env.h).
   RdmaEnv rdma;

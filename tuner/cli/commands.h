@@ -22,5 +22,6 @@ void RegisterVerify(CLI::App& app, int* exit_code);
 void RegisterReport(CLI::App& app, int* exit_code);
 void RegisterSimulate(CLI::App& app, int* exit_code);
 void RegisterModel(CLI::App& app, int* exit_code);
+void RegisterDoctor(CLI::App& app, int* exit_code);
 
 }  // namespace hccltune::cli

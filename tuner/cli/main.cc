@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   hccltune::cli::RegisterReport(app, &exit_code);
   hccltune::cli::RegisterSimulate(app, &exit_code);
   hccltune::cli::RegisterModel(app, &exit_code);
+  hccltune::cli::RegisterDoctor(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 namespace hccltune {
 namespace {
 
@@ -162,6 +164,10 @@ TEST(Environment, BadValuesNameVariableValueAndAccepted) {
       {"HCCL_TUNE_KILL_GRACE", "-1", "an integer from 0 to 3600"},
       {"HCCL_TUNE_KILL_GRACE", "2.5", "an integer from 0 to 3600"},
       {"HCCL_TUNE_KILL_GRACE", "3601", "an integer from 0 to 3600"},
+      {"HCCL_TUNE_FR_ENTRIES", "-1", "an integer from 0 to 1048576"},
+      {"HCCL_TUNE_FR_ENTRIES", "1048577", "an integer from 0 to 1048576"},
+      {"HCCL_TUNE_FR_SIGNAL", "SIGKILL", "SIGUSR1, SIGUSR2 or off"},
+      {"HCCL_TUNE_FR_SIGNAL", "10", "SIGUSR1, SIGUSR2 or off"},
       {"RANK", "x", "an integer"},
   };
   for (const auto& c : cases) {
@@ -221,6 +227,26 @@ TEST(Environment, KillGrace) {
     auto e = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_KILL_GRACE", text}});
     ASSERT_TRUE(e.ok()) << text << ": " << e.status();
     EXPECT_EQ(e->kill_grace_s, seconds) << text;
+  }
+}
+
+TEST(Environment, FlightRecorder) {
+  auto d = Environment::LoadFrom(std::map<std::string, std::string>{});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->fr_entries, 2048u);
+  EXPECT_EQ(d->fr_dump_dir, "");
+  EXPECT_EQ(d->fr_signal, 0);
+  auto e = Environment::LoadFrom(std::map<std::string, std::string>{
+      {"HCCL_TUNE_FR_ENTRIES", "0"}, {"HCCL_TUNE_FR_DUMP_DIR", " /var/tmp/fr "}, {"HCCL_TUNE_FR_SIGNAL", "usr2"}});
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->fr_entries, 0u);
+  EXPECT_EQ(e->fr_dump_dir, "/var/tmp/fr");
+  EXPECT_EQ(e->fr_signal, SIGUSR2);
+  for (const auto& [text, signo] :
+       std::vector<std::pair<std::string, int>>{{"SIGUSR1", SIGUSR1}, {"USR1", SIGUSR1}, {"off", 0}}) {
+    auto f = Environment::LoadFrom(std::map<std::string, std::string>{{"HCCL_TUNE_FR_SIGNAL", text}});
+    ASSERT_TRUE(f.ok()) << text << ": " << f.status();
+    EXPECT_EQ(f->fr_signal, signo) << text;
   }
 }
 

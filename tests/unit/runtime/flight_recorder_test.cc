@@ -1,0 +1,211 @@
+// The flight recorder of a communicator (runtime/api/flight_recorder.h): every rank's dump names each call's
+// sequence number, collective, size, configuration and its source, the fast path for repeated calls included;
+// an exec timeout dumps by itself and its error names the configuration; HCCL_TUNE_FR_ENTRIES bounds and disables it.
+#include "runtime/api/flight_recorder.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "tests/unit/runtime/rank_fixture.h"
+
+namespace hccltune {
+namespace {
+
+using ::hccltune::testing::Contains;
+using ::hccltune::testing::RunRanks;
+using ::hccltune::testing::TestEnv;
+
+class FlightRecorderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/fr-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { (void)system(absl::StrCat("rm -rf ", dir_).c_str()); }
+  Environment Env() const {
+    Environment e = TestEnv();
+    e.fr_dump_dir = dir_;
+    return e;
+  }
+  static nlohmann::json Read(const std::string& path) {
+    std::ifstream in(path);
+    EXPECT_TRUE(in.good()) << path;
+    return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  }
+  std::string dir_;
+};
+
+absl::Status Allreduce8(Communicator& c, const std::string& config = "") {
+  float in[2] = {1, 2}, out[2];
+  CallOptions opt;
+  opt.config = config;
+  return c.Allreduce(in, out, 2, DataType::kFloat32, ReduceOp::kSum, opt);
+}
+
+TEST_F(FlightRecorderTest, EveryRankRecordsEachCallWithItsConfigurationAndSource) {
+  std::vector<nlohmann::json> dumps(2);
+  auto st = RunRanks(
+      2,
+      [&](int r, Communicator& c) -> absl::Status {
+        for (int i = 0; i < 3; ++i) {  // the second and third run the remembered fast path
+          if (absl::Status s = Allreduce8(c); !s.ok()) return s;
+        }
+        if (absl::Status s = Allreduce8(c, "ring"); !s.ok()) return s;
+        auto path = c.DumpFlightRecorder();
+        if (!path.ok()) return path.status();
+        dumps[static_cast<size_t>(r)] = Read(*path);
+        return absl::OkStatus();
+      },
+      [&](int) { return Env(); });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << st[static_cast<size_t>(r)];
+    const nlohmann::json& d = dumps[static_cast<size_t>(r)];
+    ASSERT_FALSE(d.is_discarded()) << "rank " << r;
+    EXPECT_EQ(d["rank"], r);
+    EXPECT_EQ(d["reason"], "request");
+    EXPECT_EQ(d["last_completed_seq"], 4);
+    ASSERT_EQ(d["entries"].size(), 4u) << d.dump();
+    for (int i = 0; i < 4; ++i) {
+      const nlohmann::json& e = d["entries"][static_cast<size_t>(i)];
+      EXPECT_EQ(e["collective_seq_id"], i + 1);
+      EXPECT_EQ(e["profiling_name"], "hccl-tune:allreduce");
+      EXPECT_EQ(e["bytes"], 8);
+      EXPECT_EQ(e["state"], "completed");
+      EXPECT_EQ(e["source"], i < 3 ? "default" : "call") << e.dump();
+      EXPECT_FALSE(e["configuration"].get<std::string>().empty()) << e.dump();
+      EXPECT_TRUE(e["time_created_ns"].is_null()) << e.dump();  // untimed: 1 call in 64 is, the first at 64
+      EXPECT_TRUE(e["time_blocked_ns"].is_null()) << e.dump();
+    }
+    EXPECT_EQ(d["entries"][1]["configuration"], d["entries"][0]["configuration"]);
+    EXPECT_EQ(d["entries"][3]["configuration"].get<std::string>().rfind("ring(", 0), 0u);
+  }
+  EXPECT_EQ(dumps[0]["comm_tag"], dumps[1]["comm_tag"]);
+}
+
+TEST_F(FlightRecorderTest, AnOverrideIsRecordedAsItsSource) {
+  std::vector<nlohmann::json> dumps(2);
+  auto st = RunRanks(
+      2,
+      [&](int r, Communicator& c) -> absl::Status {
+        for (int i = 0; i < 2; ++i) {
+          if (absl::Status s = Allreduce8(c); !s.ok()) return s;
+        }
+        auto path = c.DumpFlightRecorder();
+        if (!path.ok()) return path.status();
+        dumps[static_cast<size_t>(r)] = Read(*path);
+        return absl::OkStatus();
+      },
+      [&](int) {
+        Environment e = Env();
+        e.tune_algo = "allreduce:0-=ring(chunk=64K)";
+        return e;
+      });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << st[static_cast<size_t>(r)];
+    const nlohmann::json& entries = dumps[static_cast<size_t>(r)]["entries"];
+    ASSERT_EQ(entries.size(), 2u);
+    for (const nlohmann::json& e : entries) {
+      EXPECT_EQ(e["source"], "HCCL_TUNE_ALGO") << "rank " << r;
+      EXPECT_EQ(e["configuration"].get<std::string>().rfind("ring(chunk=64K", 0), 0u) << e.dump();
+    }
+  }
+}
+
+TEST_F(FlightRecorderTest, TheRingKeepsTheLastEntriesAndZeroTurnsItOff) {
+  std::vector<nlohmann::json> dumps(2);
+  auto st = RunRanks(
+      2,
+      [&](int r, Communicator& c) -> absl::Status {
+        for (int i = 0; i < 10; ++i) {
+          if (absl::Status s = Allreduce8(c); !s.ok()) return s;
+        }
+        auto path = c.DumpFlightRecorder();
+        if (!path.ok()) return path.status();
+        dumps[static_cast<size_t>(r)] = Read(*path);
+        return absl::OkStatus();
+      },
+      [&](int) {
+        Environment e = Env();
+        e.fr_entries = 4;
+        return e;
+      });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << st[static_cast<size_t>(r)];
+    const nlohmann::json& d = dumps[static_cast<size_t>(r)];
+    EXPECT_EQ(d["records_written"], 10);
+    ASSERT_EQ(d["entries"].size(), 4u);
+    EXPECT_EQ(d["entries"][0]["collective_seq_id"], 7);
+    EXPECT_EQ(d["entries"][0]["record_id"], 6);
+    EXPECT_EQ(d["entries"][3]["collective_seq_id"], 10);
+  }
+  st = RunRanks(
+      2,
+      [&](int, Communicator& c) -> absl::Status {
+        if (absl::Status s = Allreduce8(c); !s.ok()) return s;
+        auto path = c.DumpFlightRecorder();
+        return path.ok() ? absl::InternalError("dumped with HCCL_TUNE_FR_ENTRIES=0") : path.status();
+      },
+      [&](int) {
+        Environment e = Env();
+        e.fr_entries = 0;
+        return e;
+      });
+  for (const absl::Status& s : st) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_TRUE(Contains(s, "HCCL_TUNE_FR_ENTRIES=0")) << s;
+  }
+}
+
+// Rank 1 stops calling after operation 2: rank 0's third call times out, its error names the configuration, and
+// its dump (written by the timeout) has operations 1-2 completed and 3 failed with its configuration.
+TEST_F(FlightRecorderTest, ATimeoutDumpsAndNamesTheConfiguration) {
+  auto st = RunRanks(
+      2,
+      [&](int r, Communicator& c) -> absl::Status {
+        for (int i = 0; i < 2; ++i) {
+          if (absl::Status s = Allreduce8(c); !s.ok()) return s;
+        }
+        if (r == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+          return absl::OkStatus();
+        }
+        return Allreduce8(c);
+      },
+      [&](int) {
+        Environment e = Env();
+        e.exec_timeout_s = 1;
+        return e;
+      });
+  ASSERT_TRUE(st[1].ok()) << st[1];
+  ASSERT_EQ(st[0].code(), absl::StatusCode::kDeadlineExceeded) << st[0];
+  EXPECT_TRUE(Contains(st[0], "the call ran ")) << st[0];
+  EXPECT_TRUE(Contains(st[0], ", chosen by default]")) << st[0];
+  std::string dumped;
+  FILE* ls = popen(absl::StrCat("ls ", dir_, "/fr-*-r0.json").c_str(), "r");
+  char buf[512] = {};
+  if (ls != nullptr && fgets(buf, sizeof(buf), ls) != nullptr) dumped = buf;
+  if (ls != nullptr) pclose(ls);
+  ASSERT_FALSE(dumped.empty()) << "no dump of rank 0 in " << dir_;
+  dumped.pop_back();
+  const nlohmann::json d = Read(dumped);
+  EXPECT_EQ(d["reason"], "timeout");
+  EXPECT_EQ(d["last_completed_seq"], 2);
+  ASSERT_EQ(d["entries"].size(), 3u);
+  const nlohmann::json& pending = d["entries"][2];
+  EXPECT_EQ(pending["collective_seq_id"], 3);
+  EXPECT_EQ(pending["state"], "failed");
+  EXPECT_GT(pending["time_blocked_ns"].get<int64_t>(), 0) << pending.dump();  // seen blocked before it timed out
+  EXPECT_LT(pending["time_blocked_ns"].get<int64_t>(), d["dump_time_ns"].get<int64_t>());
+  EXPECT_TRUE(Contains(st[0], pending["configuration"].get<std::string>())) << st[0] << " vs " << pending.dump();
+  EXPECT_TRUE(Contains(absl::InternalError(d["error"].get<std::string>()), "HCCL_EXEC_TIMEOUT")) << d.dump();
+}
+
+}  // namespace
+}  // namespace hccltune

@@ -1,0 +1,60 @@
+// `hccl-tune doctor --dump DIR [--hang-after S] [--json]`: findings from a directory of flight-recorder dumps,
+// most costly first, each with its evidence and fix (tuner/doctor/dump_doctor.h, docs/TROUBLESHOOTING.md).
+// Exit status: 0 when the dumps were read (whatever they show), 1 when they could not be, 2 on bad arguments.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tuner/cli/commands.h"
+#include "tuner/doctor/dump_doctor.h"
+
+namespace hccltune::cli {
+namespace {
+
+struct DoctorArgs {
+  std::string dump;
+  double hang_after_s = 5;
+  bool json = false;
+};
+
+void PrintJson(const std::vector<doctor::Finding>& findings) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const doctor::Finding& f : findings) {
+    out.push_back({{"severity", doctor::SeverityName(f.severity)},
+                   {"kind", f.kind},
+                   {"title", f.title},
+                   {"evidence", f.evidence},
+                   {"fix", f.fix}});
+  }
+  std::cout << out.dump(2) << "\n";
+}
+
+}  // namespace
+
+void RegisterDoctor(CLI::App& app, int* exit_code) {
+  auto a = std::make_shared<DoctorArgs>();
+  auto* cmd = app.add_subcommand("doctor", "Diagnose a job from its flight-recorder dumps");
+  cmd->add_option("--dump", a->dump, "Directory of dumps (HCCL_TUNE_FR_DUMP_DIR)")->required();
+  cmd->add_option("--hang-after", a->hang_after_s, "Seconds a call must have been blocked to count as stuck")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", a->json, "Print JSON");
+  cmd->callback([a, exit_code] {
+    auto findings = doctor::DiagnoseDumpDir(a->dump, a->hang_after_s);
+    if (!findings.ok()) {
+      std::fprintf(stderr, "hccl-tune doctor: %s\n", std::string(findings.status().message()).c_str());
+      *exit_code = 1;
+      return;
+    }
+    if (a->json) {
+      PrintJson(*findings);
+    } else {
+      std::cout << doctor::FormatFindings(*findings);
+    }
+    *exit_code = 0;
+  });
+}
+
+}  // namespace hccltune::cli
