@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/sizes.h"
@@ -14,6 +15,12 @@
 
 namespace hccltune::cli {
 namespace {
+
+// "rank R: MESSAGE", without a second prefix when the runtime's message already names this rank first.
+std::string WithRank(int rank, absl::string_view message) {
+  const std::string prefix = absl::StrCat("rank ", rank, ": ");
+  return absl::StartsWith(message, prefix) ? std::string(message) : absl::StrCat(prefix, message);
+}
 
 struct BenchArgs {
   std::string coll = "allreduce", dtype = "fp32", op = "sum", min_bytes = "8", max_bytes = "64M", algo = "auto", link;
@@ -56,14 +63,12 @@ int RunLaunched(const BenchArgs& a) {
   InstallDaemonTuning();
   auto comm = Communicator::FromEnvironment(*env);
   if (!comm.ok()) {
-    std::fprintf(stderr, "hccl-tune bench: rank %d: %s\n", env->rank.value_or(-1),
-                 std::string(comm.status().message()).c_str());
+    std::fprintf(stderr, "hccl-tune bench: %s\n", WithRank(env->rank.value_or(-1), comm.status().message()).c_str());
     return bench::ReportRankFailure(comm.status(), 1);
   }
   auto rows = bench::RunBench(**comm, o);
   if (!rows.ok()) {
-    std::fprintf(stderr, "hccl-tune bench: rank %d: %s\n", (*comm)->rank(),
-                 std::string(rows.status().message()).c_str());
+    std::fprintf(stderr, "hccl-tune bench: %s\n", WithRank((*comm)->rank(), rows.status().message()).c_str());
     return bench::ReportRankFailure(rows.status(), 1);
   }
   int bad = 0;
