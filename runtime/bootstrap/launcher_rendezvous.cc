@@ -183,7 +183,9 @@ absl::StatusOr<std::shared_ptr<ServedStore>> ConnectLauncherRendezvous(const Env
       env.launcher_rdzv_origin, ")", serve ? ", served by this rank" : "");
   std::unique_ptr<TcpStoreServer> server;
   if (serve) {
-    auto s = TcpStoreServer::Start("0.0.0.0", port);
+    // Listen only on the rendezvous address when it is one of this host's addresses; a host name (Slurm's node
+    // name) may resolve differently here and on the other nodes, so it keeps the wildcard.
+    auto s = TcpStoreServer::Start(IsLocalAddress(host) ? host : "0.0.0.0", port);
     if (!s.ok()) {
       return absl::UnavailableError(absl::StrCat("cannot serve the ", env.launcher, " rendezvous on port ", port, " (",
                                                  env.launcher_rdzv_origin, "): ", s.status().message(),
