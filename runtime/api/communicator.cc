@@ -453,12 +453,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(cons
     }
     std::unique_ptr<TcpStoreServer> served;
     if (rank == 0) {
-      auto server = TcpStoreServer::Start(host, port);
-      if (!server.ok()) {
-        // The address may name another interface of this host; listen on all of them.
-        server = TcpStoreServer::Start("0.0.0.0", port);
-        if (!server.ok()) return server.status();
-      }
+      // Only the master address when it is one of this host's (StoreListenAddress says why not otherwise).
+      auto server = TcpStoreServer::Start(StoreListenAddress(host), port);
+      if (!server.ok()) return server.status();
       served = *std::move(server);
     }
     auto client = ConnectTcpStore(host, port, timeout);

@@ -21,15 +21,6 @@
 namespace hccltune {
 namespace {
 
-// Whether `host` is one of this host's IPv4 addresses (or a loopback name).
-bool IsLocalAddress(const std::string& host) {
-  if (host == "localhost" || host.rfind("127.", 0) == 0) return true;
-  for (const InterfaceAddress& a : ListInterfaces()) {
-    if (a.address == host) return true;
-  }
-  return false;
-}
-
 // Slurm: local rank 0 of the step's first node; Open MPI: local rank 0 of the node that owns mpirun's address.
 // Without the local facts, rank 0.
 bool ServesRendezvous(const Environment& env) {
@@ -146,6 +137,8 @@ absl::StatusOr<std::shared_ptr<ServedStore>> PmiRendezvous(const Environment& en
   int port = 0;
   if (!known.empty()) absl::SimpleAtoi(known.substr(known.rfind(':') + 1), &port);
   if (env.rank.value_or(0) == 0) {
+    // All interfaces: no master address is given here. Rank 0 publishes its host name, which each node resolves
+    // itself, so no one of this host's addresses is known to be the one the other ranks reach.
     auto server = TcpStoreServer::Start("0.0.0.0", port);
     if (!server.ok()) return server.status();
     port = (*server)->port();
@@ -185,7 +178,7 @@ absl::StatusOr<std::shared_ptr<ServedStore>> ConnectLauncherRendezvous(const Env
   if (serve) {
     // Listen only on the rendezvous address when it is one of this host's addresses; a host name (Slurm's node
     // name) may resolve differently here and on the other nodes, so it keeps the wildcard.
-    auto s = TcpStoreServer::Start(IsLocalAddress(host) ? host : "0.0.0.0", port);
+    auto s = TcpStoreServer::Start(StoreListenAddress(host), port);
     if (!s.ok()) {
       return absl::UnavailableError(absl::StrCat("cannot serve the ", env.launcher, " rendezvous on port ", port, " (",
                                                  env.launcher_rdzv_origin, "): ", s.status().message(),

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "runtime/bootstrap/store_protocol.h"
+#include "runtime/net/interfaces.h"
 #include "runtime/net/socket_io.h"
 
 namespace hccltune {
@@ -384,6 +385,8 @@ class Client final : public Store {
 };
 
 }  // namespace
+
+std::string StoreListenAddress(const std::string& host) { return IsLocalAddress(host) ? host : "0.0.0.0"; }
 
 absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host, int port,
                                                                       const StoreLimits& limits) {

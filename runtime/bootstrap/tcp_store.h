@@ -28,6 +28,11 @@ class TcpStoreServer {
   virtual int port() const = 0;
 };
 
+// The address a store server listens on for clients that connect to `host`: `host` itself when it is one of this
+// host's IPv4 addresses (or a loopback name); otherwise "0.0.0.0", because a host name (or an address this host
+// does not own, e.g. behind NAT) may resolve or route differently on the other nodes.
+std::string StoreListenAddress(const std::string& host);
+
 // Connects to the server, retrying until `timeout` (the server may start later than the client).
 absl::StatusOr<std::shared_ptr<Store>> ConnectTcpStore(const std::string& host, int port, absl::Duration timeout);
 

@@ -60,4 +60,12 @@ std::vector<InterfaceAddress> ListInterfaces() {
   return out;
 }
 
+bool IsLocalAddress(const std::string& host) {
+  if (host == "localhost" || host.rfind("127.", 0) == 0) return true;
+  for (const InterfaceAddress& a : ListInterfaces()) {
+    if (a.address == host) return true;
+  }
+  return false;
+}
+
 }  // namespace hccltune

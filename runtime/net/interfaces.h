@@ -20,5 +20,8 @@ struct InterfaceAddress {
 std::vector<InterfaceAddress> ListInterfaces();
 // Whether `address` lies in `subnet` ("10.20.0.0/16"); false for a malformed subnet.
 bool InSubnet(const std::string& address, const std::string& subnet);
+// Whether `host` is one of this host's IPv4 addresses (or "localhost" or a 127.x address). A host name other than
+// "localhost" is never local: it may resolve differently here and on other nodes.
+bool IsLocalAddress(const std::string& host);
 
 }  // namespace hccltune
