@@ -119,8 +119,9 @@ struct Environment {
   std::string launcher_rdzv_origin;  // the variables it came from, for messages
   std::string slurmd_nodename;       // SLURMD_NODENAME: the node this Slurm task runs on
   std::optional<int> pmi_fd;         // PMI_FD: the PMI-1 connection of MPICH's mpiexec (hydra)
-  // HCCL_TUNE_PORT_RANGE: where a derived rendezvous port lies.
+  // HCCL_TUNE_PORT_RANGE: where a derived rendezvous port lies, and (only when set) the TCP data listeners' ports.
   int port_range_lo = kDefaultPortRangeLo, port_range_hi = kDefaultPortRangeHi;
+  bool port_range_set = false;  // HCCL_TUNE_PORT_RANGE was given
   static constexpr int kDefaultPortRangeLo = 20000;
   static constexpr int kDefaultPortRangeHi = 29999;
   std::string launcher_master_addr;         // MASTER_ADDR

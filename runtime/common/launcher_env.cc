@@ -206,6 +206,7 @@ absl::Status ReadLauncherEnvironment(const Environment::Source& src, Environment
     auto range = ParsePortRange("HCCL_TUNE_PORT_RANGE", *v);
     if (!range.ok()) return range.status();
     std::tie(e.port_range_lo, e.port_range_hi) = *range;
+    e.port_range_set = true;
   }
   e.launcher = DetectLauncher(src);
   if (e.launcher == "torchrun") {

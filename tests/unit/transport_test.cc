@@ -611,6 +611,24 @@ TEST(TcpTransport, RingWithChannels) {
   }
 }
 
+// The data listener binds each published address (never the wildcard) on one port inside the range; a second
+// domain in a one-port range that the first holds fails naming the range.
+TEST(TcpTransport, ListensOnPublishedAddressesInsideThePortRange) {
+  const int lo = 30000 + static_cast<int>(::getpid() % 20000);
+  auto a = TcpDomain::Create(0, 42, "", absl::Seconds(10), std::make_pair(lo, lo + 7));
+  ASSERT_TRUE(a.ok()) << a.status();
+  const int port = (*a)->port();
+  EXPECT_GE(port, lo);
+  EXPECT_LE(port, lo + 7);
+  ASSERT_FALSE((*a)->interfaces().empty());
+  auto b = TcpDomain::Create(1, 42, "", absl::Seconds(10), std::make_pair(port, port));
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find(absl::StrCat("no free port in HCCL_TUNE_PORT_RANGE ", port, "-", port, " on ")),
+            std::string::npos)
+      << b.status();
+  EXPECT_NE(b.status().message().find("127.0.0.1"), std::string::npos) << b.status();
+}
+
 TEST(Stores, MemoryFileTcpBehaveAlike) {
   char dir[] = "/tmp/hccltune-store-XXXXXX";
   ASSERT_NE(::mkdtemp(dir), nullptr);

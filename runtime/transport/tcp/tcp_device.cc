@@ -65,7 +65,10 @@ absl::Status TcpDevice::Start(const DeviceLayout& layout, const std::vector<std:
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Device>> NewTcpDevice(const DeviceContext& ctx) {
-  auto domain = TcpDomain::Create(ctx.rank, ctx.tag, ctx.env.socket_ifname, absl::Seconds(ctx.env.connect_timeout_s));
+  std::optional<std::pair<int, int>> range;
+  if (ctx.env.port_range_set) range = std::make_pair(ctx.env.port_range_lo, ctx.env.port_range_hi);
+  auto domain =
+      TcpDomain::Create(ctx.rank, ctx.tag, ctx.env.socket_ifname, absl::Seconds(ctx.env.connect_timeout_s), range);
   if (!domain.ok()) return domain.status();
   return std::unique_ptr<Device>(std::make_unique<TcpDevice>(ctx, *std::move(domain)));
 }

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -15,9 +16,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "runtime/common/configuration.h"
 #include "runtime/common/json_field.h"
 #include "runtime/common/logging.h"
+#include "runtime/common/status_macros.h"
 #include "runtime/net/socket_io.h"
 
 namespace hccltune {
@@ -150,8 +153,65 @@ TcpPeerInfo TcpInfoFromJson(const nlohmann::json& j) {
   return info;
 }
 
+namespace {
+
+void CloseAll(std::vector<int>* fds) {
+  for (int fd : *fds) ::close(fd);
+  fds->clear();
+}
+
+// A listening socket on address:port (port 0: one the kernel picks), or -1 with errno set.
+int ListenOn(const std::string& address, int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // a previous job's TIME_WAIT does not hold a port
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1) {
+    ::close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 4096) != 0) {
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
+
+// Listens on every address on one port (0: the kernel picks it for the first address). On failure closes what
+// it opened and returns errno (EADDRINUSE: the port is taken on some address); `failed` names that address.
+int ListenOnAll(const std::vector<std::string>& addresses, int port, std::vector<int>* fds, int* bound_port,
+                std::string* failed) {
+  for (const std::string& a : addresses) {
+    const int fd = ListenOn(a, port);
+    if (fd < 0) {
+      const int err = errno;
+      *failed = a;
+      CloseAll(fds);
+      return err;
+    }
+    fds->push_back(fd);
+    if (port == 0) {
+      sockaddr_in addr{};
+      socklen_t len = sizeof(addr);
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+      port = ntohs(addr.sin_port);
+    }
+  }
+  *bound_port = port;
+  return 0;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<TcpDomain>> TcpDomain::Create(int rank, uint64_t comm_tag, std::string ifname,
-                                                             absl::Duration connect_timeout) {
+                                                             absl::Duration connect_timeout,
+                                                             std::optional<std::pair<int, int>> port_range) {
   auto d = std::unique_ptr<TcpDomain>(new TcpDomain());
   d->rank_ = rank;
   d->tag_ = comm_tag;
@@ -159,24 +219,50 @@ absl::StatusOr<std::unique_ptr<TcpDomain>> TcpDomain::Create(int rank, uint64_t 
   d->connect_timeout_ = connect_timeout;
   d->interfaces_ = ListInterfaces();
   if (!d->ifname_.empty()) {
-    bool found = false;
-    for (const auto& i : d->interfaces_) found = found || i.name == d->ifname_;
-    if (!found) {
+    // Only HCCL_SOCKET_IFNAME's addresses are listened on, so only they are published.
+    std::erase_if(d->interfaces_, [&](const InterfaceAddress& i) { return i.name != d->ifname_; });
+    if (d->interfaces_.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("HCCL_SOCKET_IFNAME='", d->ifname_, "': no IPv4 interface of that name is up on this node"));
     }
   }
-  d->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (d->listen_fd_ < 0) return SysError("socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  if (::bind(d->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return SysError("bind");
-  if (::listen(d->listen_fd_, 4096) != 0) return SysError("listen");
-  socklen_t len = sizeof(addr);
-  ::getsockname(d->listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-  d->port_ = ntohs(addr.sin_port);
+  HT_RETURN_IF_ERROR(d->Listen(port_range));
   return d;
+}
+
+// Listening (docs/SECURITY.md, Job connections): one socket per IPv4 address the domain publishes (loopback
+// included: peers on this node connect over it), never the wildcard, all on one port so the published port stays
+// one number. Without a port range the kernel picks the first socket's port and the others bind to it; a clash on
+// a later address (EADDRINUSE) starts over on a new kernel-chosen port, at most kKernelPortTries times. With
+// HCCL_TUNE_PORT_RANGE the ports are tried from LO + pid % (HI-LO+1), walking the range (wrapping), so the ranks
+// of a node start apart; a port taken on any address moves on to the next. No port free on every address: an
+// error naming the range and the addresses.
+absl::Status TcpDomain::Listen(std::optional<std::pair<int, int>> port_range) {
+  std::vector<std::string> addresses;
+  for (const auto& i : interfaces_) {
+    if (std::find(addresses.begin(), addresses.end(), i.address) == addresses.end()) addresses.push_back(i.address);
+  }
+  if (addresses.empty()) return absl::UnavailableError("tcp: this node has no IPv4 interface that is up");
+  constexpr int kKernelPortTries = 64;
+  const int lo = port_range ? port_range->first : 0;
+  const int count = port_range ? port_range->second - port_range->first + 1 : kKernelPortTries;
+  const int first = port_range ? static_cast<int>(::getpid() % count) : 0;
+  std::string failed;
+  for (int k = 0; k < count; ++k) {
+    const int port = port_range ? lo + (first + k) % count : 0;
+    const int err = ListenOnAll(addresses, port, &listen_fds_, &port_, &failed);
+    if (err == 0) return absl::OkStatus();
+    if (err != EADDRINUSE) {
+      return absl::UnavailableError(
+          absl::StrCat("tcp: cannot listen on ", failed, ":", port, ": ", std::strerror(err)));
+    }
+  }
+  if (!port_range) {
+    return absl::UnavailableError(absl::StrCat("tcp: no port free on every address of this rank (",
+                                               absl::StrJoin(addresses, ", "), ") after ", count, " tries"));
+  }
+  return absl::UnavailableError(absl::StrCat("no free port in HCCL_TUNE_PORT_RANGE ", port_range->first, "-",
+                                             port_range->second, " on ", absl::StrJoin(addresses, ", ")));
 }
 
 TcpDomain::~TcpDomain() {
@@ -184,7 +270,7 @@ TcpDomain::~TcpDomain() {
   for (auto& [k, lanes] : stash_) {
     for (auto& [lane, fd] : lanes) ::close(fd);
   }
-  if (listen_fd_ >= 0) ::close(listen_fd_);
+  CloseAll(&listen_fds_);
 }
 
 absl::StatusOr<std::string> TcpDomain::AddressFor(int peer, const std::string& network) const {
@@ -208,6 +294,8 @@ absl::StatusOr<std::string> TcpDomain::AddressFor(int peer, const std::string& n
     return absl::FailedPreconditionError(
         absl::StrCat("HCCL_SOCKET_IFNAME=", ifname_, ": rank ", peer, " has no interface of that name"));
   }
+  // A peer with HCCL_SOCKET_IFNAME listens on, and publishes, only that interface's addresses.
+  if (info.ifname_set && !info.interfaces.empty()) return info.interfaces.front().address;
   if (!network.empty()) {
     for (const auto& i : info.interfaces) {
       if (InSubnet(i.address, network)) return i.address;
@@ -301,9 +389,13 @@ absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, 
     // Another rank that failed (e.g. rank 0 found no address in the requested network) posts an abort: report
     // its error now instead of waiting out HCCL_CONNECT_TIMEOUT for connections that will never come.
     if (absl::Status aborted = Aborted(); !aborted.ok()) return aborted;
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, 100))) <= 0) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    std::vector<pollfd> polled;
+    for (int l : listen_fds_) polled.push_back({l, POLLIN, 0});
+    if (::poll(polled.data(), polled.size(), static_cast<int>(std::min<int64_t>(ms, 100))) <= 0) continue;
+    int fd = -1;
+    for (const pollfd& p : polled) {
+      if (fd < 0 && (p.revents & POLLIN)) fd = ::accept4(p.fd, nullptr, nullptr, SOCK_CLOEXEC);
+    }
     if (fd < 0) continue;
     sockaddr_in from{};
     socklen_t from_len = sizeof(from);

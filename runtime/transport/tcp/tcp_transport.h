@@ -1,14 +1,15 @@
 // TCP transport: links between nodes, and within a node so the tuner can compare links.
 //
-// Each rank listens on one port on every interface. A link key names the network (a subnet as CONVENTIONS
-// writes it, "" = the default choice) and the channel count; the links for a key are connected the first time
-// an endpoint needs them (the lower rank connects, the higher accepts; hellos carry the communicator tag,
-// rank, lane and key, so connections for different keys may arrive in any order) and are then reused. Each
-// channel is its own connection (a lane of the Pair).
+// Each rank listens on one port on each of its published addresses (never the wildcard). A link key names the network
+// (a subnet as CONVENTIONS writes it, "" = the default choice) and the channel count; the links for a key are connected
+// the first time an endpoint needs them (the lower rank connects, the higher accepts; hellos carry the communicator
+// tag, rank, lane and key, so connections for different keys may arrive in any order) and are then reused. Each channel
+// is its own connection (a lane of the Pair).
 //
-// Address choice for a peer, in order: the peer's address inside the requested subnet; with
-// HCCL_SOCKET_IFNAME, the peer's address on that interface; a peer on this node: loopback; otherwise the
-// peer's first address that lies in a subnet of one of this rank's interfaces.
+// Address choice for a peer, in order: with HCCL_SOCKET_IFNAME, the peer's address on that interface; a peer
+// that has HCCL_SOCKET_IFNAME: its first published address (it listens on and publishes only that interface's);
+// the peer's address inside the requested subnet; a peer on this node: loopback; otherwise the peer's first
+// address that lies in a subnet of one of this rank's interfaces.
 //
 // Thread-safety: one thread at a time.
 #pragma once
@@ -17,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -57,9 +59,13 @@ absl::StatusOr<TcpHello> ParseTcpHelloHead(absl::string_view head, uint64_t tag,
 
 class TcpDomain {
  public:
-  // Starts listening on any free port.
+  // Starts listening on one port on each of this node's IPv4 addresses that are up (loopback included), or only
+  // on `ifname`'s (HCCL_SOCKET_IFNAME; then only those are published); never on the wildcard. The port is one the
+  // kernel picks, or with `port_range` (HCCL_TUNE_PORT_RANGE, inclusive) one inside it; Unavailable naming the
+  // range and the addresses when none is free on every address.
   static absl::StatusOr<std::unique_ptr<TcpDomain>> Create(int rank, uint64_t comm_tag, std::string ifname,
-                                                           absl::Duration connect_timeout);
+                                                           absl::Duration connect_timeout,
+                                                           std::optional<std::pair<int, int>> port_range = {});
   ~TcpDomain();
   int port() const { return port_; }
   bool ifname_set() const { return !ifname_.empty(); }
@@ -85,6 +91,7 @@ class TcpDomain {
 
  private:
   using Key = std::tuple<std::string, int, int>;  // network, channels, peer
+  absl::Status Listen(std::optional<std::pair<int, int>> port_range);
   absl::StatusOr<std::string> AddressFor(int peer, const std::string& network) const;
   absl::Status Aborted();
   // Reads and checks the hello of an accepted connection, waiting at most `timeout_ms` for it: the hello and its key.
@@ -97,7 +104,7 @@ class TcpDomain {
   absl::Duration connect_timeout_;
   absl::Duration call_limit_ = absl::InfiniteDuration();
   const char* bound_name_ = "HCCL_CONNECT_TIMEOUT";  // the variable whose bound the current Connect waits
-  int listen_fd_ = -1;
+  std::vector<int> listen_fds_;                      // one per published address, all on port_
   int port_ = 0;
   std::vector<InterfaceAddress> interfaces_;
   std::map<int, TcpPeerInfo> peers_;

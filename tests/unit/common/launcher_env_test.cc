@@ -111,6 +111,12 @@ TEST(LauncherEnv, SlurmStepUnevenWithDerivedPort) {
   EXPECT_EQ(*e->local_world_size, 2);
   EXPECT_EQ(e->launcher_rdzv_host, "node07");
   EXPECT_EQ(*e->launcher_rdzv_port, DerivedPort("812.3", 40000, 40999));
+  EXPECT_TRUE(e->port_range_set);
+  EXPECT_EQ(e->port_range_lo, 40000);
+  EXPECT_EQ(e->port_range_hi, 40999);
+  auto unset = Environment::LoadFrom(std::map<std::string, std::string>{});
+  ASSERT_TRUE(unset.ok()) << unset.status();
+  EXPECT_FALSE(unset->port_range_set);  // the data listeners then keep kernel-chosen ports
   EXPECT_EQ(e->slurmd_nodename, "node08");
   EXPECT_NE(e->launcher_rdzv_origin.find("SLURM_STEP_NODELIST"), std::string::npos);
   // A reserved port wins over the derived one.
