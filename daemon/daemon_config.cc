@@ -84,6 +84,8 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
       c->socket = value;
     } else if (key == "listen") {
       c->listen = value;
+    } else if (key == "tuner_group") {
+      c->tuner_group = value;
     } else if (key == "db") {
       c->db = value;
     } else if (key == "log_level") {
@@ -173,6 +175,7 @@ std::vector<std::string> ChangedConfigKeys(const DaemonConfig& a, const DaemonCo
   const OnlinePolicyOptions &x = a.online, &y = b.online;
   check("socket", a.socket == b.socket);
   check("listen", a.listen == b.listen);
+  check("tuner_group", a.tuner_group == b.tuner_group);
   check("db", a.db == b.db);
   check("log_level", a.log_level == b.log_level);
   check("max_versions", a.max_versions == b.max_versions);

@@ -125,10 +125,18 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
     s->handlers_->SetLiveObserver(
         [policy](const std::string& fp, absl::Span<const db::LiveSample> samples) { policy->Observe(fp, samples); });
   }
-  s->service_ = std::make_unique<TunerService>(s->handlers_.get(), s->sweeps_.get());
+  auto auth = Authorizer::Create(&s->peers_, ::geteuid(), config.tuner_group);
+  if (!auth.ok()) return auth.status();
+  s->auth_ = std::make_unique<Authorizer>(*std::move(auth));
+  s->service_ = std::make_unique<TunerService>(s->handlers_.get(), s->sweeps_.get(), s->auth_.get());
+  if (!config.socket.empty()) {
+    auto unix_listener = UnixListener::Bind(config.socket);
+    if (!unix_listener.ok()) return unix_listener.status();
+    s->unix_ = *std::move(unix_listener);
+    s->socket_created_ = true;
+  }
 
   grpc::ServerBuilder builder;
-  if (!config.socket.empty()) builder.AddListeningPort("unix:" + config.socket, grpc::InsecureServerCredentials());
   if (!config.listen.empty()) {
     builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &s->tcp_port_);
   }
@@ -140,9 +148,7 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   builder.SetMaxSendMessageSize(config.max_message_bytes);
   builder.RegisterService(s->service_.get());
-  const mode_t old_umask = ::umask(0117);  // the socket is born 0660
   s->server_ = builder.BuildAndStart();
-  ::umask(old_umask);
   if (s->server_ == nullptr || (!config.listen.empty() && s->tcp_port_ == 0)) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.socket.empty() ? "" : config.socket,
                                                config.socket.empty() || config.listen.empty() ? "" : " and ",
@@ -153,10 +159,7 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
     s->sweeps_->set_daemon_target(
         absl::StrCat(host == "0.0.0.0" || host == "[::]" ? "localhost" : host, ":", s->tcp_port_));
   }
-  if (!config.socket.empty()) {
-    s->socket_created_ = true;
-    ::chmod(config.socket.c_str(), 0660);
-  }
+  if (s->unix_ != nullptr) s->unix_->Serve(s->server_.get(), &s->peers_);
   s->policy_->Start();
   if (config.online.enabled) s->mini_->Start();
   Log(LogLevel::kInfo, "serving on ", config.socket.empty() ? "" : absl::StrCat("unix:", config.socket),
@@ -172,6 +175,7 @@ void TunerServer::Stop(absl::Duration drain) {
   if (mini_) mini_->Stop();
   if (sweeps_) sweeps_->Shutdown();
   if (handlers_) handlers_->Shutdown();  // watch streams end, new ones are refused
+  if (unix_) unix_->Stop();              // no new connection
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(drain));
     server_->Wait();
@@ -184,6 +188,7 @@ void TunerServer::Stop(absl::Duration drain) {
   }
   server_.reset();
   service_.reset();
+  unix_.reset();
   mini_.reset();
   policy_.reset();
   handlers_.reset();
