@@ -84,6 +84,11 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
       c->socket = value;
     } else if (key == "listen") {
       c->listen = value;
+    } else if (key == "insecure_listen") {
+      if (value != "on" && value != "off") {
+        return absl::InvalidArgumentError(absl::StrCat(where(), key, " = '", value, "': expected on or off"));
+      }
+      c->insecure_listen = value == "on";
     } else if (key == "tuner_group") {
       c->tuner_group = value;
     } else if (key == "db") {
@@ -175,6 +180,7 @@ std::vector<std::string> ChangedConfigKeys(const DaemonConfig& a, const DaemonCo
   const OnlinePolicyOptions &x = a.online, &y = b.online;
   check("socket", a.socket == b.socket);
   check("listen", a.listen == b.listen);
+  check("insecure_listen", a.insecure_listen == b.insecure_listen);
   check("tuner_group", a.tuner_group == b.tuner_group);
   check("db", a.db == b.db);
   check("log_level", a.log_level == b.log_level);

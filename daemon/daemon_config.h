@@ -2,7 +2,8 @@
 // docs/CONVENTIONS.md, Daemon discovery), then the config file, then command-line flags.
 //
 // Config file: `key = value` lines, `#` comments, blank lines ignored; an unknown key or a bad value is an
-// error naming the file and line. Keys: socket, listen, tuner_group, db, log_level, max_versions, ingest_queue_samples,
+// error naming the file and line. Keys: socket, listen, insecure_listen (on|off), tuner_group,
+// db, log_level, max_versions, ingest_queue_samples,
 // max_message_bytes, sweep_command, and the online policy's (daemon/online_policy.h; docs/ENVIRONMENT.md lists
 // defaults): online_policy (on|off), online_regression_ratio, online_min_samples, online_window,
 // online_explore_every, online_explore_calls, online_explore_max_ratio, online_explore_min_samples,
@@ -26,9 +27,10 @@ inline constexpr size_t kMaxConfigFileBytes = 1u << 20;
 inline constexpr size_t kMaxConfigValueBytes = 4096;
 
 struct DaemonConfig {
-  std::string socket;       // unix socket path; "" = no unix socket (then listen must be set)
-  std::string listen;       // optional TCP "host:port"
-  std::string tuner_group;  // members may write (daemon/peer_auth.h); "" = only root and the daemon's user
+  std::string socket;            // unix socket path; "" = no unix socket (then listen must be set)
+  std::string listen;            // optional TCP "host:port"
+  bool insecure_listen = false;  // plaintext `listen` on a non-loopback address (its callers are tuners)
+  std::string tuner_group;       // members may write (daemon/peer_auth.h); "" = only root and the daemon's user
   std::string db;
   LogLevel log_level = LogLevel::kInfo;
   int max_versions = 16;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "db/sqlite_store.h"
 #include "rpc/channel.h"
@@ -38,6 +39,13 @@ absl::Status EnsureWritableDir(const std::string& dir, mode_t mode, absl::string
     return absl::FailedPreconditionError(absl::StrCat(what, " ", dir, " is not writable: ", Errno()));
   }
   return absl::OkStatus();
+}
+
+// Whether `listen` ("host:port") binds a loopback address only: 127.0.0.0/8, ::1 or localhost.
+bool IsLoopbackListen(const std::string& listen) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
 }
 
 std::string Parent(const std::string& path) {
@@ -83,6 +91,12 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
   s->config_ = config;
   if (config.socket.empty() && config.listen.empty()) {
     return absl::InvalidArgumentError("nothing to listen on: give --socket or --listen");
+  }
+  if (!config.listen.empty() && !config.insecure_listen && !IsLoopbackListen(config.listen)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "refusing to listen in plaintext on ", config.listen,
+        " (not a loopback address): its clients would be unauthenticated tuners; listen on 127.0.0.1 or pass "
+        "--insecure (config: insecure_listen = on) for a trusted, isolated network"));
   }
   if (absl::Status st = EnsureWritableDir(Parent(config.db), 0750, "state directory"); !st.ok()) return st;
   db::StoreOptions store_options;
