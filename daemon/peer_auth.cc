@@ -29,6 +29,7 @@ const std::map<std::string, Role>& RpcRoles() {
 }
 
 std::string Caller::Describe() const {
+  if (!tls_subject.empty()) return absl::StrCat("certificate CN=", tls_subject, " (", peer, ")");
   if (!has_cred) return peer;
   return absl::StrCat("uid ", uid, " pid ", pid);
 }
@@ -48,7 +49,15 @@ std::optional<PeerRegistry::Cred> PeerRegistry::Lookup(absl::string_view peer) c
 }
 
 absl::StatusOr<Authorizer> Authorizer::Create(const PeerRegistry* registry, uid_t daemon_uid,
-                                              const std::string& tuner_group) {
+                                              const std::string& tuner_group,
+                                              std::vector<std::string> tls_tuner_names) {
+  auto made = MakeWithGroup(registry, daemon_uid, tuner_group);
+  if (made.ok()) made->tls_tuner_names_ = std::move(tls_tuner_names);
+  return made;
+}
+
+absl::StatusOr<Authorizer> Authorizer::MakeWithGroup(const PeerRegistry* registry, uid_t daemon_uid,
+                                                     const std::string& tuner_group) {
   if (tuner_group.empty()) return Authorizer(registry, daemon_uid, std::nullopt);
   gid_t gid = 0;
   if (absl::SimpleAtoi(tuner_group, &gid)) return Authorizer(registry, daemon_uid, gid);
@@ -82,7 +91,13 @@ bool Authorizer::InTunerGroup(uid_t uid, gid_t gid) const {
 }
 
 Role Authorizer::RoleOf(const Caller& caller) const {
-  if (!caller.has_cred) return Role::kTuner;  // the TCP listener: trusted network only
+  if (!caller.tls_subject.empty()) {
+    for (const std::string& n : tls_tuner_names_) {
+      if (n == caller.tls_subject) return Role::kTuner;
+    }
+    return Role::kReader;
+  }
+  if (!caller.has_cred) return Role::kTuner;  // plaintext TCP: loopback or --insecure only
   if (caller.uid == 0 || caller.uid == daemon_uid_) return Role::kTuner;
   return InTunerGroup(caller.uid, caller.gid) ? Role::kTuner : Role::kReader;
 }
@@ -96,6 +111,13 @@ absl::Status Authorizer::Check(const grpc::ServerContextBase& ctx, absl::string_
     caller->pid = cred->pid;
   } else if (absl::StartsWith(caller->peer, "fd:")) {
     return absl::PermissionDeniedError(absl::StrCat(rpc, ": unknown caller ", caller->peer));
+  }
+  if (!caller->has_cred) {
+    std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context();
+    if (auth != nullptr && auth->IsPeerAuthenticated()) {
+      std::vector<grpc::string_ref> cn = auth->FindPropertyValues("x509_common_name");
+      caller->tls_subject = cn.empty() ? "(no common name)" : std::string(cn[0].data(), cn[0].size());
+    }
   }
   auto it = RpcRoles().find(std::string(rpc));
   if (it == RpcRoles().end()) {

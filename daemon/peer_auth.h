@@ -8,8 +8,9 @@
 // accepted connection's credentials (PeerRegistry, keyed by the fd gRPC then serves it on, whose peer string is
 // "fd:N"), and hands the fd to gRPC. A caller is a tuner when its uid is 0 or the daemon's own uid, or when it
 // belongs to the configured tuner group (its primary gid, or a supplementary group of its user); any other
-// caller that can open the socket (mode 0660, the daemon's group) is a reader. Callers on the TCP listener are
-// not authenticated: they are tuners (the listener is documented as trusted-network only).
+// caller that can open the socket (mode 0660, the daemon's group) is a reader. On the TCP listener with TLS, a
+// client certificate whose subject common name is listed (tls_tuner_names) is a tuner, any other a reader; on a
+// plaintext TCP listener callers are not authenticated: they are tuners (loopback or --insecure only).
 //
 // Thread-safety: PeerRegistry and Authorizer are safe to use from any thread.
 #pragma once
@@ -19,6 +20,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -46,7 +48,8 @@ struct Caller {
   gid_t gid = 0;
   pid_t pid = 0;
   std::string peer;              // grpc's peer string
-  std::string Describe() const;  // "uid 1000 pid 4242" or the peer string
+  std::string tls_subject;       // a TLS client certificate's subject common name ("" = none)
+  std::string Describe() const;  // "uid 1000 pid 4242", "certificate CN=x (peer)" or the peer string
 };
 
 class PeerRegistry {
@@ -69,8 +72,10 @@ class Authorizer {
  public:
   // `tuner_group`: a group name or numeric gid whose members are tuners; "" = none. InvalidArgument when it names
   // no group.
+  // `tls_tuner_names`: TLS client certificate common names that are tuners (other valid certificates: readers).
   static absl::StatusOr<Authorizer> Create(const PeerRegistry* registry, uid_t daemon_uid,
-                                           const std::string& tuner_group);
+                                           const std::string& tuner_group,
+                                           std::vector<std::string> tls_tuner_names = {});
 
   // The role of `caller`.
   Role RoleOf(const Caller& caller) const;
@@ -81,11 +86,14 @@ class Authorizer {
  private:
   Authorizer(const PeerRegistry* registry, uid_t daemon_uid, std::optional<gid_t> tuner_gid)
       : registry_(registry), daemon_uid_(daemon_uid), tuner_gid_(tuner_gid) {}
+  static absl::StatusOr<Authorizer> MakeWithGroup(const PeerRegistry* registry, uid_t daemon_uid,
+                                                  const std::string& tuner_group);
   bool InTunerGroup(uid_t uid, gid_t gid) const;
 
   const PeerRegistry* registry_;
   uid_t daemon_uid_;
   std::optional<gid_t> tuner_gid_;
+  std::vector<std::string> tls_tuner_names_;
 };
 
 }  // namespace hccltune::daemon
