@@ -11,6 +11,7 @@
 
 #include "daemon/server.h"
 #include "hccltune/v1/tuner.grpc.pb.h"
+#include "rpc/remote_store.h"
 #include "tests/unit/db/test_util.h"
 
 namespace hccltune::daemon {
@@ -114,6 +115,23 @@ TEST_F(DaemonTls, NoClientCertificateOrOneOfAnotherCaIsRefused) {
   auto plain = v1::Tuner::NewStub(
       grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->tcp_port()), grpc::InsecureChannelCredentials()));
   EXPECT_FALSE(List(*plain).ok());
+}
+
+// The client side: rpc::MakeChannel (every client) reads HCCL_TUNE_DAEMON_TLS_* for a TCP target.
+TEST_F(DaemonTls, ClientsPresentTheCertificateNamedByTheEnvironment) {
+  const std::string target = "localhost:" + std::to_string(server_->tcp_port());
+  ::unsetenv("HCCL_TUNE_DAEMON_TLS_CA");
+  EXPECT_FALSE(rpc::RemoteTuningStore(target).ListTables().ok());  // plaintext: refused
+  ::setenv("HCCL_TUNE_DAEMON_TLS_CA", dir_.File("ca.pem").c_str(), 1);
+  ::setenv("HCCL_TUNE_DAEMON_TLS_CERT", dir_.File("alice.pem").c_str(), 1);
+  ::setenv("HCCL_TUNE_DAEMON_TLS_KEY", dir_.File("alice.key").c_str(), 1);
+  auto listed = rpc::RemoteTuningStore(target).ListTables();
+  EXPECT_TRUE(listed.ok()) << listed.status();
+  auto del = rpc::RemoteTuningStore(target).DeleteTable("0123456789abcdef");
+  EXPECT_EQ(del.status().code(), absl::StatusCode::kPermissionDenied) << del.status();
+  for (const char* v : {"HCCL_TUNE_DAEMON_TLS_CA", "HCCL_TUNE_DAEMON_TLS_CERT", "HCCL_TUNE_DAEMON_TLS_KEY"}) {
+    ::unsetenv(v);
+  }
 }
 
 }  // namespace
