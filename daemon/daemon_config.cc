@@ -84,6 +84,22 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
       c->socket = value;
     } else if (key == "listen") {
       c->listen = value;
+    } else if (key == "insecure_listen") {
+      if (value != "on" && value != "off") {
+        return absl::InvalidArgumentError(absl::StrCat(where(), key, " = '", value, "': expected on or off"));
+      }
+      c->insecure_listen = value == "on";
+    } else if (key == "tls_cert") {
+      c->tls_cert = value;
+    } else if (key == "tls_key") {
+      c->tls_key = value;
+    } else if (key == "tls_client_ca") {
+      c->tls_client_ca = value;
+    } else if (key == "tls_tuner_names") {
+      c->tls_tuner_names = absl::StrSplit(value, ',', absl::SkipWhitespace());
+      for (std::string& name : c->tls_tuner_names) name = std::string(absl::StripAsciiWhitespace(name));
+    } else if (key == "tuner_group") {
+      c->tuner_group = value;
     } else if (key == "db") {
       c->db = value;
     } else if (key == "log_level") {
@@ -173,6 +189,12 @@ std::vector<std::string> ChangedConfigKeys(const DaemonConfig& a, const DaemonCo
   const OnlinePolicyOptions &x = a.online, &y = b.online;
   check("socket", a.socket == b.socket);
   check("listen", a.listen == b.listen);
+  check("insecure_listen", a.insecure_listen == b.insecure_listen);
+  check("tls_cert", a.tls_cert == b.tls_cert);
+  check("tls_key", a.tls_key == b.tls_key);
+  check("tls_client_ca", a.tls_client_ca == b.tls_client_ca);
+  check("tls_tuner_names", a.tls_tuner_names == b.tls_tuner_names);
+  check("tuner_group", a.tuner_group == b.tuner_group);
   check("db", a.db == b.db);
   check("log_level", a.log_level == b.log_level);
   check("max_versions", a.max_versions == b.max_versions);

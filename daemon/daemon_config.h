@@ -2,7 +2,9 @@
 // docs/CONVENTIONS.md, Daemon discovery), then the config file, then command-line flags.
 //
 // Config file: `key = value` lines, `#` comments, blank lines ignored; an unknown key or a bad value is an
-// error naming the file and line. Keys: socket, listen, db, log_level, max_versions, ingest_queue_samples,
+// error naming the file and line. Keys: socket, listen, insecure_listen (on|off), tls_cert, tls_key,
+// tls_client_ca, tls_tuner_names, tuner_group,
+// db, log_level, max_versions, ingest_queue_samples,
 // max_message_bytes, sweep_command, and the online policy's (daemon/online_policy.h; docs/ENVIRONMENT.md lists
 // defaults): online_policy (on|off), online_regression_ratio, online_min_samples, online_window,
 // online_explore_every, online_explore_calls, online_explore_max_ratio, online_explore_min_samples,
@@ -26,8 +28,15 @@ inline constexpr size_t kMaxConfigFileBytes = 1u << 20;
 inline constexpr size_t kMaxConfigValueBytes = 4096;
 
 struct DaemonConfig {
-  std::string socket;  // unix socket path; "" = no unix socket (then listen must be set)
-  std::string listen;  // optional TCP "host:port"
+  std::string socket;            // unix socket path; "" = no unix socket (then listen must be set)
+  std::string listen;            // optional TCP "host:port"
+  bool insecure_listen = false;  // plaintext `listen` on a non-loopback address (its callers are tuners)
+  // TLS on `listen` with client certificates (all three files, PEM, or none): the server's certificate and key
+  // and the CA that signs client certificates. A client certificate whose subject common name is in
+  // tls_tuner_names (comma-separated) is a tuner, any other valid one a reader.
+  std::string tls_cert, tls_key, tls_client_ca;
+  std::vector<std::string> tls_tuner_names;
+  std::string tuner_group;  // members may write (daemon/peer_auth.h); "" = only root and the daemon's user
   std::string db;
   LogLevel log_level = LogLevel::kInfo;
   int max_versions = 16;

@@ -1,6 +1,18 @@
 #include "daemon/grpc_service.h"
 
+#include "absl/strings/str_cat.h"
+#include "runtime/common/logging.h"
+
 namespace hccltune::daemon {
+
+grpc::Status TunerService::Allow(const grpc::ServerContextBase* ctx, absl::string_view rpc, Caller* caller) const {
+  if (auth_ == nullptr) return grpc::Status::OK;
+  return ToGrpc(auth_->Check(*ctx, rpc, caller));
+}
+
+void TunerService::Audit(const Caller& caller, absl::string_view rpc, const std::string& what) {
+  Log(LogLevel::kInfo, "audit: ", caller.Describe(), " ", rpc, " ", what);
+}
 
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
@@ -27,6 +39,11 @@ grpc::ServerUnaryReactor* TunerService::GetTable(grpc::CallbackServerContext* ct
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "GetTableRequest does not parse"));
     return reactor;
   }
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "GetTable", &caller); !d.ok()) {
+    reactor->Finish(d);
+    return reactor;
+  }
   auto bytes = h_->GetTableBytes(req);
   if (!bytes.ok()) {
     reactor->Finish(ToGrpc(bytes.status()));
@@ -40,6 +57,8 @@ grpc::ServerUnaryReactor* TunerService::GetTable(grpc::CallbackServerContext* ct
 
 grpc::Status TunerService::WatchTable(grpc::ServerContext* ctx, const v1::WatchTableRequest* req,
                                       grpc::ServerWriter<v1::Table>* writer) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "WatchTable", &caller); !d.ok()) return d;
   if (absl::Status s = h_->CheckWatch(*req); !s.ok()) return ToGrpc(s);
   h_->StreamStarted();
   int64_t after = req->after_version();
@@ -58,13 +77,17 @@ grpc::Status TunerService::WatchTable(grpc::ServerContext* ctx, const v1::WatchT
   return result;
 }
 
-grpc::Status TunerService::GetConfig(grpc::ServerContext*, const v1::GetConfigRequest* req,
+grpc::Status TunerService::GetConfig(grpc::ServerContext* ctx, const v1::GetConfigRequest* req,
                                      v1::GetConfigResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "GetConfig", &caller); !d.ok()) return d;
   return ToGrpc(h_->GetConfig(*req, resp));
 }
 
-grpc::Status TunerService::ReportTimings(grpc::ServerContext*, grpc::ServerReader<v1::TimingBatch>* reader,
+grpc::Status TunerService::ReportTimings(grpc::ServerContext* ctx, grpc::ServerReader<v1::TimingBatch>* reader,
                                          v1::ReportTimingsResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "ReportTimings", &caller); !d.ok()) return d;
   h_->StreamStarted();
   v1::TimingBatch batch;
   absl::Status status;
@@ -73,28 +96,58 @@ grpc::Status TunerService::ReportTimings(grpc::ServerContext*, grpc::ServerReade
     if (!status.ok()) break;
   }
   h_->StreamEnded();
+  Log(LogLevel::kDebug, "ReportTimings from ", caller.Describe(), ": ", resp->accepted(), " samples accepted");
   return ToGrpc(status);
 }
 
-grpc::Status TunerService::PutTable(grpc::ServerContext*, const v1::PutTableRequest* req, v1::PutTableResponse* resp) {
-  return ToGrpc(h_->PutTable(*req, resp));
+grpc::Status TunerService::PutTable(grpc::ServerContext* ctx, const v1::PutTableRequest* req,
+                                    v1::PutTableResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "PutTable", &caller); !d.ok()) return d;
+  absl::Status s = h_->PutTable(*req, resp);
+  if (s.ok()) {
+    Audit(caller, "PutTable",
+          absl::StrCat("topology ", req->topology().fingerprint(), " version ", resp->version(),
+                       resp->changed() ? "" : " (unchanged)"));
+  }
+  return ToGrpc(s);
 }
 
-grpc::Status TunerService::ListTables(grpc::ServerContext*, const v1::ListTablesRequest* req,
+grpc::Status TunerService::ListTables(grpc::ServerContext* ctx, const v1::ListTablesRequest* req,
                                       v1::ListTablesResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "ListTables", &caller); !d.ok()) return d;
   return ToGrpc(h_->ListTables(*req, resp));
 }
 
-grpc::Status TunerService::DeleteTable(grpc::ServerContext*, const v1::DeleteTableRequest* req,
+grpc::Status TunerService::DeleteTable(grpc::ServerContext* ctx, const v1::DeleteTableRequest* req,
                                        v1::DeleteTableResponse* resp) {
-  return ToGrpc(h_->DeleteTable(*req, resp));
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "DeleteTable", &caller); !d.ok()) return d;
+  absl::Status s = h_->DeleteTable(*req, resp);
+  if (s.ok()) {
+    Audit(caller, "DeleteTable",
+          absl::StrCat("topology ", req->topology().fingerprint(), ", ", resp->versions_deleted(), " versions"));
+  }
+  return ToGrpc(s);
 }
 
-grpc::Status TunerService::Rollback(grpc::ServerContext*, const v1::RollbackRequest* req, v1::RollbackResponse* resp) {
-  return ToGrpc(h_->Rollback(*req, resp));
+grpc::Status TunerService::Rollback(grpc::ServerContext* ctx, const v1::RollbackRequest* req,
+                                    v1::RollbackResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "Rollback", &caller); !d.ok()) return d;
+  absl::Status s = h_->Rollback(*req, resp);
+  if (s.ok()) {
+    Audit(caller, "Rollback",
+          absl::StrCat("topology ", req->topology().fingerprint(), " to version ", req->to_version(), " -> version ",
+                       resp->new_version()));
+  }
+  return ToGrpc(s);
 }
 
-grpc::Status TunerService::Status(grpc::ServerContext*, const v1::StatusRequest* req, v1::StatusResponse* resp) {
+grpc::Status TunerService::Status(grpc::ServerContext* ctx, const v1::StatusRequest* req, v1::StatusResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "Status", &caller); !d.ok()) return d;
   return ToGrpc(h_->Status(*req, resp));
 }
 

@@ -1,11 +1,13 @@
 // The gRPC side of hccltune.v1.Tuner: thin adapters from grpc::Service methods onto TunerHandlers, and the
-// absl -> grpc status mapping (codes map 1:1). No logic lives here.
+// absl -> grpc status mapping (codes map 1:1). Each method first checks the caller's role
+// (daemon/peer_auth.h); each successful write logs an audit line ("audit: uid U pid P RPC what"). No other logic.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
 #include "daemon/handlers.h"
+#include "daemon/peer_auth.h"
 #include "daemon/sweep_runner.h"
 #include "hccltune/v1/tuner.grpc.pb.h"
 
@@ -18,7 +20,9 @@ absl::Status FromGrpc(const grpc::Status& s);
 class TunerService final : public v1::Tuner::WithRawCallbackMethod_GetTable<v1::Tuner::Service> {
  public:
   // `sweeps` may be null: then StartSweep/WatchSweep/CancelSweep answer FAILED_PRECONDITION.
-  explicit TunerService(TunerHandlers* handlers, SweepRunner* sweeps = nullptr) : h_(handlers), sweeps_(sweeps) {}
+  // `auth` may be null: then every caller may call every RPC (tests that build the service without a server).
+  explicit TunerService(TunerHandlers* handlers, SweepRunner* sweeps = nullptr, const Authorizer* auth = nullptr)
+      : h_(handlers), sweeps_(sweeps), auth_(auth) {}
 
   grpc::ServerUnaryReactor* GetTable(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override;
@@ -56,8 +60,14 @@ class TunerService final : public v1::Tuner::WithRawCallbackMethod_GetTable<v1::
   grpc::Status GetLinks(grpc::ServerContext*, const v1::GetLinksRequest* req, v1::LinksRecord* resp) override;
 
  private:
+  // The caller of `ctx` into `*caller`, and whether it may call `rpc` (daemon/peer_auth.h).
+  grpc::Status Allow(const grpc::ServerContextBase* ctx, absl::string_view rpc, Caller* caller) const;
+  // The audit log line of a write: who, which RPC, what it changed (which version).
+  static void Audit(const Caller& caller, absl::string_view rpc, const std::string& what);
+
   TunerHandlers* const h_;
   SweepRunner* const sweeps_;
+  const Authorizer* const auth_;
 };
 
 }  // namespace hccltune::daemon

@@ -1,5 +1,6 @@
 // TunerService's sweep and link methods: thin adapters onto TunerHandlers (journal, activity, links) and
 // SweepRunner.
+#include "absl/strings/str_cat.h"
 #include "daemon/grpc_service.h"
 
 namespace hccltune::daemon {
@@ -15,34 +16,57 @@ bool IsFinal(v1::SweepProgress::State s) {
 
 }  // namespace
 
-grpc::Status TunerService::PutLinks(grpc::ServerContext*, const v1::PutLinksRequest* req, v1::PutLinksResponse* resp) {
-  return ToGrpc(h_->PutLinks(*req, resp));
+grpc::Status TunerService::PutLinks(grpc::ServerContext* ctx, const v1::PutLinksRequest* req,
+                                    v1::PutLinksResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "PutLinks", &caller); !d.ok()) return d;
+  absl::Status s = h_->PutLinks(*req, resp);
+  if (s.ok()) Audit(caller, "PutLinks", absl::StrCat("fingerprint ", req->links().fingerprint()));
+  return ToGrpc(s);
 }
 
-grpc::Status TunerService::GetLinks(grpc::ServerContext*, const v1::GetLinksRequest* req, v1::LinksRecord* resp) {
+grpc::Status TunerService::GetLinks(grpc::ServerContext* ctx, const v1::GetLinksRequest* req, v1::LinksRecord* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "GetLinks", &caller); !d.ok()) return d;
   return ToGrpc(h_->GetLinks(*req, resp));
 }
 
-grpc::Status TunerService::PutSweep(grpc::ServerContext*, const v1::PutSweepRequest* req, v1::PutSweepResponse* resp) {
-  return ToGrpc(h_->PutSweep(*req, resp));
+grpc::Status TunerService::PutSweep(grpc::ServerContext* ctx, const v1::PutSweepRequest* req,
+                                    v1::PutSweepResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "PutSweep", &caller); !d.ok()) return d;
+  absl::Status s = h_->PutSweep(*req, resp);
+  if (s.ok()) Audit(caller, "PutSweep", absl::StrCat("sweep ", req->sweep().id()));
+  return ToGrpc(s);
 }
 
-grpc::Status TunerService::GetSweep(grpc::ServerContext*, const v1::GetSweepRequest* req, v1::SweepRecord* resp) {
+grpc::Status TunerService::GetSweep(grpc::ServerContext* ctx, const v1::GetSweepRequest* req, v1::SweepRecord* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "GetSweep", &caller); !d.ok()) return d;
   return ToGrpc(h_->GetSweep(*req, resp));
 }
 
-grpc::Status TunerService::ListSweeps(grpc::ServerContext*, const v1::ListSweepsRequest* req,
+grpc::Status TunerService::ListSweeps(grpc::ServerContext* ctx, const v1::ListSweepsRequest* req,
                                       v1::ListSweepsResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "ListSweeps", &caller); !d.ok()) return d;
   return ToGrpc(h_->ListSweeps(*req, resp));
 }
 
-grpc::Status TunerService::AddSweepSamples(grpc::ServerContext*, const v1::AddSweepSamplesRequest* req,
+grpc::Status TunerService::AddSweepSamples(grpc::ServerContext* ctx, const v1::AddSweepSamplesRequest* req,
                                            v1::AddSweepSamplesResponse* resp) {
-  return ToGrpc(h_->AddSweepSamples(*req, resp));
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "AddSweepSamples", &caller); !d.ok()) return d;
+  absl::Status s = h_->AddSweepSamples(*req, resp);
+  if (s.ok())
+    Audit(caller, "AddSweepSamples", absl::StrCat("sweep ", req->sweep_id(), ", ", resp->stored(), " samples"));
+  return ToGrpc(s);
 }
 
-grpc::Status TunerService::GetSweepSamples(grpc::ServerContext*, const v1::GetSweepSamplesRequest* req,
+grpc::Status TunerService::GetSweepSamples(grpc::ServerContext* ctx, const v1::GetSweepSamplesRequest* req,
                                            grpc::ServerWriter<v1::SweepSampleChunk>* writer) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "GetSweepSamples", &caller); !d.ok()) return d;
   std::vector<v1::SweepSampleChunk> chunks;
   if (absl::Status s = h_->GetSweepSamples(*req, &chunks); !s.ok()) return ToGrpc(s);
   for (const v1::SweepSampleChunk& c : chunks) {
@@ -51,17 +75,22 @@ grpc::Status TunerService::GetSweepSamples(grpc::ServerContext*, const v1::GetSw
   return grpc::Status::OK;
 }
 
-grpc::Status TunerService::StartSweep(grpc::ServerContext*, const v1::StartSweepRequest* req,
+grpc::Status TunerService::StartSweep(grpc::ServerContext* ctx, const v1::StartSweepRequest* req,
                                       v1::StartSweepResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "StartSweep", &caller); !d.ok()) return d;
   if (sweeps_ == nullptr) return NoRunner();
   auto id = sweeps_->Start(*req);
   if (!id.ok()) return ToGrpc(id.status());
+  Audit(caller, "StartSweep", absl::StrCat("sweep ", *id));
   resp->set_sweep_id(*id);
   return grpc::Status::OK;
 }
 
 grpc::Status TunerService::WatchSweep(grpc::ServerContext* ctx, const v1::WatchSweepRequest* req,
                                       grpc::ServerWriter<v1::SweepProgress>* writer) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "WatchSweep", &caller); !d.ok()) return d;
   if (sweeps_ == nullptr) return NoRunner();
   auto id = sweeps_->Resolve(req->sweep_id());
   if (!id.ok()) return ToGrpc(id.status());
@@ -88,17 +117,22 @@ grpc::Status TunerService::WatchSweep(grpc::ServerContext* ctx, const v1::WatchS
   return result;
 }
 
-grpc::Status TunerService::CancelSweep(grpc::ServerContext*, const v1::CancelSweepRequest* req,
+grpc::Status TunerService::CancelSweep(grpc::ServerContext* ctx, const v1::CancelSweepRequest* req,
                                        v1::CancelSweepResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "CancelSweep", &caller); !d.ok()) return d;
   if (sweeps_ == nullptr) return NoRunner();
   auto id = sweeps_->Cancel(req->sweep_id());
   if (!id.ok()) return ToGrpc(id.status());
+  Audit(caller, "CancelSweep", absl::StrCat("sweep ", *id));
   resp->set_sweep_id(*id);
   return grpc::Status::OK;
 }
 
-grpc::Status TunerService::GetActivity(grpc::ServerContext*, const v1::GetActivityRequest* req,
+grpc::Status TunerService::GetActivity(grpc::ServerContext* ctx, const v1::GetActivityRequest* req,
                                        v1::GetActivityResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "GetActivity", &caller); !d.ok()) return d;
   absl::Status s = h_->GetActivity(*req, resp);
   if (s.ok() && sweeps_ != nullptr) resp->set_running_sweep_id(sweeps_->running_id());
   return ToGrpc(s);

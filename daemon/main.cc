@@ -42,6 +42,7 @@ using hccltune::daemon::DaemonConfig;
 struct Flags {
   std::string socket, listen, db, config, log_level, sweep_command;
   bool no_socket = false;
+  bool insecure = false;
 };
 
 // Defaults, then the config file, then flags.
@@ -55,6 +56,7 @@ absl::StatusOr<DaemonConfig> BuildConfig(const hccltune::Environment& env, const
   if (!f.socket.empty()) c.socket = f.socket;
   if (f.no_socket) c.socket.clear();
   if (!f.listen.empty()) c.listen = f.listen;
+  if (f.insecure) c.insecure_listen = true;
   if (!f.db.empty()) c.db = f.db;
   if (!f.sweep_command.empty()) c.sweep_command = f.sweep_command;
   if (!f.log_level.empty()) {
@@ -78,6 +80,8 @@ int main(int argc, char** argv) {
                  "$XDG_RUNTIME_DIR/hccl-tune/tuned.sock or /tmp/hccl-tune-$UID/tuned.sock)");
   app.add_flag("--no-socket", f.no_socket, "Do not listen on a unix socket (needs --listen)");
   app.add_option("--listen", f.listen, "Also listen on TCP HOST:PORT (off by default)");
+  app.add_flag("--insecure", f.insecure,
+               "Allow --listen on a non-loopback address in plaintext: its clients are unauthenticated tuners");
   app.add_option("--db", f.db, "Tuning database (default: /var/lib/hccl-tune/tuning.db as root)");
   auto* config_opt = app.add_option("--config", f.config, "Config file (key = value)")->capture_default_str();
   app.add_option("--log-level", f.log_level, "error, warn, info, debug or trace (default info)");

@@ -9,7 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "db/sqlite_store.h"
 #include "rpc/channel.h"
@@ -38,6 +41,47 @@ absl::Status EnsureWritableDir(const std::string& dir, mode_t mode, absl::string
     return absl::FailedPreconditionError(absl::StrCat(what, " ", dir, " is not writable: ", Errno()));
   }
   return absl::OkStatus();
+}
+
+// Whether `listen` ("host:port") binds a loopback address only: 127.0.0.0/8, ::1 or localhost.
+bool IsLoopbackListen(const std::string& listen) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+absl::StatusOr<std::string> ReadPem(const std::string& path, absl::string_view key) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in || text.str().empty()) return absl::InvalidArgumentError(absl::StrCat(key, " = ", path, ": cannot read it"));
+  return text.str();
+}
+
+// The TCP listener's credentials: TLS requiring a client certificate signed by tls_client_ca when the tls_* keys
+// are set, else plaintext (refused on a non-loopback address unless insecure_listen).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> TcpCredentials(const DaemonConfig& c) {
+  const int set = !c.tls_cert.empty() + !c.tls_key.empty() + !c.tls_client_ca.empty();
+  if (set == 0) {
+    if (!c.insecure_listen && !IsLoopbackListen(c.listen)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "refusing to listen in plaintext on ", c.listen,
+          " (not a loopback address): its clients would be unauthenticated tuners; set tls_cert, tls_key and "
+          "tls_client_ca, listen on 127.0.0.1, or pass --insecure (config: insecure_listen = on)"));
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (set != 3) return absl::InvalidArgumentError("TLS needs all of tls_cert, tls_key and tls_client_ca");
+  auto cert = ReadPem(c.tls_cert, "tls_cert");
+  auto key = ReadPem(c.tls_key, "tls_key");
+  auto ca = ReadPem(c.tls_client_ca, "tls_client_ca");
+  for (const auto* s : {&cert, &key, &ca}) {
+    if (!s->ok()) return s->status();
+  }
+  grpc::SslServerCredentialsOptions options(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  options.pem_root_certs = *ca;
+  options.pem_key_cert_pairs.push_back({*key, *cert});
+  return grpc::SslServerCredentials(options);
 }
 
 std::string Parent(const std::string& path) {
@@ -84,6 +128,12 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
   if (config.socket.empty() && config.listen.empty()) {
     return absl::InvalidArgumentError("nothing to listen on: give --socket or --listen");
   }
+  std::shared_ptr<grpc::ServerCredentials> tcp_credentials;
+  if (!config.listen.empty()) {
+    auto creds = TcpCredentials(config);
+    if (!creds.ok()) return creds.status();
+    tcp_credentials = *std::move(creds);
+  }
   if (absl::Status st = EnsureWritableDir(Parent(config.db), 0750, "state directory"); !st.ok()) return st;
   db::StoreOptions store_options;
   store_options.max_versions = config.max_versions;
@@ -125,12 +175,20 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
     s->handlers_->SetLiveObserver(
         [policy](const std::string& fp, absl::Span<const db::LiveSample> samples) { policy->Observe(fp, samples); });
   }
-  s->service_ = std::make_unique<TunerService>(s->handlers_.get(), s->sweeps_.get());
+  auto auth = Authorizer::Create(&s->peers_, ::geteuid(), config.tuner_group, config.tls_tuner_names);
+  if (!auth.ok()) return auth.status();
+  s->auth_ = std::make_unique<Authorizer>(*std::move(auth));
+  s->service_ = std::make_unique<TunerService>(s->handlers_.get(), s->sweeps_.get(), s->auth_.get());
+  if (!config.socket.empty()) {
+    auto unix_listener = UnixListener::Bind(config.socket);
+    if (!unix_listener.ok()) return unix_listener.status();
+    s->unix_ = *std::move(unix_listener);
+    s->socket_created_ = true;
+  }
 
   grpc::ServerBuilder builder;
-  if (!config.socket.empty()) builder.AddListeningPort("unix:" + config.socket, grpc::InsecureServerCredentials());
   if (!config.listen.empty()) {
-    builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &s->tcp_port_);
+    builder.AddListeningPort(config.listen, tcp_credentials, &s->tcp_port_);
   }
   // Clients ping streams that may stay silent (rpc::MakeKeepaliveChannel); the default minimum interval (5 min)
   // would answer their pings with GOAWAY "too_many_pings" and end the watch.
@@ -140,9 +198,7 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   builder.SetMaxSendMessageSize(config.max_message_bytes);
   builder.RegisterService(s->service_.get());
-  const mode_t old_umask = ::umask(0117);  // the socket is born 0660
   s->server_ = builder.BuildAndStart();
-  ::umask(old_umask);
   if (s->server_ == nullptr || (!config.listen.empty() && s->tcp_port_ == 0)) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.socket.empty() ? "" : config.socket,
                                                config.socket.empty() || config.listen.empty() ? "" : " and ",
@@ -153,10 +209,7 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
     s->sweeps_->set_daemon_target(
         absl::StrCat(host == "0.0.0.0" || host == "[::]" ? "localhost" : host, ":", s->tcp_port_));
   }
-  if (!config.socket.empty()) {
-    s->socket_created_ = true;
-    ::chmod(config.socket.c_str(), 0660);
-  }
+  if (s->unix_ != nullptr) s->unix_->Serve(s->server_.get(), &s->peers_);
   s->policy_->Start();
   if (config.online.enabled) s->mini_->Start();
   Log(LogLevel::kInfo, "serving on ", config.socket.empty() ? "" : absl::StrCat("unix:", config.socket),
@@ -172,6 +225,7 @@ void TunerServer::Stop(absl::Duration drain) {
   if (mini_) mini_->Stop();
   if (sweeps_) sweeps_->Shutdown();
   if (handlers_) handlers_->Shutdown();  // watch streams end, new ones are refused
+  if (unix_) unix_->Stop();              // no new connection
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(drain));
     server_->Wait();
@@ -184,6 +238,7 @@ void TunerServer::Stop(absl::Duration drain) {
   }
   server_.reset();
   service_.reset();
+  unix_.reset();
   mini_.reset();
   policy_.reset();
   handlers_.reset();

@@ -1,5 +1,6 @@
 // TunerServer: hccl-tuned's parts wired together — the store, live ingest, handlers and the gRPC server on a
-// unix socket (mode 0660) and optionally TCP. Used by hccl-tuned's main and by tests that want a real server.
+// unix socket (mode 0660, accepted by UnixListener so each caller's role is known: daemon/peer_auth.h) and
+// optionally TCP. Used by hccl-tuned's main and by tests that want a real server.
 //
 // Socket ownership: a lock file `<socket>.lock` (flock) is held while the server lives, so a second daemon on the
 // same path is refused with a clear error; a socket file nobody holds is stale and replaced.
@@ -21,6 +22,7 @@
 #include "daemon/online_policy.h"
 #include "daemon/peer_exports.h"
 #include "daemon/sweep_runner.h"
+#include "daemon/unix_listener.h"
 #include "db/tuning_store.h"
 
 namespace hccltune::daemon {
@@ -60,6 +62,9 @@ class TunerServer {
   std::unique_ptr<SweepRunner> sweeps_;
   std::unique_ptr<OnlinePolicy> policy_;
   std::unique_ptr<MiniSweeper> mini_;
+  PeerRegistry peers_;  // the unix socket's callers (SO_PEERCRED)
+  std::unique_ptr<Authorizer> auth_;
+  std::unique_ptr<UnixListener> unix_;
   std::unique_ptr<TunerService> service_;
   std::unique_ptr<grpc::Server> server_;
 };

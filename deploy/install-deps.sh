@@ -31,8 +31,8 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev ltrace
   # tests/launchers/: a one-node Slurm started by the test (srun, slurmctld, slurmd, sinfo) and its munge
   slurm-wlm munge
-  # tests: process and network tooling
-  iproute2 procps util-linux
+  # tests: process and network tooling; openssl makes the certificates of the daemon's TLS test
+  iproute2 procps util-linux openssl
   # tests of the emulated cluster (deploy/cluster/): JSON checks
   jq
   # tests: the sweep and daemon process tests parse JSON with python3

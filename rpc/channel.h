@@ -13,7 +13,8 @@
 
 namespace hccltune::rpc {
 
-// A channel to `target` with hccl-tune's message-size limits.
+// A channel to `target` with hccl-tune's message-size limits: plaintext to a unix socket; to a TCP target TLS with
+// the client certificate named by HCCL_TUNE_DAEMON_TLS_CA/_CERT/_KEY when set (docs/SECURITY.md), else plaintext.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& target);
 
 // How long a stream may wait on a silent daemon: an HTTP/2 ping after kKeepaliveTime without traffic, the

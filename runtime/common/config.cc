@@ -199,6 +199,19 @@ absl::StatusOr<Environment> Environment::Load() { return LoadFrom(ProcessVariabl
 
 absl::StatusOr<bool> Environment::LoadTorchAlias() { return LoadTorchAliasFrom(ProcessVariable); }
 
+absl::StatusOr<Environment::DaemonTls> Environment::LoadDaemonTls() { return LoadDaemonTlsFrom(ProcessVariable); }
+
+absl::StatusOr<Environment::DaemonTls> Environment::LoadDaemonTlsFrom(const Source& source) {
+  DaemonTls tls{ReadString(source, "HCCL_TUNE_DAEMON_TLS_CA"), ReadString(source, "HCCL_TUNE_DAEMON_TLS_CERT"),
+                ReadString(source, "HCCL_TUNE_DAEMON_TLS_KEY")};
+  const int set = !tls.ca.empty() + !tls.cert.empty() + !tls.key.empty();
+  if (set != 0 && set != 3) {
+    return absl::InvalidArgumentError(
+        "HCCL_TUNE_DAEMON_TLS_CA, HCCL_TUNE_DAEMON_TLS_CERT and HCCL_TUNE_DAEMON_TLS_KEY: set all three or none");
+  }
+  return tls;
+}
+
 absl::StatusOr<bool> Environment::LoadTorchAliasFrom(const Source& source) {
   bool alias = Environment{}.torch_alias;
   HT_RETURN_IF_ERROR(ReadTorchAlias(source, alias));

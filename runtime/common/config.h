@@ -143,6 +143,14 @@ struct Environment {
   // decides on the `hccl` name with it at import time: a bad value in another variable must not drop the name,
   // creating the group reports that one.
   static absl::StatusOr<bool> LoadTorchAlias();
+  // HCCL_TUNE_DAEMON_TLS_CA, _CERT and _KEY alone (all three or none; PEM file paths): the TLS settings of a
+  // channel to a TCP daemon target (rpc/channel.h). Read alone so a bad value elsewhere does not stop a client.
+  struct DaemonTls {
+    std::string ca, cert, key;
+    bool enabled() const { return !ca.empty(); }
+  };
+  static absl::StatusOr<DaemonTls> LoadDaemonTls();
+  static absl::StatusOr<DaemonTls> LoadDaemonTlsFrom(const Source& source);
   static absl::StatusOr<bool> LoadTorchAliasFrom(const Source& source);
 };
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs inside the container booted by tests/systemd/unit_test.sh, as root, once multi-user.target is up with
-# hccl-tuned started from its shipped unit. The client side runs as `tester`, an ordinary user in the hccl-tune
-# group. Checks, each against what the unit's sandbox could break:
+# hccl-tuned started from its shipped unit. The client side runs as `tester`, a user in the hccl-tune group and
+# the tuner group hccl-tune-admin (tuner_group). Checks, each against what the unit's sandbox could break:
 #   1. a daemon-run sweep (hccl-tune sweep --via-daemon): 2 ranks on 2 CPUs (so they are bound:
 #      sched_setaffinity), candidates over shm and over tcp@10.77.0.0/24 (a veth interface: getifaddrs needs
 #      netlink), 64K-4M with single copy from 64K (HCCL_TUNE_SINGLE_COPY in the manager's environment: every

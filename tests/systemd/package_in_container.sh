@@ -4,7 +4,7 @@
 # are not. Installs them with dpkg while systemd runs, then checks, in order:
 #   1. the unit is enabled and not started; the hccl-tune user and group exist; the config is a conffile;
 #   2. started, it serves: a daemon-run sweep and a C++ job (hccl-tune bench, reporting) as `tester`, an ordinary
-#      member of the hccl-tune group; a 2-rank torch.distributed job on the "hccl" backend;
+#      member of the hccl-tune and hccl-tune-admin (tuner) groups; a 2-rank torch.distributed job on the "hccl" backend;
 #   3. the rank processes are named hccl-tune (ps -o comm), none is `exe`;
 #   4. dpkg -r hccl-tuned stops the daemon and keeps its database and config; dpkg -P drops both;
 #   5. removing and purging the other packages leaves none of their files and no process.
@@ -32,7 +32,7 @@ getent passwd hccl-tune && getent group hccl-tune || fail "no hccl-tune user or 
 dpkg-query --showformat='${Conffiles}\n' --show hccl-tuned | grep -q "/etc/hccl-tune/hccl-tuned.conf" ||
   fail "/etc/hccl-tune/hccl-tuned.conf is not a conffile"
 echo "enabled, not started; conffile $(dpkg-query --showformat='${Conffiles}' --show hccl-tuned)"
-useradd --create-home --groups hccl-tune tester || fail "useradd"
+useradd --create-home --groups hccl-tune,hccl-tune-admin tester || fail "useradd"
 
 echo "== 2. the service and jobs"
 systemctl start hccl-tuned || fail "systemctl start hccl-tuned"

@@ -62,7 +62,7 @@ mkdir -p "$run/etc/systemd/system.conf.d"
 printf '[Manager]\nDefaultEnvironment=HCCL_TUNE_LOG_LEVEL=info HCCL_TUNE_SINGLE_COPY=64K\n' >"$run/etc/systemd/system.conf.d/hccl-tune-test.conf"
 systemd-sysusers --root="$run" >/dev/null
 grep -q '^hccl-tune:' "$run/etc/group" || fail "systemd-sysusers created no hccl-tune group from the installed sysusers.d file"
-chroot "$run" useradd --create-home --groups hccl-tune --shell /bin/sh tester
+chroot "$run" useradd --create-home --groups hccl-tune,hccl-tune-admin --shell /bin/sh tester
 systemctl --root="$run" enable hccl-tuned.service >/dev/null 2>&1 || fail "systemctl enable hccl-tuned.service failed"
 nspawn_driver "$run" hccl-tune-test "$src/tests/systemd/in_container.sh" /results
 echo "== booting the container ($(nproc) CPUs visible)"

@@ -199,6 +199,22 @@ TEST(TunerServer, ListensOnTcpWhenAsked) {
   EXPECT_TRUE(remote.ListTables().ok());
 }
 
+TEST(TunerServer, RefusesPlaintextTcpOnANonLoopbackAddressUnlessInsecure) {
+  TempDir dir;
+  DaemonConfig c = Config(dir);
+  c.listen = "0.0.0.0:0";
+  auto refused = TunerServer::Start(c);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("plaintext on 0.0.0.0:0"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("--insecure"), std::string::npos) << refused.status();
+  c.insecure_listen = true;
+  auto server = TunerServer::Start(c);
+  ASSERT_TRUE(server.ok()) << server.status();
+  rpc::RemoteTuningStore remote("127.0.0.1:" + std::to_string((*server)->tcp_port()));
+  EXPECT_TRUE(remote.ListTables().ok());
+}
+
 TEST(DaemonDiscovery, ResolvesPerConventions) {
   auto env = Environment::LoadFrom(std::map<std::string, std::string>{{"XDG_RUNTIME_DIR", "/run/user/7"}});
   ASSERT_TRUE(env.ok());
