@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "runtime/common/logging.h"
 
 namespace hccltune::daemon {
 
@@ -65,7 +66,10 @@ absl::StatusOr<Authorizer> Authorizer::MakeWithGroup(const PeerRegistry* registr
   group g{};
   group* found = nullptr;
   if (::getgrnam_r(tuner_group.c_str(), &g, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("tuner_group = '", tuner_group, "': no such group"));
+    // Fail closed, but keep serving readers: a package's group may not exist yet on a plain install.
+    Log(LogLevel::kWarn, "tuner_group = '", tuner_group,
+        "': no such group; only root and the daemon's user may write tables and start sweeps");
+    return Authorizer(registry, daemon_uid, std::nullopt);
   }
   return Authorizer(registry, daemon_uid, found->gr_gid);
 }

@@ -70,8 +70,8 @@ class PeerRegistry {
 
 class Authorizer {
  public:
-  // `tuner_group`: a group name or numeric gid whose members are tuners; "" = none. InvalidArgument when it names
-  // no group.
+  // `tuner_group`: a group name or numeric gid whose members are tuners; "" = none. A name that is no group leaves
+  // no tuner group (a warning says so): only root and the daemon's user are tuners.
   // `tls_tuner_names`: TLS client certificate common names that are tuners (other valid certificates: readers).
   static absl::StatusOr<Authorizer> Create(const PeerRegistry* registry, uid_t daemon_uid,
                                            const std::string& tuner_group,
