@@ -11,6 +11,7 @@ set -euo pipefail
 bin=$1
 d=$(mktemp -d)
 job=""
+pids=()
 cleanup() {
   if [[ -n $job ]]; then kill -9 "$job" 2> /dev/null || true; fi
   rm -rf "$d"
@@ -24,21 +25,9 @@ fail() {
 export HCCL_TUNE_DAEMON=off HCCL_CONNECT_TIMEOUT=5 HCCL_EXEC_TIMEOUT=2 HCCL_TUNE_KILL_GRACE=3 HCCL_BUFFSIZE=2
 
 # Starts a 3-rank bench of 8-byte allreduces that runs until stopped; sets job and pids[r].
+source "$(dirname "$0")/three_ranks.sh"
 start_bench() {
-  "$bin" bench --ranks 3 --coll allreduce --min-bytes 8 --max-bytes 8 --iters 100000000 --warmup 1 --link shm \
-    > "$d/out" 2> "$d/err" &
-  job=$!
-  local kids=()
-  for _ in $(seq 200); do
-    mapfile -t kids < <(pgrep -P "$job" || true)
-    [[ ${#kids[@]} == 3 ]] && break
-    sleep 0.05
-  done
-  [[ ${#kids[@]} == 3 ]] || fail "the bench did not start 3 ranks"
-  pids=()
-  for p in "${kids[@]}"; do
-    pids[$(tr '\0' '\n' < "/proc/$p/environ" | sed -n 's/^RANK=//p')]=$p
-  done
+  start_job "$bin" bench --ranks 3 --coll allreduce --min-bytes 8 --max-bytes 8 --iters 100000000 --warmup 1 --link shm
 }
 
 # 1. A rank that stops calling.

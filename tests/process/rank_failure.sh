@@ -30,26 +30,7 @@ fail() {
 T=2 G=1 SLACK=2
 export HCCL_TUNE_DAEMON=off HCCL_CONNECT_TIMEOUT=$T HCCL_EXEC_TIMEOUT=$T HCCL_TUNE_KILL_GRACE=$G HCCL_BUFFSIZE=2
 
-# Starts a command (a job of 3 ranks that runs until stopped) in the background: sets job and pids[r] (rank r's
-# pid, from RANK in its environment — not from its name, which is under test).
-start_job() {
-  "$@" > "$d/out" 2> "$d/err" &
-  job=$!
-  local kids=()
-  for _ in $(seq 200); do
-    mapfile -t kids < <(pgrep -P "$job" || true)
-    [[ ${#kids[@]} == 3 ]] && break
-    sleep 0.05
-  done
-  [[ ${#kids[@]} == 3 ]] || fail "$* did not start 3 ranks"
-  pids=()
-  for p in "${kids[@]}"; do
-    local r
-    r=$(tr '\0' '\n' < "/proc/$p/environ" | sed -n 's/^RANK=//p')
-    pids[r]=$p
-  done
-  [[ ${#pids[@]} == 3 ]] || fail "ranks by pid: ${pids[*]}"
-}
+source "$(dirname "$0")/three_ranks.sh"
 start_bench() {
   start_job "$bin" bench --ranks 3 --coll allreduce --min-bytes 8 --max-bytes 8 --iters 100000000 --warmup 1 \
     --link "$1"

@@ -55,12 +55,13 @@ TEST(PeerAuth, RootTheDaemonsUserAndTheTunerGroupAreTunersOthersReaders) {
   EXPECT_EQ(no_group->RoleOf(Unix(5000, 4343)), Role::kReader);
 }
 
-TEST(PeerAuth, AnUnknownTunerGroupIsAnErrorNamingIt) {
+TEST(PeerAuth, AnUnknownTunerGroupLeavesOnlyRootAndTheDaemonsUserAsTuners) {
   PeerRegistry registry;
-  auto auth = Authorizer::Create(&registry, 0, "no-such-group-hcclt");
-  ASSERT_FALSE(auth.ok());
-  EXPECT_EQ(auth.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(auth.status().message().find("no-such-group-hcclt"), absl::string_view::npos) << auth.status();
+  auto auth = Authorizer::Create(&registry, /*daemon_uid=*/4242, "no-such-group-hcclt");
+  ASSERT_TRUE(auth.ok()) << auth.status();
+  EXPECT_EQ(auth->RoleOf(Unix(0, 100)), Role::kTuner);
+  EXPECT_EQ(auth->RoleOf(Unix(4242, 100)), Role::kTuner);
+  EXPECT_EQ(auth->RoleOf(Unix(5000, 100)), Role::kReader);
 }
 
 TEST(PeerAuth, RegistryMapsFdPeersOnly) {

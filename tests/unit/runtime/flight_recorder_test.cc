@@ -21,6 +21,13 @@ using ::hccltune::testing::Contains;
 using ::hccltune::testing::RunRanks;
 using ::hccltune::testing::TestEnv;
 
+absl::Status Allreduce8(Communicator& c, const std::string& config = "") {
+  float in[2] = {1, 2}, out[2];
+  CallOptions opt;
+  opt.config = config;
+  return c.Allreduce(in, out, 2, DataType::kFloat32, ReduceOp::kSum, opt);
+}
+
 class FlightRecorderTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -39,15 +46,26 @@ class FlightRecorderTest : public ::testing::Test {
     EXPECT_TRUE(in.good()) << path;
     return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   }
+  // Each of 2 ranks makes `calls` 8-byte allreduces under `env`, then dumps on request; every rank's dump.
+  std::vector<nlohmann::json> DumpAfter(int calls, const Environment& env) {
+    std::vector<nlohmann::json> dumps(2);
+    auto st = RunRanks(
+        2,
+        [&](int r, Communicator& c) -> absl::Status {
+          for (int i = 0; i < calls; ++i) {
+            if (absl::Status s = Allreduce8(c); !s.ok()) return s;
+          }
+          auto path = c.DumpFlightRecorder();
+          if (!path.ok()) return path.status();
+          dumps[static_cast<size_t>(r)] = Read(*path);
+          return absl::OkStatus();
+        },
+        [&](int) { return env; });
+    for (size_t r = 0; r < st.size(); ++r) EXPECT_TRUE(st[r].ok()) << "rank " << r << ": " << st[r];
+    return dumps;
+  }
   std::string dir_;
 };
-
-absl::Status Allreduce8(Communicator& c, const std::string& config = "") {
-  float in[2] = {1, 2}, out[2];
-  CallOptions opt;
-  opt.config = config;
-  return c.Allreduce(in, out, 2, DataType::kFloat32, ReduceOp::kSum, opt);
-}
 
 TEST_F(FlightRecorderTest, EveryRankRecordsEachCallWithItsConfigurationAndSource) {
   std::vector<nlohmann::json> dumps(2);
@@ -90,25 +108,10 @@ TEST_F(FlightRecorderTest, EveryRankRecordsEachCallWithItsConfigurationAndSource
 }
 
 TEST_F(FlightRecorderTest, AnOverrideIsRecordedAsItsSource) {
-  std::vector<nlohmann::json> dumps(2);
-  auto st = RunRanks(
-      2,
-      [&](int r, Communicator& c) -> absl::Status {
-        for (int i = 0; i < 2; ++i) {
-          if (absl::Status s = Allreduce8(c); !s.ok()) return s;
-        }
-        auto path = c.DumpFlightRecorder();
-        if (!path.ok()) return path.status();
-        dumps[static_cast<size_t>(r)] = Read(*path);
-        return absl::OkStatus();
-      },
-      [&](int) {
-        Environment e = Env();
-        e.tune_algo = "allreduce:0-=ring(chunk=64K)";
-        return e;
-      });
+  Environment env = Env();
+  env.tune_algo = "allreduce:0-=ring(chunk=64K)";
+  const std::vector<nlohmann::json> dumps = DumpAfter(2, env);
   for (int r = 0; r < 2; ++r) {
-    ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << st[static_cast<size_t>(r)];
     const nlohmann::json& entries = dumps[static_cast<size_t>(r)]["entries"];
     ASSERT_EQ(entries.size(), 2u);
     for (const nlohmann::json& e : entries) {
@@ -119,25 +122,10 @@ TEST_F(FlightRecorderTest, AnOverrideIsRecordedAsItsSource) {
 }
 
 TEST_F(FlightRecorderTest, TheRingKeepsTheLastEntriesAndZeroTurnsItOff) {
-  std::vector<nlohmann::json> dumps(2);
-  auto st = RunRanks(
-      2,
-      [&](int r, Communicator& c) -> absl::Status {
-        for (int i = 0; i < 10; ++i) {
-          if (absl::Status s = Allreduce8(c); !s.ok()) return s;
-        }
-        auto path = c.DumpFlightRecorder();
-        if (!path.ok()) return path.status();
-        dumps[static_cast<size_t>(r)] = Read(*path);
-        return absl::OkStatus();
-      },
-      [&](int) {
-        Environment e = Env();
-        e.fr_entries = 4;
-        return e;
-      });
+  Environment env = Env();
+  env.fr_entries = 4;
+  const std::vector<nlohmann::json> dumps = DumpAfter(10, env);
   for (int r = 0; r < 2; ++r) {
-    ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << st[static_cast<size_t>(r)];
     const nlohmann::json& d = dumps[static_cast<size_t>(r)];
     EXPECT_EQ(d["records_written"], 10);
     ASSERT_EQ(d["entries"].size(), 4u);
@@ -145,7 +133,7 @@ TEST_F(FlightRecorderTest, TheRingKeepsTheLastEntriesAndZeroTurnsItOff) {
     EXPECT_EQ(d["entries"][0]["record_id"], 6);
     EXPECT_EQ(d["entries"][3]["collective_seq_id"], 10);
   }
-  st = RunRanks(
+  auto st = RunRanks(
       2,
       [&](int, Communicator& c) -> absl::Status {
         if (absl::Status s = Allreduce8(c); !s.ok()) return s;
