@@ -163,11 +163,18 @@ absl::StatusOr<PointResult> Search::RunPoint(const Point& p, std::vector<std::st
     stats_.saved_iterations += more_capped;
     stats_.saved_us += more_capped * c.stat.median;
   }
-  // Winner and runner-up by median.
+  // Winner and runner-up by median among the candidates measured to the end; pruned ones rank after them all. A
+  // pruned candidate's median is from its first batches only: when the finishers' medians drift upwards later in
+  // the point (a noisy, oversubscribed node), that early figure would otherwise win against candidates measured
+  // in the same period as the default.
   std::vector<size_t> ranked(res.candidates.size());
   for (size_t i = 0; i < ranked.size(); ++i) ranked[i] = i;
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [&](size_t a, size_t b) { return res.candidates[a].stat.median < res.candidates[b].stat.median; });
+  std::stable_sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) {
+    const CandidateResult &ca = res.candidates[a], &cb = res.candidates[b];
+    const bool pa = ca.state == CandidateState::kPruned, pb = cb.state == CandidateState::kPruned;
+    if (pa != pb) return pb;
+    return ca.stat.median < cb.stat.median;
+  });
   res.winner = static_cast<int>(ranked[0]);
   res.runner_up = ranked.size() > 1 ? static_cast<int>(ranked[1]) : -1;
   previous_ranking_.clear();

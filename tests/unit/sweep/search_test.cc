@@ -168,6 +168,41 @@ TEST(Search, CapAndStop) {
   EXPECT_TRUE(absl::IsCancelled(s2.status())) << s2.status();
 }
 
+// A machine whose times grow 4% with every batch it runs: candidates measured to the end collect ever slower
+// samples, so their medians end above the first batch of a candidate pruned early.
+class Drifting final : public Measurer {
+ public:
+  explicit Drifting(std::map<std::string, double> base_us) : base_us_(std::move(base_us)) {}
+  absl::StatusOr<Batch> Measure(const Point&, const std::string& config, int iters, int) override {
+    const double t = base_us_.at(config) * std::pow(1.04, calls_++);
+    Batch b;
+    b.time_us.assign(static_cast<size_t>(iters), t);
+    b.rank_time_us = b.time_us;
+    return b;
+  }
+
+ private:
+  std::map<std::string, double> base_us_;
+  int calls_ = 0;
+};
+
+TEST(Search, APrunedCandidateNeverWinsOnItsEarlyMedian) {
+  Drifting m({{"fast", 100}, {"dflt", 110}, {"early", 125}});
+  SearchOptions o;
+  o.max_iters = 30;
+  o.cap_us = 1e12;
+  Search s(o, &m);
+  auto r = s.Run({Point{Collective::kAllreduce, DataType::kFloat32, 4096}}, {{"fast", "dflt", "early"}}, {"dflt"});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const PointResult& p = (*r)[0];
+  const CandidateResult& early = p.candidates[2];
+  ASSERT_EQ(early.state, CandidateState::kPruned);
+  // The premise: its early median is below the finishers' final ones.
+  ASSERT_LT(early.stat.median, p.candidates[0].stat.median);
+  EXPECT_EQ(p.candidates[static_cast<size_t>(p.winner)].config, "fast");
+  EXPECT_EQ(p.candidates[static_cast<size_t>(p.runner_up)].config, "dflt");
+}
+
 TEST(Winners, RangesCoverTheRequestedSizesAndMergeEqualWinners) {
   SearchStats st;
   int it = 0;
