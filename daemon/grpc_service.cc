@@ -92,7 +92,7 @@ grpc::Status TunerService::ReportTimings(grpc::ServerContext* ctx, grpc::ServerR
   v1::TimingBatch batch;
   absl::Status status;
   while (reader->Read(&batch)) {
-    status = h_->ReportBatch(batch, resp);
+    status = h_->ReportBatch(batch, resp, auth_ ? auth_->RoleOf(caller) : Role::kTuner);
     if (!status.ok()) break;
   }
   h_->StreamEnded();

@@ -281,7 +281,7 @@ absl::StatusOr<std::string> TunerHandlers::CanonicalConfiguration(const std::str
   return canonical;
 }
 
-absl::Status TunerHandlers::ReportBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp) {
+absl::Status TunerHandlers::ReportBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp, Role reporter) {
   auto topology = Resolve(batch.topology());
   if (!topology.ok()) return topology.status();
   const std::string& fp = topology->fingerprint;
@@ -312,7 +312,7 @@ absl::Status TunerHandlers::ReportBatch(const v1::TimingBatch& batch, v1::Report
     if (!st.ok()) return absl::InvalidArgumentError(absl::StrCat("samples[", i, "]: ", st.message()));
     samples.push_back(std::move(s));
   }
-  if (observer_) observer_(fp, samples);
+  if (observer_) observer_(fp, samples, reporter);
   const size_t n = samples.size();
   activity_.Note(batch.client_id(), fp, n);
   const size_t accepted = ingest_->Offer(fp, std::move(samples));

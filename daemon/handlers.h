@@ -28,6 +28,7 @@
 #include "absl/time/time.h"
 #include "daemon/activity.h"
 #include "daemon/live_ingest.h"
+#include "daemon/peer_auth.h"
 #include "db/tuning_store.h"
 #include "hccltune/v1/tuner.pb.h"
 
@@ -55,8 +56,9 @@ class TunerHandlers {
   absl::Status DeleteTable(const v1::DeleteTableRequest& req, v1::DeleteTableResponse* resp);
   absl::Status Rollback(const v1::RollbackRequest& req, v1::RollbackResponse* resp);
   absl::Status Status(const v1::StatusRequest& req, v1::StatusResponse* resp);
-  // One batch of a ReportTimings stream; adds to the totals in `resp`.
-  absl::Status ReportBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp);
+  // One batch of a ReportTimings stream from a caller of role `reporter`; adds to the totals in `resp`.
+  absl::Status ReportBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp,
+                           Role reporter = Role::kReader);
 
   // Sweep journal (daemon/sweep_handlers.cc): hccl-tune sweep's rows and raw samples in the daemon's database.
   absl::Status PutSweep(const v1::PutSweepRequest& req, v1::PutSweepResponse* resp);
@@ -71,9 +73,11 @@ class TunerHandlers {
   absl::Status GetLinks(const v1::GetLinksRequest& req, v1::LinksRecord* resp);
   // Tuning clients that reported live timings within the request's window.
   absl::Status GetActivity(const v1::GetActivityRequest& req, v1::GetActivityResponse* resp);
-  // Receives every accepted batch of live samples (canonical configurations) besides the ingest queue — the
-  // online policy (daemon/online_policy.h). Set before serving; must be cheap and thread-safe.
-  using LiveObserver = std::function<void(const std::string& fingerprint, absl::Span<const db::LiveSample>)>;
+  // Receives every accepted batch of live samples (canonical configurations) besides the ingest queue, with the
+  // reporter's role — the online policy (daemon/online_policy.h). Set before serving; must be cheap and
+  // thread-safe.
+  using LiveObserver =
+      std::function<void(const std::string& fingerprint, absl::Span<const db::LiveSample>, Role reporter)>;
   void SetLiveObserver(LiveObserver observer) { observer_ = std::move(observer); }
   // Called with a table's fingerprint after every write of it made through these handlers (a new version, a
   // rollback, a deletion), outside the handlers' locks. Set before serving.

@@ -37,6 +37,7 @@ absl::string_view PolicyActionName(PolicyAction::Kind k) {
     case PolicyAction::Kind::kExplore: return "explore";
     case PolicyAction::Kind::kStaleNoCandidate: return "stale";
     case PolicyAction::Kind::kSwitch: return "switch";
+    case PolicyAction::Kind::kUnconfirmed: return "unconfirmed";
     case PolicyAction::Kind::kKeep: return "keep";
     case PolicyAction::Kind::kWithdraw: return "withdraw";
   }
@@ -72,11 +73,11 @@ OnlinePolicy::OnlinePolicy(db::TuningStore* store, Publisher publish, OnlinePoli
 
 OnlinePolicy::~OnlinePolicy() { Stop(); }
 
-void OnlinePolicy::Observe(const std::string& fp, absl::Span<const db::LiveSample> samples) {
+void OnlinePolicy::Observe(const std::string& fp, absl::Span<const db::LiveSample> samples, Role reporter) {
   if (!options_.enabled || samples.empty()) return;
   absl::MutexLock lock(&mu_);
   size_t room = pending_count_ >= options_.max_pending ? 0 : options_.max_pending - pending_count_;
-  std::vector<db::LiveSample>* v = nullptr;
+  std::vector<Pending>* v = nullptr;
   for (const db::LiveSample& s : samples) {
     // ReportTimings refuses these; a median of 0 (or NaN) would make margins no table accepts.
     if (room == 0 || !ValidDuration(s.duration_us)) {
@@ -84,7 +85,7 @@ void OnlinePolicy::Observe(const std::string& fp, absl::Span<const db::LiveSampl
       continue;
     }
     if (v == nullptr) v = &pending_[fp];
-    v->push_back(s);
+    v->push_back(Pending{s, reporter});
     --room;
     ++pending_count_;
   }
@@ -95,10 +96,18 @@ std::string OnlinePolicy::KeyId(const db::EntryKey& k) {
                       "|", k.range.max);
 }
 
-void OnlinePolicy::Add(EntryState& st, const std::string& config, double us) {
+bool OnlinePolicy::Window::AnyReader() const {
+  return std::find(by_reader.begin(), by_reader.end(), true) != by_reader.end();
+}
+
+void OnlinePolicy::Add(EntryState& st, const std::string& config, double us, Role reporter) {
   Window& w = st.by_config[config];
   w.us.push_back(us);
-  while (w.us.size() > static_cast<size_t>(options_.window)) w.us.pop_front();
+  w.by_reader.push_back(reporter != Role::kTuner);
+  while (w.us.size() > static_cast<size_t>(options_.window)) {
+    w.us.pop_front();
+    w.by_reader.pop_front();
+  }
 }
 
 std::optional<PolicyAction> OnlinePolicy::Judge(const std::string& fp, const db::TunedEntry& e, EntryState& st,
@@ -151,6 +160,10 @@ std::optional<PolicyAction> OnlinePolicy::Judge(const std::string& fp, const db:
   if (!enough) {
     a.kind = PolicyAction::Kind::kWithdraw;
     if (a.winner_live_us > 0) out->rank_time_us = a.winner_live_us;
+  } else if (a.candidate_live_us < a.winner_live_us && (mine.AnyReader() || cand.AnyReader())) {
+    // Faster by readers' reports: not installed on their word; the stale mark asks for a measurement.
+    a.kind = PolicyAction::Kind::kUnconfirmed;
+    out->stale = true;
   } else if (a.candidate_live_us < a.winner_live_us) {
     a.kind = PolicyAction::Kind::kSwitch;
     out->configuration = e.explore;
@@ -173,7 +186,7 @@ std::optional<PolicyAction> OnlinePolicy::Judge(const std::string& fp, const db:
 }
 
 absl::StatusOr<std::vector<PolicyAction>> OnlinePolicy::Evaluate(absl::Time now) {
-  std::map<std::string, std::vector<db::LiveSample>> pending;
+  std::map<std::string, std::vector<Pending>> pending;
   {
     absl::MutexLock lock(&mu_);
     pending.swap(pending_);
@@ -215,13 +228,13 @@ absl::StatusOr<std::vector<PolicyAction>> OnlinePolicy::Evaluate(absl::Time now)
       kept.insert(ts.entries.extract(it));
     }
     ts.entries.swap(kept);
-    for (const db::LiveSample& s : pending[fp]) {
+    for (const auto& [s, reporter] : pending[fp]) {
       const db::TunedEntry* e = db::FindEntry(table->entries, s.collective, s.dtype, s.world_size, s.bytes);
       if (e == nullptr) continue;
       if (s.configuration != e->configuration && s.configuration != e->explore) continue;  // overrides, stale plans
       auto [it, fresh] = ts.entries.try_emplace(KeyId(e->key));
       if (fresh) it->second.measurement = absl::StrCat(e->sweep_id, "@", e->measured_unix_ms);
-      Add(it->second, s.configuration, s.duration_us);
+      Add(it->second, s.configuration, s.duration_us, reporter);
     }
     std::vector<db::TunedEntry> next = table->entries;
     std::vector<PolicyAction> mine;
@@ -251,7 +264,11 @@ absl::StatusOr<std::vector<PolicyAction>> OnlinePolicy::Evaluate(absl::Time now)
       Log(LogLevel::kInfo, "online policy: table ", fp, " v", *version, ": ", Describe(a.key), " ",
           PolicyActionName(a.kind), ": winner ", a.winner, " live ", a.winner_live_us, " us (baseline ", a.baseline_us,
           " us)", a.candidate.empty() ? "" : absl::StrCat("; candidate ", a.candidate),
-          a.candidate_live_us > 0 ? absl::StrCat(" live ", a.candidate_live_us, " us") : "");
+          a.candidate_live_us > 0 ? absl::StrCat(" live ", a.candidate_live_us, " us") : "",
+          a.kind == PolicyAction::Kind::kUnconfirmed
+              ? " (readers' reports only: the winner stays and the entry stale until a mini-sweep or a tuner's "
+                "sweep measures them)"
+              : "");
       actions.push_back(std::move(a));
     }
   }

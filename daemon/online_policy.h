@@ -16,10 +16,15 @@
 //   3. Decision. When the candidate's window and the winner's window both hold `explore_min_samples`
 //      samples, taken during the same period, the faster median wins: a new version either makes X the winner
 //      (runner-up: the old winner; baseline: X's live median) or keeps the winner with its live median as the
-//      new baseline. Either way the plan and the stale mark are cleared. A plan whose samples do not arrive
-//      within `explore_timeout_s` is withdrawn (the entry stays stale, baseline = the winner's live median
-//      when known).
-//   4. Cool-down. After a decision (switch or keep) the entry is not judged again for `cooldown_s` seconds, so
+//      new baseline. Either way the plan and the stale mark are cleared. Only reports of tuners (Role::kTuner:
+//      root, the daemon's user, the tuner group) may install X: when either window holds a sample a reader
+//      reported, a faster X is "unconfirmed" instead — the plan is cleared, the winner stays and the entry stays
+//      stale, so a mini-sweep (5.) or a tuner's sweep measures the two itself. A reader's reports can thus start
+//      the bounded exploration of 2. but never install a winner that they alone favour. A plan whose samples do not
+//      arrive within `explore_timeout_s` is withdrawn (the entry stays stale, baseline = the winner's live median when
+//      known).
+//   4. Cool-down. After a decision (switch, unconfirmed or keep) the entry is not judged again for `cooldown_s`
+//   seconds, so
 //      a close runner-up cannot flip the winner back and forth; samples keep arriving in its window meanwhile.
 //   5. A stale entry of a single-node topology is re-measured by a local mini-sweep once the node is idle
 //      (daemon/mini_sweep.h). When an entry's measurement changes under the policy (its sweep id or time — a
@@ -49,6 +54,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "daemon/peer_auth.h"
 #include "daemon/periodic_worker.h"
 #include "db/tuning_store.h"
 
@@ -78,7 +84,7 @@ absl::Status ValidateOnlinePolicyOptions(const OnlinePolicyOptions& o);
 
 // What an evaluation did to one entry (returned for tests and logged at info).
 struct PolicyAction {
-  enum class Kind : uint8_t { kExplore, kStaleNoCandidate, kSwitch, kKeep, kWithdraw };
+  enum class Kind : uint8_t { kExplore, kStaleNoCandidate, kSwitch, kUnconfirmed, kKeep, kWithdraw };
   Kind kind;
   std::string fingerprint;
   db::EntryKey key;
@@ -103,9 +109,10 @@ class OnlinePolicy {
   OnlinePolicy(const OnlinePolicy&) = delete;
   OnlinePolicy& operator=(const OnlinePolicy&) = delete;
 
-  // Live samples of a topology (canonical configuration strings), as accepted by ReportTimings. Samples over
-  // max_pending or without a positive, finite duration are dropped (counted in dropped()).
-  void Observe(const std::string& fingerprint, absl::Span<const db::LiveSample> samples);
+  // Live samples of a topology (canonical configuration strings), as accepted by ReportTimings from a caller of
+  // role `reporter`. Samples over max_pending or without a positive, finite duration are dropped (counted in
+  // dropped()).
+  void Observe(const std::string& fingerprint, absl::Span<const db::LiveSample> samples, Role reporter);
   // Takes the queued samples into the windows and judges every entry that has samples; returns what it did.
   absl::StatusOr<std::vector<PolicyAction>> Evaluate(absl::Time now = absl::Now());
 
@@ -120,7 +127,13 @@ class OnlinePolicy {
 
  private:
   struct Window {
-    std::deque<double> us;  // most recent last
+    std::deque<double> us;       // most recent last
+    std::deque<bool> by_reader;  // per sample of `us`: reported by a reader (not a tuner)
+    bool AnyReader() const;
+  };
+  struct Pending {
+    db::LiveSample sample;
+    Role reporter;
   };
   struct EntryState {
     std::map<std::string, Window> by_config;
@@ -133,7 +146,7 @@ class OnlinePolicy {
   };
 
   static std::string KeyId(const db::EntryKey& k);
-  void Add(EntryState& st, const std::string& config, double us);
+  void Add(EntryState& st, const std::string& config, double us, Role reporter);
   // Judges one entry; fills `out` (a replacement entry) and returns the action when the entry changes.
   std::optional<PolicyAction> Judge(const std::string& fp, const db::TunedEntry& e, EntryState& st, absl::Time now,
                                     db::TunedEntry* out);
@@ -143,7 +156,7 @@ class OnlinePolicy {
   const OnlinePolicyOptions options_;
 
   absl::Mutex mu_;
-  std::map<std::string, std::vector<db::LiveSample>> pending_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<Pending>> pending_ ABSL_GUARDED_BY(mu_);
   size_t pending_count_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::map<std::string, TopologyState> state_;  // Evaluate() only

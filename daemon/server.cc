@@ -172,8 +172,8 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
                                            config.mini_sweep);
   if (config.online.enabled) {
     OnlinePolicy* policy = s->policy_.get();
-    s->handlers_->SetLiveObserver(
-        [policy](const std::string& fp, absl::Span<const db::LiveSample> samples) { policy->Observe(fp, samples); });
+    s->handlers_->SetLiveObserver([policy](const std::string& fp, absl::Span<const db::LiveSample> samples,
+                                           Role reporter) { policy->Observe(fp, samples, reporter); });
   }
   auto auth = Authorizer::Create(&s->peers_, ::geteuid(), config.tuner_group, config.tls_tuner_names);
   if (!auth.ok()) return auth.status();

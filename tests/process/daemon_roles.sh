@@ -15,13 +15,10 @@ daemon=""
 trap '[[ -n $daemon ]] && kill "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; [[ -f $tmp/tuned.log ]] && tail -20 "$tmp/tuned.log" >&2; exit 1; }
 
-for g in hcclt-sock hcclt-tuners; do getent group "$g" >/dev/null || groupadd --system "$g"; done
-user() {  # user NAME GROUPS: a system user without a home, in GROUPS (comma-separated)
-  getent passwd "$1" >/dev/null || useradd --system --no-create-home --shell /usr/sbin/nologin "$1"
-  usermod -G "$2" "$1"
-}
-user hcclt-reader hcclt-sock
-user hcclt-tuner hcclt-sock,hcclt-tuners
+source "$(dirname "$0")/test_users.sh"
+ensure_groups hcclt-sock hcclt-tuners
+ensure_user hcclt-reader hcclt-sock
+ensure_user hcclt-tuner hcclt-sock,hcclt-tuners
 reader_uid=$(id -u hcclt-reader)
 tuner_uid=$(id -u hcclt-tuner)
 

@@ -5,7 +5,9 @@
 #  - be moved by the daemon's online policy: a version with an exploration plan, then a version whose winner is
 #    one_shot; the job's calls use one_shot from then on (its per-call configuration log),
 #  - make the identical choice on every rank for every call, and get every result right;
-# the same job with HCCL_TUNE_MODE=static must stay on ring for every call (while the daemon does publish).
+# the same job with HCCL_TUNE_MODE=static must stay on ring for every call (while the daemon does publish);
+# the same job run by a reader (an ordinary user in the socket's group; root only) makes the daemon explore, but its
+# reports alone never install one_shot: the decision is logged "unconfirmed" and ring stays the winner.
 # Usage: online.sh HCCL_TUNE HCCL_TUNED ONLINE_JOB
 set -euo pipefail
 cli=$1 tuned=$2 job=$3
@@ -43,9 +45,11 @@ json.dump({"format": "hccl-tune-tables", "format_version": 1, "tables": [{
     "entries": [entry]}]}, open(path, "w"))
 PY
 
-start_daemon() {  # a fresh database holding the table above
+start_daemon() {  # [GROUP]: a fresh database holding the table above; the socket's group GROUP (default: ours)
   rm -f "$tmp/t.db"*
-  "$tuned" --socket "$tmp/d.sock" --db "$tmp/t.db" --config "$tmp/tuned.conf" --log-level info \
+  local as=()
+  [[ $# -gt 0 ]] && as=(setpriv --regid "$1" --keep-groups)
+  "${as[@]}" "$tuned" --socket "$tmp/d.sock" --db "$tmp/t.db" --config "$tmp/tuned.conf" --log-level info \
     2>>"$tmp/daemon.log" &
   pid=$!
   for _ in $(seq 100); do [[ -S $tmp/d.sock ]] && break; sleep 0.05; done
@@ -63,12 +67,16 @@ print(t["version"], t["entries"][0]["configuration"])'
 export HCCL_TUNE_DAEMON="unix:$tmp/d.sock" HCCL_TUNE_SAMPLE_RATE=1 HCCL_TUNE_SYNC_INTERVAL=16 \
   HCCL_CONNECT_TIMEOUT=30 HCCL_EXEC_TIMEOUT=60 HCCL_TUNE_LOG_LEVEL=info HCCL_TUNE_TEST_DELAY="allreduce:ring=1ms"
 calls=3000
-run_job() {  # MODE DIR
+run_job() {  # MODE DIR [USER]
   mkdir -p "$2/store"
-  local pids=()
+  local pids=() as=()
+  if [[ $# -gt 2 ]]; then
+    chown -R "$3" "$2"
+    as=(runuser -u "$3" --)
+  fi
   for r in 0 1; do
     HCCL_TUNE_MODE=$1 RANK=$r WORLD_SIZE=2 HCCL_TUNE_STORE="file://$2/store" \
-      "$job" "$calls" "$2" >"$2/out$r" 2>"$2/err$r" &
+      "${as[@]}" "$job" "$calls" "$2" >"$2/out$r" 2>"$2/err$r" &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || fail "$1 job failed: $(cat "$2"/err*)"; done
@@ -108,3 +116,29 @@ grep -q "explore" "$tmp/daemon.log" && grep -q "switch" "$tmp/daemon.log" || fai
 grep "online policy" "$tmp/daemon.log" | sed 's/^.*online policy/online policy/' | tail -4
 echo "online: calls 1..$((switch - 1)) on ring ($explored explored one_shot), calls $switch..$calls on one_shot;" \
   "daemon table v$v winner $winner; both ranks identical, every result correct"
+stop_daemon
+
+# --- a reader's job: exploration, but no switch on its reports alone ---
+if [[ $(id -u) -ne 0 ]]; then
+  echo "reader: skipped (needs root to run the job as another user)"
+  exit 0
+fi
+source "$(dirname "$0")/test_users.sh"
+ensure_groups hcclt-sock
+ensure_user hcclt-reader hcclt-sock
+chmod 0755 "$tmp"
+: >"$tmp/daemon.log"
+start_daemon hcclt-sock
+mkdir -p "$tmp/reader"
+run_job online "$tmp/reader" hcclt-reader
+read -r v winner < <(latest)
+[[ $winner == ring* ]] || fail "a reader's reports installed $winner (table version $v)"
+grep -q " explore: " "$tmp/daemon.log" || fail "the reader's regression did not start an exploration"
+grep -q " unconfirmed: " "$tmp/daemon.log" || fail "the policy did not log the unconfirmed decision"
+! grep -q " switch: " "$tmp/daemon.log" || fail "the policy switched on a reader's reports"
+last=$(tail -1 "$tmp/reader/rank0")
+[[ $last == ring* ]] || fail "the reader's job did not end on ring: $last"
+explored=$(grep -c '^one_shot' "$tmp/reader/rank0" || true)
+((explored > 0)) || fail "the reader's job ran no exploring call"
+grep "online policy" "$tmp/daemon.log" | sed 's/^.*online policy/online policy/' | tail -2
+echo "reader: $explored of $calls calls explored one_shot; daemon table v$v keeps $winner (unconfirmed)"

@@ -52,10 +52,10 @@ class OnlinePolicyTest : public ::testing::Test {
     ASSERT_TRUE(store_.PutTable(topo_, {e, other}, db::PutOptions{}).ok());
   }
 
-  void Feed(const std::string& config, double us, int n, uint64_t bytes = 8) {
+  void Feed(const std::string& config, double us, int n, uint64_t bytes = 8, Role reporter = Role::kTuner) {
     std::vector<db::LiveSample> v;
     for (int i = 0; i < n; ++i) v.push_back({Collective::kAllreduce, DataType::kFloat32, 2, bytes, config, us, 0});
-    policy_->Observe(topo_.fingerprint, v);
+    policy_->Observe(topo_.fingerprint, v, reporter);
   }
   db::TunedEntry Latest(int64_t* version = nullptr) {
     auto t = store_.GetTable(topo_.fingerprint, 0);
@@ -120,6 +120,42 @@ TEST_F(OnlinePolicyTest, RegressionPublishesPlanThenFasterCandidateWins) {
   // The new winner at its own baseline is healthy.
   Feed(kOneShot, 14.5, 40);
   EXPECT_TRUE(Eval().empty());
+}
+
+// A reader (any job's user) may start the exploration, but its reports alone never install the candidate: whether
+// the reader reported the winner's slowdown, the candidate's speed, or both, a faster candidate is "unconfirmed",
+// the winner stays and the entry stays stale (for a mini-sweep or a tuner's sweep to measure).
+TEST_F(OnlinePolicyTest, ReadersReportsNeverInstallAWinner) {
+  struct Case {
+    Role winner_reports, candidate_reports;
+  };
+  for (const Case& c :
+       {Case{Role::kReader, Role::kReader}, Case{Role::kTuner, Role::kReader}, Case{Role::kReader, Role::kTuner}}) {
+    SetUp();
+    Feed(kRing, 25, 40, 8, c.winner_reports);  // a regression, as a reader may report one
+    auto actions = Eval();
+    ASSERT_EQ(actions.size(), 1u);
+    EXPECT_EQ(actions[0].kind, PolicyAction::Kind::kExplore);
+    int64_t planned = 0;
+    Latest(&planned);
+    Feed(kOneShot, 1, 20, 8, c.candidate_reports);  // "the runner-up is 25x faster"
+    Feed(kRing, 25, 20, 8, c.winner_reports);
+    actions = Eval();
+    ASSERT_EQ(actions.size(), 1u);
+    EXPECT_EQ(actions[0].kind, PolicyAction::Kind::kUnconfirmed);
+    EXPECT_EQ(PolicyActionName(actions[0].kind), "unconfirmed");
+    int64_t v = 0;
+    const db::TunedEntry e = Latest(&v);
+    EXPECT_EQ(v, planned + 1);
+    EXPECT_EQ(e.configuration, kRing);
+    EXPECT_EQ(e.runner_up, kOneShot);
+    EXPECT_TRUE(e.stale);
+    EXPECT_TRUE(e.explore.empty());
+    EXPECT_DOUBLE_EQ(e.rank_time_us, 10);  // the swept baseline is kept
+    // Cool-down: the same reports right after do not start another plan.
+    Feed(kRing, 25, 40, 8, c.winner_reports);
+    EXPECT_TRUE(Eval().empty());
+  }
 }
 
 TEST_F(OnlinePolicyTest, SlowerCandidateKeepsWinnerWithNewBaseline) {
@@ -244,7 +280,7 @@ TEST(OnlinePolicyFloor, SmallAbsoluteSlowdownsAreNotRegressionsWithAFloor) {
   ASSERT_TRUE(store.PutTable(topo, {e}, {}).ok());
   auto feed = [&](double us) {
     std::vector<db::LiveSample> v(40, db::LiveSample{Collective::kAllreduce, DataType::kFloat32, 2, 8, kRing, us, 0});
-    policy.Observe(topo.fingerprint, v);
+    policy.Observe(topo.fingerprint, v, Role::kTuner);
   };
   feed(3.2);  // 4.6x the baseline but only 2.5 us above it: a tight loop's skew, not a regression
   auto r = policy.Evaluate();
