@@ -9,6 +9,13 @@ find_package(Protobuf 3.21 MODULE REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(OpenSSL REQUIRED)          # SHA-256 for the topology fingerprint
+# The HTTP server of hccl-tuned's /metrics (daemon/metrics_http.cc). Found by hand: libcivetweb-dev ships no
+# pkg-config file, and its CMake config also requires the civetweb executable (another package).
+find_path(CIVETWEB_INCLUDE_DIR civetweb.h REQUIRED)
+find_library(CIVETWEB_LIBRARY civetweb REQUIRED)
+add_library(Civetweb::civetweb INTERFACE IMPORTED)
+target_include_directories(Civetweb::civetweb INTERFACE ${CIVETWEB_INCLUDE_DIR})
+target_link_libraries(Civetweb::civetweb INTERFACE ${CIVETWEB_LIBRARY} ${CMAKE_DL_LIBS})
 find_package(nlohmann_json 3 CONFIG REQUIRED)
 find_package(CLI11 CONFIG QUIET)
 if(NOT CLI11_FOUND)

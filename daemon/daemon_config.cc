@@ -112,6 +112,11 @@ absl::Status ApplyConfigText(absl::string_view text, absl::string_view origin, D
     } else if (key == "ingest_queue_samples") {
       if (absl::Status s = int_value(1024, 1 << 24, &n); !s.ok()) return s;
       c->ingest_queue_samples = static_cast<size_t>(n);
+    } else if (key == "metrics_port") {
+      if (absl::Status s = int_value(0, 65535, &n); !s.ok()) return s;
+      c->metrics_port = static_cast<int>(n);
+    } else if (key == "metrics_address") {
+      c->metrics_address = value;
     } else if (key == "sweep_command") {
       c->sweep_command = std::string(value);
     } else if (key == "max_message_bytes") {
@@ -201,6 +206,8 @@ std::vector<std::string> ChangedConfigKeys(const DaemonConfig& a, const DaemonCo
   check("ingest_queue_samples", a.ingest_queue_samples == b.ingest_queue_samples);
   check("max_message_bytes", a.max_message_bytes == b.max_message_bytes);
   check("sweep_command", a.sweep_command == b.sweep_command);
+  check("metrics_port", a.metrics_port == b.metrics_port);
+  check("metrics_address", a.metrics_address == b.metrics_address);
   check("online_policy", x.enabled == y.enabled);
   check("online_regression_ratio", x.regression_ratio == y.regression_ratio);
   check("online_min_samples", x.min_samples == y.min_samples);

@@ -5,12 +5,13 @@
 // error naming the file and line. Keys: socket, listen, insecure_listen (on|off), tls_cert, tls_key,
 // tls_client_ca, tls_tuner_names, tuner_group,
 // db, log_level, max_versions, ingest_queue_samples,
-// max_message_bytes, sweep_command, and the online policy's (daemon/online_policy.h; docs/ENVIRONMENT.md lists
-// defaults): online_policy (on|off), online_regression_ratio, online_min_samples, online_window,
-// online_explore_every, online_explore_calls, online_explore_max_ratio, online_explore_min_samples,
-// online_interval_ms, online_explore_timeout_s, online_cooldown_s, online_min_regression_us; and the mini-sweeps'
-// (daemon/mini_sweep.h): mini_sweep (on|off), mini_sweep_idle_s, mini_sweep_max_per_hour. SIGHUP re-reads the file:
-// log_level applies at once, the rest at the next start (the daemon logs a warning naming each such changed key).
+// max_message_bytes, sweep_command, metrics_port (0 = no /metrics), metrics_address, and the online policy's
+// (daemon/online_policy.h; docs/ENVIRONMENT.md lists defaults): online_policy (on|off), online_regression_ratio,
+// online_min_samples, online_window, online_explore_every, online_explore_calls, online_explore_max_ratio,
+// online_explore_min_samples, online_interval_ms, online_explore_timeout_s, online_cooldown_s,
+// online_min_regression_us; and the mini-sweeps' (daemon/mini_sweep.h): mini_sweep (on|off), mini_sweep_idle_s,
+// mini_sweep_max_per_hour. SIGHUP re-reads the file: log_level applies at once, the rest at the next start (the daemon
+// logs a warning naming each such changed key).
 #pragma once
 
 #include <string>
@@ -42,7 +43,9 @@ struct DaemonConfig {
   int max_versions = 16;
   size_t ingest_queue_samples = 262144;
   int max_message_bytes = 4 << 20;
-  std::string sweep_command;  // hccl-tune binary for daemon-run sweeps; "" = the one beside hccl-tuned
+  std::string sweep_command;                  // hccl-tune binary for daemon-run sweeps; "" = the one beside hccl-tuned
+  int metrics_port = 0;                       // Prometheus /metrics over HTTP (daemon/metrics_http.h); 0 = off
+  std::string metrics_address = "127.0.0.1";  // where /metrics listens
   OnlinePolicyOptions online;
   MiniSweepOptions mini_sweep;  // runs only while the online policy is on
 };

@@ -282,6 +282,12 @@ absl::StatusOr<std::string> TunerHandlers::CanonicalConfiguration(const std::str
 }
 
 absl::Status TunerHandlers::ReportBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp, Role reporter) {
+  absl::Status s = AcceptBatch(batch, resp, reporter);
+  if (!s.ok()) report_errors_.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+absl::Status TunerHandlers::AcceptBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp, Role reporter) {
   auto topology = Resolve(batch.topology());
   if (!topology.ok()) return topology.status();
   const std::string& fp = topology->fingerprint;

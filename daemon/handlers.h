@@ -56,6 +56,8 @@ class TunerHandlers {
   absl::Status DeleteTable(const v1::DeleteTableRequest& req, v1::DeleteTableResponse* resp);
   absl::Status Rollback(const v1::RollbackRequest& req, v1::RollbackResponse* resp);
   absl::Status Status(const v1::StatusRequest& req, v1::StatusResponse* resp);
+  // ReportTimings batches refused as bad input so far (ReportBatch errors).
+  uint64_t report_errors() const { return report_errors_.load(std::memory_order_relaxed); }
   // One batch of a ReportTimings stream from a caller of role `reporter`; adds to the totals in `resp`.
   absl::Status ReportBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp,
                            Role reporter = Role::kReader);
@@ -109,6 +111,7 @@ class TunerHandlers {
   void StreamEnded() { --streams_; }
 
  private:
+  absl::Status AcceptBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp, Role reporter);
   // The latest table of a topology, from the cache or the store. NotFound when there is none.
   absl::StatusOr<std::shared_ptr<const db::Table>> Latest(const std::string& fingerprint);
   // The key a request's topology is stored under, with its JSON in the current format when the request had one
@@ -126,6 +129,7 @@ class TunerHandlers {
   LiveIngest* const ingest_;
   const HandlerLimits limits_;
   LiveObserver observer_;
+  std::atomic<uint64_t> report_errors_{0};
   ChangeObserver change_observer_;
   std::string exports_dir_;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();

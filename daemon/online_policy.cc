@@ -261,6 +261,7 @@ absl::StatusOr<std::vector<PolicyAction>> OnlinePolicy::Evaluate(absl::Time now)
     ++published_;
     for (PolicyAction& a : mine) {
       a.version = *version;
+      by_kind_[static_cast<int>(a.kind)].fetch_add(1, std::memory_order_relaxed);
       Log(LogLevel::kInfo, "online policy: table ", fp, " v", *version, ": ", Describe(a.key), " ",
           PolicyActionName(a.kind), ": winner ", a.winner, " live ", a.winner_live_us, " us (baseline ", a.baseline_us,
           " us)", a.candidate.empty() ? "" : absl::StrCat("; candidate ", a.candidate),
@@ -274,6 +275,14 @@ absl::StatusOr<std::vector<PolicyAction>> OnlinePolicy::Evaluate(absl::Time now)
   }
   if (!first_error.ok() && actions.empty()) return first_error;
   return actions;
+}
+
+std::vector<std::pair<std::string, uint64_t>> OnlinePolicy::ActionCounts() const {
+  std::vector<std::pair<std::string, uint64_t>> out;
+  for (int k = 0; k < kKinds; ++k) {
+    out.emplace_back(PolicyActionName(static_cast<PolicyAction::Kind>(k)), by_kind_[k].load(std::memory_order_relaxed));
+  }
+  return out;
 }
 
 void OnlinePolicy::Start() {

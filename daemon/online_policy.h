@@ -121,6 +121,8 @@ class OnlinePolicy {
   void Stop();
 
   uint64_t dropped() const { return dropped_.load(); }
+  // Decisions published so far, per kind (PolicyActionName), every kind listed.
+  std::vector<std::pair<std::string, uint64_t>> ActionCounts() const;
   uint64_t versions_published() const { return published_.load(); }
   // Publishes refused because the table changed between read and write (judged again next time).
   uint64_t publish_conflicts() const { return conflicts_.load(); }
@@ -161,6 +163,8 @@ class OnlinePolicy {
 
   std::map<std::string, TopologyState> state_;  // Evaluate() only
   std::atomic<uint64_t> dropped_{0}, published_{0}, conflicts_{0};
+  static constexpr int kKinds = 6;  // PolicyAction::Kind values
+  std::atomic<uint64_t> by_kind_[kKinds] = {};
   PeriodicWorker worker_;  // last member: stopped before the state it uses goes away
 };
 

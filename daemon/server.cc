@@ -170,10 +170,15 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
   // Mini-sweeps re-measure what the policy marked stale (single-node topologies, idle node).
   s->mini_ = std::make_unique<MiniSweeper>(s->store_.get(), publish, s->sweeps_.get(), &s->handlers_->activity(),
                                            config.mini_sweep);
-  if (config.online.enabled) {
-    OnlinePolicy* policy = s->policy_.get();
-    s->handlers_->SetLiveObserver([policy](const std::string& fp, absl::Span<const db::LiveSample> samples,
-                                           Role reporter) { policy->Observe(fp, samples, reporter); });
+  if (config.metrics_port > 0) s->metrics_ = std::make_unique<Metrics>(s->MetricsSources());
+  OnlinePolicy* policy = config.online.enabled ? s->policy_.get() : nullptr;
+  Metrics* metrics = s->metrics_.get();
+  if (policy != nullptr || metrics != nullptr) {
+    s->handlers_->SetLiveObserver(
+        [policy, metrics](const std::string& fp, absl::Span<const db::LiveSample> samples, Role reporter) {
+          if (policy != nullptr) policy->Observe(fp, samples, reporter);
+          if (metrics != nullptr) metrics->Observe(fp, samples);
+        });
   }
   auto auth = Authorizer::Create(&s->peers_, ::geteuid(), config.tuner_group, config.tls_tuner_names);
   if (!auth.ok()) return auth.status();
@@ -209,6 +214,12 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
     s->sweeps_->set_daemon_target(
         absl::StrCat(host == "0.0.0.0" || host == "[::]" ? "localhost" : host, ":", s->tcp_port_));
   }
+  if (s->metrics_ != nullptr) {
+    auto http = MetricsHttp::Start(s->metrics_.get(), config.metrics_address, config.metrics_port);
+    if (!http.ok()) return http.status();
+    s->metrics_http_ = *std::move(http);
+    Log(LogLevel::kInfo, "metrics on ", s->metrics_http_->url());
+  }
   if (s->unix_ != nullptr) s->unix_->Serve(s->server_.get(), &s->peers_);
   s->policy_->Start();
   if (config.online.enabled) s->mini_->Start();
@@ -222,6 +233,7 @@ void TunerServer::Stop(absl::Duration drain) {
   stopped_ = true;
   // No new mini-sweep; a running sweep (a mini-sweep too) stops first: it reports its cancelled state through
   // this server.
+  metrics_http_.reset();  // no scrape reads the parts below while they stop
   if (mini_) mini_->Stop();
   if (sweeps_) sweeps_->Shutdown();
   if (handlers_) handlers_->Shutdown();  // watch streams end, new ones are refused
@@ -253,5 +265,39 @@ void TunerServer::Stop(absl::Duration drain) {
 }
 
 TunerServer::~TunerServer() { Stop(absl::ZeroDuration()); }
+
+Metrics::Sources TunerServer::MetricsSources() {
+  Metrics::Sources src;
+  db::TuningStore* store = store_.get();
+  src.table_versions = [store] {
+    std::vector<std::pair<std::string, int64_t>> out;
+    auto tables = store->ListTables();
+    if (tables.ok()) {
+      for (const db::TableSummary& t : *tables) out.emplace_back(t.topology.fingerprint, t.latest_version);
+    }
+    return out;
+  };
+  OnlinePolicy* policy = policy_.get();
+  src.online_actions = [policy] { return policy->ActionCounts(); };
+  SweepRunner* sweeps = sweeps_.get();
+  src.running_sweeps = [sweeps] {
+    std::vector<Metrics::Sweep> out;
+    const std::string id = sweeps->running_id();
+    uint64_t seq = 0;
+    v1::SweepProgress p;
+    if (!id.empty() && sweeps->Wait(id, &seq, absl::ZeroDuration(), &p).value_or(false)) {
+      out.push_back({id, p.total() > 0 ? static_cast<double>(p.done()) / static_cast<double>(p.total()) : 0.0});
+    }
+    return out;
+  };
+  LiveIngest* ingest = ingest_.get();
+  src.dropped_samples = [ingest, policy] {
+    return std::vector<std::pair<std::string, uint64_t>>{{"ingest_queue", ingest->dropped()},
+                                                         {"online_policy", policy->dropped()}};
+  };
+  TunerHandlers* handlers = handlers_.get();
+  src.report_errors = [handlers] { return handlers->report_errors(); };
+  return src;
+}
 
 }  // namespace hccltune::daemon

@@ -18,6 +18,8 @@
 #include "daemon/grpc_service.h"
 #include "daemon/handlers.h"
 #include "daemon/live_ingest.h"
+#include "daemon/metrics.h"
+#include "daemon/metrics_http.h"
 #include "daemon/mini_sweep.h"
 #include "daemon/online_policy.h"
 #include "daemon/peer_exports.h"
@@ -49,6 +51,7 @@ class TunerServer {
  private:
   TunerServer() = default;
   absl::Status TakeSocket();
+  Metrics::Sources MetricsSources();
 
   DaemonConfig config_;
   int lock_fd_ = -1;
@@ -62,7 +65,9 @@ class TunerServer {
   std::unique_ptr<SweepRunner> sweeps_;
   std::unique_ptr<OnlinePolicy> policy_;
   std::unique_ptr<MiniSweeper> mini_;
-  PeerRegistry peers_;  // the unix socket's callers (SO_PEERCRED)
+  std::unique_ptr<Metrics> metrics_;           // only with metrics_port
+  std::unique_ptr<MetricsHttp> metrics_http_;  // serves metrics_
+  PeerRegistry peers_;                         // the unix socket's callers (SO_PEERCRED)
   std::unique_ptr<Authorizer> auth_;
   std::unique_ptr<UnixListener> unix_;
   std::unique_ptr<TunerService> service_;

@@ -31,6 +31,9 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev mpich libmpich-dev ltrace
   # tests/launchers/: a one-node Slurm started by the test (srun, slurmctld, slurmd, sinfo) and its munge
   slurm-wlm munge
+  # hccl-tuned's /metrics endpoint (daemon/metrics_http.cc): an embedded HTTP server; its test scrapes it with a
+  # real Prometheus server
+  libcivetweb-dev prometheus
   # tests: process and network tooling; openssl makes the certificates of the daemon's TLS test
   iproute2 procps util-linux openssl
   # tests of the emulated cluster (deploy/cluster/): JSON checks
