@@ -2,7 +2,7 @@
 """An MPI library's own choice against the exported choice, paired inside each launch.
 
 Usage: peer_paired_compare.py BENCH --runtime openmpi|mpich --hccl-tune HCCL_TUNE --db DB [--ranks 4] [--reps 5]
-                              [--rounds 8] [--colls ...] [--min 8] [--max 67108864] [--control]
+                              [--rounds N] [--colls ...] [--min 8] [--max 67108864] [--control]
 
 What the exported file chooses at each size is read from the table it was exported from (`hccl-tune show --db DB
 --json`) with the exporters' own rule: a range won by the library's own choice, or by less than 5% over it in the
