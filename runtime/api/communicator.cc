@@ -17,6 +17,7 @@
 #include "runtime/bootstrap/rank_table.h"
 #include "runtime/bootstrap/tcp_store.h"
 #include "runtime/common/host.h"
+#include "runtime/common/job_auth.h"
 #include "runtime/common/logging.h"
 #include "runtime/topology/topology.h"
 #include "runtime/transport/registry/devices.h"
@@ -406,6 +407,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(cons
   }
   const int rank = *env.rank, size = *env.world_size;
   const absl::Duration timeout = absl::Seconds(env.connect_timeout_s);
+  auto auth = LoadJobAuth(env);
+  if (!auth.ok()) return auth.status();
   std::shared_ptr<Store> store;
   if (env.store.rfind("tcp://", 0) == 0) {
     const std::string hp = env.store.substr(6);
@@ -416,7 +419,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(cons
       return absl::InvalidArgumentError(
           absl::StrCat("HCCL_TUNE_STORE='", env.store, "': expected tcp://HOST:PORT with a PORT from 1 to 65535"));
     }
-    auto client = ConnectTcpStore(hp.substr(0, colon), port, timeout);
+    auto client = ConnectTcpStore(hp.substr(0, colon), port, timeout, *auth);
     if (!client.ok()) return client.status();
     store = *client;
   } else if (!env.store.empty()) {
@@ -454,11 +457,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(cons
     std::unique_ptr<TcpStoreServer> served;
     if (rank == 0) {
       // Only the master address when it is one of this host's (StoreListenAddress says why not otherwise).
-      auto server = TcpStoreServer::Start(StoreListenAddress(host), port);
+      auto server = TcpStoreServer::Start(StoreListenAddress(host), port, {}, *auth);
       if (!server.ok()) return server.status();
       served = *std::move(server);
     }
-    auto client = ConnectTcpStore(host, port, timeout);
+    auto client = ConnectTcpStore(host, port, timeout, *auth);
     if (!client.ok()) return client.status();
     return CreateServed(rank, size, std::make_shared<ServedStore>(std::move(served), *client), env);
   }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "runtime/common/job_auth.h"
 #include "runtime/common/logging.h"
 #include "runtime/net/interfaces.h"
 #include "runtime/net/socket_io.h"
@@ -136,10 +137,12 @@ absl::StatusOr<std::shared_ptr<ServedStore>> PmiRendezvous(const Environment& en
   std::unique_ptr<TcpStoreServer> served;
   int port = 0;
   if (!known.empty()) absl::SimpleAtoi(known.substr(known.rfind(':') + 1), &port);
+  auto auth = LoadJobAuth(env);
+  if (!auth.ok()) return auth.status();
   if (env.rank.value_or(0) == 0) {
     // All interfaces: no master address is given here. Rank 0 publishes its host name, which each node resolves
     // itself, so no one of this host's addresses is known to be the one the other ranks reach.
-    auto server = TcpStoreServer::Start("0.0.0.0", port);
+    auto server = TcpStoreServer::Start("0.0.0.0", port, {}, *auth);
     if (!server.ok()) return server.status();
     port = (*server)->port();
     served = *std::move(server);
@@ -155,7 +158,7 @@ absl::StatusOr<std::shared_ptr<ServedStore>> PmiRendezvous(const Environment& en
   if (colon == std::string::npos || !absl::SimpleAtoi(known.substr(colon + 1), &port)) {
     return absl::DataLossError(absl::StrCat("mpiexec's PMI gave rank 0's address as '", known, "'"));
   }
-  auto client = ConnectTcpStore(known.substr(0, colon), port, absl::Seconds(env.connect_timeout_s));
+  auto client = ConnectTcpStore(known.substr(0, colon), port, absl::Seconds(env.connect_timeout_s), *auth);
   if (!client.ok()) return client.status();
   return std::make_shared<ServedStore>(std::move(served), *client);
 }
@@ -172,13 +175,15 @@ absl::StatusOr<std::shared_ptr<ServedStore>> ConnectLauncherRendezvous(const Env
   const std::string& host = env.launcher_rdzv_host;
   const int port = env.launcher_rdzv_port.value_or(0);
   const bool serve = ServesRendezvous(env);
+  auto auth = LoadJobAuth(env);
+  if (!auth.ok()) return auth.status();
   Log(LogLevel::kInfo, "rank ", env.rank.value_or(0), ": ", env.launcher, " rendezvous at ", host, ":", port, " (",
       env.launcher_rdzv_origin, ")", serve ? ", served by this rank" : "");
   std::unique_ptr<TcpStoreServer> server;
   if (serve) {
     // Listen only on the rendezvous address when it is one of this host's addresses; a host name (Slurm's node
     // name) may resolve differently here and on the other nodes, so it keeps the wildcard.
-    auto s = TcpStoreServer::Start(StoreListenAddress(host), port);
+    auto s = TcpStoreServer::Start(StoreListenAddress(host), port, {}, *auth);
     if (!s.ok()) {
       return absl::UnavailableError(absl::StrCat("cannot serve the ", env.launcher, " rendezvous on port ", port, " (",
                                                  env.launcher_rdzv_origin, "): ", s.status().message(),
@@ -187,7 +192,7 @@ absl::StatusOr<std::shared_ptr<ServedStore>> ConnectLauncherRendezvous(const Env
     }
     server = *std::move(s);
   }
-  auto client = ConnectTcpStore(host, port, absl::Seconds(env.connect_timeout_s));
+  auto client = ConnectTcpStore(host, port, absl::Seconds(env.connect_timeout_s), *auth);
   if (!client.ok()) {
     return absl::Status(client.status().code(),
                         absl::StrCat("rank ", env.rank.value_or(0), ": no rank served the ", env.launcher,

@@ -1,7 +1,9 @@
 // The TCP rendezvous store's wire protocol and the server's data, apart from the sockets, so the parser is
 // tested and fuzzed on its own (tests/fuzz/).
 //
-//   hello (both ways):  u32 magic "HTST", u32 version. A server that refuses the connection (too many clients)
+//   hello:              client: u32 magic "HTST", u32 version, the job handshake's offer; server: u32 magic,
+//                       u32 version, the handshake's challenge; client (both holding a secret): the proof
+//                       (runtime/common/job_auth.h). A server that refuses the connection (too many clients)
 //                       answers u32 magic, u32 kRefused, then a string saying why, and closes.
 //   request:            u8 op, string key, [string value: set and add]      (string = u32 length + bytes)
 //   reply:              u8 status (1 ok/found, 0 not found), [string: get and add]
@@ -27,8 +29,8 @@
 
 namespace hccltune::store_protocol {
 
-inline constexpr uint32_t kMagic = 0x48545354;  // "HTST"
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kMagic = 0x48545354;    // "HTST"
+inline constexpr uint32_t kVersion = 2;           // 2: the job handshake
 inline constexpr uint32_t kRefused = 0xffffffff;  // the hello answer's version when the server turns a client away
 enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCheck = 4 };
 inline constexpr uint8_t kReplyError = 0xee;

@@ -18,6 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "runtime/bootstrap/store_protocol.h"
 #include "runtime/net/interfaces.h"
@@ -33,6 +34,18 @@ constexpr size_t kMaxPendingReplyBytes = 1u << 20;
 // Connections over StoreLimits::max_connections are still accepted, told why and closed; beyond this many more
 // they are closed at once.
 constexpr size_t kRefusalSlack = 64;
+
+// The client's address as the whitelist and the refusal log write it (an IPv4-mapped IPv6 address as IPv4).
+std::string PeerIp(const sockaddr_storage& from) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (from.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&from)->sin_addr, text, sizeof(text));
+  } else if (from.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&from)->sin6_addr, text, sizeof(text));
+  }
+  const std::string ip = text;
+  return ip.rfind("::ffff:", 0) == 0 && ip.find('.') != std::string::npos ? ip.substr(7) : ip;
+}
 
 absl::Status SysError(absl::string_view what) {
   return absl::UnavailableError(absl::StrCat("tcp store: ", what, ": ", std::strerror(errno)));
@@ -76,7 +89,8 @@ absl::StatusOr<sockaddr_storage> Resolve(const std::string& host, int port, sock
 // an unfinished request is refused with an error).
 class Server final : public TcpStoreServer {
  public:
-  Server(int fd, int port, const StoreLimits& limits) : listen_fd_(fd), port_(port), limits_(limits), data_(limits) {
+  Server(int fd, int port, const StoreLimits& limits, JobAuth auth)
+      : listen_fd_(fd), port_(port), limits_(limits), auth_(std::move(auth)), data_(limits) {
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
     ::fcntl(listen_fd_, F_SETFL, ::fcntl(listen_fd_, F_GETFL) | O_NONBLOCK);
     thread_ = std::thread([this] { Loop(); });
@@ -97,8 +111,12 @@ class Server final : public TcpStoreServer {
   struct Conn {
     int fd = -1;
     bool refused = false;  // over max_connections: answer the hello with kRefused, then close
-    bool greeted = false;  // the hello was checked and answered
-    bool closing = false;  // an error was queued: close once it is sent
+    bool greeted = false;  // the hello and the job handshake completed
+    int stage = 0;         // the handshake: 0 hello and offer, 1 proof
+    absl::Time handshake_until;
+    std::string peer;            // the client's address, for refusals
+    std::string offer, nonce_a;  // the handshake's, until the proof is checked
+    bool closing = false;        // an error was queued: close once it is sent
     // Closing, the reply sent: the write side is shut and input is read and dropped until EOF or this time, so
     // the kernel does not reset the connection (and discard the reply) over unread input.
     bool draining = false;
@@ -121,11 +139,12 @@ class Server final : public TcpStoreServer {
         const bool read = MayRead(c) || c.draining;
         fds.push_back({c.fd, static_cast<short>((read ? POLLIN : 0) | (c.out.empty() ? 0 : POLLOUT)), 0});
       }
-      if (::poll(fds.data(), fds.size(), 1000) <= 0) continue;
+      // A timeout goes on too: quiet connections past their handshake or drain deadline are closed below.
+      if (::poll(fds.data(), fds.size(), 1000) < 0) continue;
       std::vector<Conn> alive;
       for (size_t i = 2; i < fds.size(); ++i) {
         Conn& c = clients_[i - 2];
-        if (fds[i].revents == 0 ? !(c.draining && absl::Now() > c.drain_until) : Progress(c)) {
+        if (fds[i].revents == 0 ? Idle(c) : Progress(c)) {
           alive.push_back(std::move(c));
         } else {
           buffered_ -= std::min(buffered_, c.in.size() + c.out.size());
@@ -137,10 +156,29 @@ class Server final : public TcpStoreServer {
     }
   }
 
+  // False when a quiet connection is to be closed: its drain time is over, or its handshake's.
+  bool Idle(Conn& c) const {
+    if (c.draining) return absl::Now() <= c.drain_until;
+    if (c.greeted || c.closing || absl::Now() <= c.handshake_until) return true;
+    NoteRefusal(Listener(), c.peer,
+                absl::StrCat("no complete hello and handshake within ", kHandshakeTimeoutMs, " ms"));
+    return false;
+  }
+
+  std::string Listener() const { return absl::StrCat("tcp store (port ", port_, ")"); }
+
   void Accept(std::vector<Conn>& alive) {
     while (true) {
-      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      sockaddr_storage from{};
+      socklen_t len = sizeof(from);
+      int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) break;
+      const std::string peer = PeerIp(from);
+      if (!auth_.Whitelisted(peer)) {
+        NoteRefusal(Listener(), peer, absl::StrCat("its address is not in ", auth_.whitelist_file));
+        ::close(fd);
+        continue;
+      }
       if (alive.size() >= limits_.max_connections + kRefusalSlack) {
         ::close(fd);
         continue;
@@ -149,6 +187,8 @@ class Server final : public TcpStoreServer {
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       Conn c;
       c.fd = fd;
+      c.peer = peer;
+      c.handshake_until = absl::Now() + absl::Milliseconds(kHandshakeTimeoutMs);
       c.refused = alive.size() >= limits_.max_connections;
       alive.push_back(std::move(c));
     }
@@ -223,26 +263,64 @@ class Server final : public TcpStoreServer {
     c.closing = true;
   }
 
+  // The hello and the job handshake (store_protocol.h): the hello with the offer, then (both holding a secret)
+  // the proof. A client that fails a check is closed and logged once per address.
   void Greet(Conn& c) {
-    if (c.in.size() < 8) return;
-    uint32_t hello[2];
-    std::memcpy(hello, c.in.data(), sizeof(hello));
-    c.in.erase(0, 8);
-    if (hello[0] != kMagic || hello[1] != kVersion) {
-      c.in.clear();  // not one of ours: it sees EOF
-      c.closing = true;
-      return;
+    if (c.stage == 0) {
+      if (c.in.size() < 9) return;
+      uint32_t hello[2];
+      std::memcpy(hello, c.in.data(), sizeof(hello));
+      const size_t offer_bytes = 1 + OfferRestBytes(static_cast<uint8_t>(c.in[8]));
+      if (hello[0] != kMagic || hello[1] != kVersion) {
+        NoteRefusal(Listener(), c.peer,
+                    absl::StrFormat("not an hccl-tune store client of protocol version %u "
+                                    "(magic 0x%08x, version %u)",
+                                    kVersion, hello[0], hello[1]));
+        return Close(c);
+      }
+      if (c.refused) {
+        const uint32_t no[2] = {kMagic, kRefused};
+        c.out.append(reinterpret_cast<const char*>(no), sizeof(no));
+        PutString(c.out, absl::StrCat("tcp store: the server serves ", limits_.max_connections,
+                                      " connections at most and has that many"));
+        c.closing = true;
+        return;
+      }
+      if (c.in.size() < 8 + offer_bytes) return;
+      c.offer = c.in.substr(8, offer_bytes);
+      c.in.erase(0, 8 + offer_bytes);
+      AcceptorStep step = AnswerOffer(auth_, c.offer, "tcp store");
+      if (step.reply.empty()) {
+        NoteRefusal(Listener(), c.peer, step.verdict.message());
+        return Close(c);
+      }
+      c.out.append(reinterpret_cast<const char*>(hello), sizeof(hello));
+      c.out += step.reply;
+      if (!step.verdict.ok()) {
+        NoteRefusal(Listener(), c.peer, step.verdict.message());
+        c.in.clear();
+        c.closing = true;  // the challenge tells the client why; then close
+        return;
+      }
+      c.nonce_a = step.nonce_a;
+      c.stage = 1;
+      c.greeted = !auth_.has_secret();
     }
-    if (c.refused) {
-      const uint32_t no[2] = {kMagic, kRefused};
-      c.out.append(reinterpret_cast<const char*>(no), sizeof(no));
-      PutString(c.out, absl::StrCat("tcp store: the server serves ", limits_.max_connections,
-                                    " connections at most and has that many"));
-      c.closing = true;
-      return;
+    if (c.greeted || c.in.size() < kMacBytes) return;
+    absl::Status proof =
+        CheckProof(auth_, c.offer, c.nonce_a, absl::string_view(c.in).substr(0, kMacBytes), "tcp store");
+    c.in.erase(0, kMacBytes);
+    if (!proof.ok()) {
+      NoteRefusal(Listener(), c.peer, proof.message());
+      return Close(c);
     }
-    c.out.append(reinterpret_cast<const char*>(hello), sizeof(hello));
     c.greeted = true;
+  }
+
+  // Closes without a reply (the client sees EOF).
+  static void Close(Conn& c) {
+    c.in.clear();
+    c.closing = true;
   }
 
   // Answers the complete requests in c.in while the client's unsent replies stay under their bound.
@@ -274,6 +352,7 @@ class Server final : public TcpStoreServer {
   int listen_fd_;
   int port_;
   const StoreLimits limits_;
+  const JobAuth auth_;
   int wake_[2] = {-1, -1};
   std::atomic<bool> stop_{false};
   // Only the server thread touches these until it is joined.
@@ -389,7 +468,7 @@ class Client final : public Store {
 std::string StoreListenAddress(const std::string& host) { return IsLocalAddress(host) ? host : "0.0.0.0"; }
 
 absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std::string& host, int port,
-                                                                      const StoreLimits& limits) {
+                                                                      const StoreLimits& limits, JobAuth auth) {
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("tcp store: cannot listen on ", host, ":", port, ": a port is 1-65535 (0 = any free port)"));
@@ -416,10 +495,56 @@ absl::StatusOr<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(const std:
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &blen);
   const int actual = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                                        : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  return std::unique_ptr<TcpStoreServer>(std::make_unique<Server>(fd, actual, limits));
+  return std::unique_ptr<TcpStoreServer>(std::make_unique<Server>(fd, actual, limits, std::move(auth)));
 }
 
-absl::StatusOr<std::shared_ptr<Store>> ConnectTcpStore(const std::string& host, int port, absl::Duration timeout) {
+namespace {
+
+// The client's side of the hello and the job handshake on a connected socket: the store client, or why not.
+absl::StatusOr<std::shared_ptr<Store>> GreetServer(int fd, const std::string& where, const JobAuth& auth) {
+  std::string nonce_c;
+  std::string hello(reinterpret_cast<const char*>(&kMagic), 4);
+  hello.append(reinterpret_cast<const char*>(&kVersion), 4);
+  hello += MakeOffer(auth, &nonce_c);
+  uint32_t answer[2] = {0, 0};
+  if (!SendAll(fd, hello.data(), hello.size()) || !RecvAll(fd, answer, sizeof(answer))) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tcp store: ", where,
+                     " closed the connection without answering the hello: not an hccl-tune rendezvous "
+                     "server of protocol version ",
+                     kVersion,
+                     " (another service on that port, e.g. torch's TCPStore?), or it "
+                     "refused this process (its log says why: this host's address outside its HCCL_WHITELIST_FILE?)"));
+  }
+  std::string why;
+  bool over = false;
+  if (answer[0] == kMagic && answer[1] == kRefused && ReadStr(fd, why, kMaxMessageBytes, &over)) {
+    return absl::ResourceExhaustedError(absl::StrCat(why, " (server ", where, ")"));
+  }
+  if (answer[0] != kMagic || answer[1] != kVersion) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tcp store: ", where, " is not an hccl-tune rendezvous server of protocol version ", kVersion,
+                     " (another service on that port, e.g. torch's TCPStore?)"));
+  }
+  std::string challenge(1, '\0');
+  if (RecvAll(fd, challenge.data(), 1)) {
+    challenge.resize(1 + ChallengeRestBytes(static_cast<uint8_t>(challenge[0])));
+    if (challenge.size() > 1 && !RecvAll(fd, challenge.data() + 1, challenge.size() - 1)) challenge.resize(1);
+  } else {
+    challenge.clear();
+  }
+  auto proof = CheckChallenge(auth, nonce_c, challenge, "tcp store", absl::StrCat("the rendezvous server at ", where));
+  if (!proof.ok()) return absl::Status(proof.status().code(), absl::StrCat("tcp store: ", proof.status().message()));
+  if (!proof->empty() && !SendAll(fd, proof->data(), proof->size())) {
+    return SysError(absl::StrCat("the handshake's proof to ", where));
+  }
+  return std::shared_ptr<Store>(std::make_shared<Client>(fd, where));
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<Store>> ConnectTcpStore(const std::string& host, int port, absl::Duration timeout,
+                                                       const JobAuth& auth) {
   if (port < 1 || port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("tcp store: cannot connect to ", host, ":", port, ": a port is 1-65535"));
@@ -441,21 +566,9 @@ absl::StatusOr<std::shared_ptr<Store>> ConnectTcpStore(const std::string& host, 
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       timeval tv{static_cast<time_t>(absl::ToInt64Seconds(timeout)) + 5, 0};
       ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-      uint32_t hello[2] = {kMagic, kVersion}, answer[2] = {0, 0};
-      if (SendAll(fd, hello, sizeof(hello)) && RecvAll(fd, answer, sizeof(answer)) && answer[0] == kMagic &&
-          answer[1] == kVersion) {
-        return std::shared_ptr<Store>(std::make_shared<Client>(fd, where));
-      }
-      std::string why;
-      bool over = false;
-      if (answer[0] == kMagic && answer[1] == kRefused && ReadStr(fd, why, kMaxMessageBytes, &over)) {
-        ::close(fd);
-        return absl::ResourceExhaustedError(absl::StrCat(why, " (server ", where, ")"));
-      }
-      ::close(fd);
-      return absl::FailedPreconditionError(
-          absl::StrCat("tcp store: ", where, " is not an hccl-tune rendezvous server of protocol version ", kVersion,
-                       " (another service on that port, e.g. torch's TCPStore?)"));
+      auto client = GreetServer(fd, where, auth);
+      if (!client.ok()) ::close(fd);
+      return client;
     }
     ::close(fd);
     if (absl::Now() >= deadline) {

@@ -246,6 +246,25 @@ absl::Status ReadFlightRecorder(const Environment::Source& src, Environment& e) 
   }
   return absl::OkStatus();
 }
+
+// HCCL_TUNE_JOB_SECRET, HCCL_TUNE_JOB_SECRET_FILE, HCCL_WHITELIST_DISABLE, HCCL_WHITELIST_FILE.
+absl::Status ReadJobAuth(const Environment::Source& src, Environment& e) {
+  e.job_secret = ReadString(src, "HCCL_TUNE_JOB_SECRET");
+  e.job_secret_file = ReadString(src, "HCCL_TUNE_JOB_SECRET_FILE");
+  if (!e.job_secret.empty() && !e.job_secret_file.empty()) {
+    return absl::InvalidArgumentError("HCCL_TUNE_JOB_SECRET and HCCL_TUNE_JOB_SECRET_FILE are both set: set one");
+  }
+  if (auto v = src("HCCL_WHITELIST_DISABLE")) {
+    const std::string d(absl::StripAsciiWhitespace(*v));
+    if (d != "0" && d != "1") return Bad("HCCL_WHITELIST_DISABLE", *v, "0 (whitelist on) or 1 (off, the default)");
+    e.whitelist_enabled = d == "0";
+  }
+  e.whitelist_file = ReadString(src, "HCCL_WHITELIST_FILE");
+  if (e.whitelist_enabled && e.whitelist_file.empty()) {
+    return absl::InvalidArgumentError("HCCL_WHITELIST_DISABLE=0 turns the whitelist on and needs HCCL_WHITELIST_FILE");
+  }
+  return absl::OkStatus();
+}
 }  // namespace
 
 absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
@@ -334,6 +353,7 @@ absl::StatusOr<Environment> Environment::LoadFrom(const Source& src) {
   HT_RETURN_IF_ERROR(ReadAutoOffBytes(src, "HCCL_TUNE_THP", kDefaultThpBytes, "a buffer size", e.thp_bytes));
   HT_RETURN_IF_ERROR(ReadRdma(src, e.rdma));
   HT_RETURN_IF_ERROR(ReadFlightRecorder(src, e));
+  HT_RETURN_IF_ERROR(ReadJobAuth(src, e));
 
   HT_RETURN_IF_ERROR(ReadLauncherEnvironment(src, e));
   e.launcher_master_addr = ReadString(src, "MASTER_ADDR");

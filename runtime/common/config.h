@@ -102,6 +102,13 @@ struct Environment {
   static constexpr uint32_t kMaxFrEntries = 1u << 20;
   std::string fr_dump_dir;
   int fr_signal = 0;
+  // Job membership (runtime/common/job_auth.h, docs/SECURITY.md): HCCL_TUNE_JOB_SECRET (the secret itself) or
+  // HCCL_TUNE_JOB_SECRET_FILE (a mode-0600 file holding it), not both; HCCL_WHITELIST_DISABLE (0: on; default 1:
+  // off, as HCCL) and HCCL_WHITELIST_FILE (required when it is on).
+  std::string job_secret;
+  std::string job_secret_file;
+  bool whitelist_enabled = false;
+  std::string whitelist_file;
   // HCCL_TUNE_IB_HCA, HCCL_TUNE_IB_GID_INDEX, HCCL_RDMA_TC, HCCL_RDMA_SL: the RDMA ports links may use and their
   // GID index, traffic class and service level (rdma_env.h).
   RdmaEnv rdma;

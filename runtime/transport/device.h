@@ -51,7 +51,7 @@ namespace hccltune::transport {
 struct DeviceContext {
   int rank = 0;
   int size = 1;
-  uint64_t tag = 0;  // the communicator instance's tag: names shm segments, authenticates TCP hellos
+  uint64_t tag = 0;  // the communicator instance's tag: names shm segments, part of the TCP handshake's context
   Environment env;   // HCCL_SOCKET_IFNAME, HCCL_BUFFSIZE, HCCL_TUNE_SINGLE_COPY, the timeouts, ...
   // The rendezvous, under the communicator instance's tag (devices keep their keys under their own names).
   std::shared_ptr<Store> store;

@@ -67,14 +67,14 @@ def is_requests(data):
 
 def store_and_wire(build):
     streams = strace_streams(build)
-    store_hello = struct.pack("<II", 0x48545354, 1)
+    store_hello = struct.pack("<IIB", 0x48545354, 2, 0)  # hello and the handshake's offer without a secret
     tcp_magic = struct.pack("<I", 0x48544350)
     frame_magic = struct.pack("<I", 0x4854554E)
     n_store = n_hello = n_frame = 0
     for (pid, fd), data in sorted(streams.items()):
         data = bytes(data)
-        if data.startswith(store_hello) and len(data) > 8 and is_requests(data[8:]):
-            reqs = data[8:]
+        if data.startswith(store_hello) and len(data) > 9 and is_requests(data[9:]):
+            reqs = data[9:]
             write("store_protocol", f"bench_client_{n_store}", reqs)
             write("store_protocol", f"bench_client_{n_store}_head", reqs[:512])
             n_store += 1

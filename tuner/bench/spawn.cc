@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/bootstrap/tcp_store.h"
 #include "runtime/common/config.h"
+#include "runtime/common/job_auth.h"
 #include "tuner/bench/job_verdict.h"
 #include "tuner/bench/rank_report.h"
 
@@ -333,7 +334,9 @@ absl::Status SpawnLocalRanks(const SpawnOptions& opt) {
   auto env = Environment::Load();
   if (!env.ok()) return env.status();
   const absl::Duration grace = opt.grace.value_or(absl::Seconds(env->kill_grace_s));
-  auto server = TcpStoreServer::Start("127.0.0.1", 0);
+  auto auth = LoadJobAuth(*env);
+  if (!auth.ok()) return auth.status();
+  auto server = TcpStoreServer::Start("127.0.0.1", 0, {}, *auth);
   if (!server.ok()) return server.status();
   const std::string store = absl::StrCat("tcp://127.0.0.1:", (*server)->port());
   TermForwarder forward;

@@ -8,6 +8,7 @@
 #include "runtime/api/communicator.h"
 #include "runtime/api/hccltune.h"
 #include "runtime/bootstrap/tcp_store.h"
+#include "runtime/common/job_auth.h"
 
 struct hccltune_comm {
   std::unique_ptr<hccltune::Communicator> comm;
@@ -116,7 +117,9 @@ int hccltune_comm_init_tcp(int rank, int size, const char* host, int port, hcclt
     if (host == nullptr) return Bad("store host is NULL");
     auto env = Env();
     if (!env.ok()) return Fail(env.status());
-    auto store = hccltune::ConnectTcpStore(host, port, absl::Seconds(env->connect_timeout_s));
+    auto auth = hccltune::LoadJobAuth(*env);
+    if (!auth.ok()) return Fail(auth.status());
+    auto store = hccltune::ConnectTcpStore(host, port, absl::Seconds(env->connect_timeout_s), *auth);
     if (!store.ok()) return Fail(store.status());
     return Wrap(hccltune::Communicator::Create(rank, size, *store, *env), out);
   });

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "runtime/common/job_auth.h"
 #include "runtime/transport/tcp/tcp_transport.h"
 
 namespace hccltune::transport {
@@ -67,8 +68,10 @@ absl::Status TcpDevice::Start(const DeviceLayout& layout, const std::vector<std:
 absl::StatusOr<std::unique_ptr<Device>> NewTcpDevice(const DeviceContext& ctx) {
   std::optional<std::pair<int, int>> range;
   if (ctx.env.port_range_set) range = std::make_pair(ctx.env.port_range_lo, ctx.env.port_range_hi);
-  auto domain =
-      TcpDomain::Create(ctx.rank, ctx.tag, ctx.env.socket_ifname, absl::Seconds(ctx.env.connect_timeout_s), range);
+  auto auth = LoadJobAuth(ctx.env);
+  if (!auth.ok()) return auth.status();
+  auto domain = TcpDomain::Create(ctx.rank, ctx.tag, ctx.env.socket_ifname, absl::Seconds(ctx.env.connect_timeout_s),
+                                  range, *std::move(auth));
   if (!domain.ok()) return domain.status();
   return std::unique_ptr<Device>(std::make_unique<TcpDevice>(ctx, *std::move(domain)));
 }

@@ -211,8 +211,10 @@ int ListenOnAll(const std::vector<std::string>& addresses, int port, std::vector
 
 absl::StatusOr<std::unique_ptr<TcpDomain>> TcpDomain::Create(int rank, uint64_t comm_tag, std::string ifname,
                                                              absl::Duration connect_timeout,
-                                                             std::optional<std::pair<int, int>> port_range) {
+                                                             std::optional<std::pair<int, int>> port_range,
+                                                             JobAuth auth) {
   auto d = std::unique_ptr<TcpDomain>(new TcpDomain());
+  d->auth_ = std::move(auth);
   d->rank_ = rank;
   d->tag_ = comm_tag;
   d->ifname_ = std::move(ifname);
@@ -227,6 +229,9 @@ absl::StatusOr<std::unique_ptr<TcpDomain>> TcpDomain::Create(int rank, uint64_t 
     }
   }
   HT_RETURN_IF_ERROR(d->Listen(port_range));
+  if (::pipe2(d->wake_, O_CLOEXEC | O_NONBLOCK) != 0 || ::pipe2(d->stashed_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    return SysError("pipe");
+  }
   return d;
 }
 
@@ -266,10 +271,21 @@ absl::Status TcpDomain::Listen(std::optional<std::pair<int, int>> port_range) {
 }
 
 TcpDomain::~TcpDomain() {
+  if (listener_.joinable()) {
+    stop_ = true;
+    const char one = 1;
+    (void)!::write(wake_[1], &one, 1);
+    listener_.join();
+  }
+  for (int fd : {wake_[0], wake_[1], stashed_[0], stashed_[1]}) {
+    if (fd >= 0) ::close(fd);
+  }
   pairs_.clear();
+  absl::MutexLock lock(&mu_);
   for (auto& [k, lanes] : stash_) {
     for (auto& [lane, fd] : lanes) ::close(fd);
   }
+  for (const Incoming& c : incoming_) ::close(c.fd);
   CloseAll(&listen_fds_);
 }
 
@@ -345,43 +361,295 @@ absl::Status TcpDomain::Aborted() {
   return abort_probe_();
 }
 
-absl::StatusOr<std::pair<TcpHello, std::string>> TcpDomain::ReadHello(int fd, int64_t timeout_ms) const {
-  timeval tv{static_cast<time_t>(timeout_ms / 1000), static_cast<suseconds_t>(timeout_ms % 1000 * 1000)};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  char head[kTcpHelloHeadBytes];
-  if (!RecvAll(fd, head, sizeof(head))) {
-    return absl::InvalidArgumentError(absl::StrCat("no complete hello within ", timeout_ms, " ms"));
-  }
-  int world = rank_ + 1;
-  if (!peers_.empty()) world = std::max(world, peers_.rbegin()->first + 1);
-  auto hello = ParseTcpHelloHead(absl::string_view(head, sizeof(head)), tag_, rank_, world);
-  if (!hello.ok()) return hello.status();
-  std::string key(hello->key_bytes, '\0');
-  if (!RecvAll(fd, key.data(), key.size())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a hello from rank ", hello->rank, " ended inside its ", hello->key_bytes, "-byte key"));
-  }
-  return std::make_pair(*hello, std::move(key));
+std::string TcpDomain::HandshakeContext(int connector, int acceptor, int lane, const std::string& key) const {
+  std::string ctx = "tcp";
+  const int32_t ints[3] = {connector, acceptor, lane};
+  ctx.append(reinterpret_cast<const char*>(&tag_), sizeof(tag_));
+  ctx.append(reinterpret_cast<const char*>(ints), sizeof(ints));
+  return ctx + key;
 }
 
-absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, std::vector<int>>& wanted,
-                                    absl::Time deadline) {
-  auto satisfied = [&] {
-    for (const auto& [k, lanes] : wanted) {
-      auto it = stash_.find(k);
-      for (size_t lane = 0; lane < lanes.size(); ++lane) {
-        if (it == stash_.end() || !it->second.count(static_cast<int>(lane))) return false;
+void TcpDomain::SetPeers(std::map<int, TcpPeerInfo> peers) {
+  peers_ = std::move(peers);
+  {
+    absl::MutexLock lock(&mu_);
+    book_.clear();
+    for (const auto& i : interfaces_) book_.insert(i.address);
+    for (const auto& [r, info] : peers_) {
+      for (const auto& i : info.interfaces) book_.insert(i.address);
+    }
+    world_ = std::max(rank_ + 1, peers_.empty() ? 0 : peers_.rbegin()->first + 1);
+  }
+  if (!listener_.joinable()) listener_ = std::thread([this] { ListenLoop(); });
+}
+
+// The listener thread: one poll over the listening sockets and the connections whose hello and handshake are
+// under way; a connection past its deadline is dropped. Each connection is read only as far as its next message,
+// so no connection waits for another.
+void TcpDomain::ListenLoop() {
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const absl::Time now = absl::Now();
+    std::erase_if(incoming_, [&](Incoming& c) {
+      if (now <= c.deadline) return false;
+      Refuse(c, absl::StrCat("no complete hello and handshake within ", kHandshakeTimeoutMs, " ms"));
+      return true;
+    });
+    std::vector<pollfd> polled;
+    polled.push_back({wake_[0], POLLIN, 0});
+    for (int l : listen_fds_) polled.push_back({l, POLLIN, 0});
+    for (const Incoming& c : incoming_) polled.push_back({c.fd, POLLIN, 0});
+    // Asleep until a connection, a byte of a handshake, the nearest handshake deadline or the destructor's poke:
+    // an idle domain costs no wake-ups.
+    int timeout_ms = -1;
+    for (const Incoming& c : incoming_) {
+      const int64_t left = std::max<int64_t>(0, absl::ToInt64Milliseconds(c.deadline - now) + 1);
+      timeout_ms = timeout_ms < 0 ? static_cast<int>(left) : std::min(timeout_ms, static_cast<int>(left));
+    }
+    if (::poll(polled.data(), polled.size(), timeout_ms) <= 0) continue;
+    if (polled[0].revents != 0) {
+      char drain[64];
+      while (::read(wake_[0], drain, sizeof(drain)) > 0) {
       }
     }
-    return true;
-  };
-  while (!satisfied()) {
+    size_t i = 1 + listen_fds_.size();
+    std::vector<Incoming> going_on;
+    for (Incoming& c : incoming_) {
+      if (polled[i++].revents == 0 || Advance(c)) going_on.push_back(std::move(c));
+    }
+    incoming_ = std::move(going_on);
+    for (size_t l = 0; l < listen_fds_.size(); ++l) {
+      if (polled[1 + l].revents & POLLIN) AcceptOne(listen_fds_[l]);
+    }
+  }
+}
+
+void TcpDomain::Refuse(Incoming& c, absl::string_view why) {
+  NoteRefusal(absl::StrCat("rank ", rank_, " (tcp listener, port ", port_, ")"), c.ip,
+              absl::StrCat(why, " [", c.from, "]"));
+  ::close(c.fd);
+  c.fd = -1;
+}
+
+// Admission (docs/SECURITY.md, Job connections): a connection whose source address is not in the address book
+// (the addresses the job's ranks published; this rank's own, loopback included) or, when it is on, HCCL's
+// whitelist, is closed before anything is read. The others get kHandshakeTimeoutMs (or what is left of the
+// connect deadline, whichever is longer) to complete their hello and handshake.
+void TcpDomain::AcceptOne(int listen_fd) {
+  sockaddr_in from{};
+  socklen_t len = sizeof(from);
+  Incoming c;
+  c.fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&from), &len, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (c.fd < 0) {
+    // Out of descriptors: the listener stays readable; pause instead of spinning on it.
+    if (errno == EMFILE || errno == ENFILE) absl::SleepFor(absl::Milliseconds(10));
+    return;
+  }
+  char ip[INET_ADDRSTRLEN] = "?";
+  ::inet_ntop(AF_INET, &from.sin_addr, ip, sizeof(ip));
+  c.ip = ip;
+  c.from = absl::StrCat(ip, ":", ntohs(from.sin_port));
+  c.deadline = absl::Now() + absl::Milliseconds(kHandshakeTimeoutMs);
+  bool known = false;
+  {
+    absl::MutexLock lock(&mu_);
+    known = book_.count(c.ip) > 0;
+  }
+  if (!known) return Refuse(c, "its address is not one the job's ranks published");
+  if (incoming_.size() >= kMaxPendingHandshakes) {
+    return Refuse(c, absl::StrCat(kMaxPendingHandshakes, " handshakes are under way already"));
+  }
+  if (!auth_.Whitelisted(c.ip)) return Refuse(c, absl::StrCat("its address is not in ", auth_.whitelist_file));
+  incoming_.push_back(std::move(c));
+}
+
+// The acceptor's side of one connection, message by message: the hello's fixed part, its key and the offer's
+// mode byte, the offer's nonce, (answer) the proof. A connection that fails a check is refused; the listener and
+// the other connections go on.
+bool TcpDomain::Advance(Incoming& c) {
+  while (c.in.size() < c.need) {
+    char buf[kTcpHelloHeadBytes + kMaxTcpHelloKeyBytes + 1];
+    const ssize_t r = ::recv(c.fd, buf, std::min(sizeof(buf), c.need - c.in.size()), MSG_DONTWAIT);
+    if (r > 0) {
+      c.in.append(buf, static_cast<size_t>(r));
+      continue;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
+    Refuse(c, absl::StrCat("the connection ended inside its hello or handshake (stage ", c.stage, ")"));
+    return false;
+  }
+  if (c.stage == 0) {
+    int world = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      world = world_;
+    }
+    auto hello = ParseTcpHelloHead(c.in, tag_, rank_, world);
+    if (!hello.ok()) {
+      Refuse(c, hello.status().message());
+      return false;
+    }
+    c.hello = *hello;
+    c.stage = 1;
+    c.need += hello->key_bytes + 1;
+    return Advance(c);
+  }
+  if (c.stage == 1) {
+    c.key = c.in.substr(kTcpHelloHeadBytes, c.hello.key_bytes);
+    c.stage = 2;
+    c.need += OfferRestBytes(static_cast<uint8_t>(c.in.back()));
+    return Advance(c);
+  }
+  const std::string ctx = HandshakeContext(c.hello.rank, rank_, c.hello.lane, c.key);
+  if (c.stage == 2) {
+    c.offer = c.in.substr(kTcpHelloHeadBytes + c.hello.key_bytes);
+    AcceptorStep step = AnswerOffer(auth_, c.offer, ctx);
+    if (!step.reply.empty()) (void)SendAll(c.fd, step.reply.data(), step.reply.size());
+    if (!step.verdict.ok()) {
+      Refuse(c, absl::StrCat("rank ", c.hello.rank, "'s handshake: ", step.verdict.message()));
+      return false;
+    }
+    if (auth_.has_secret()) {
+      c.nonce_a = step.nonce_a;
+      c.stage = 3;
+      c.need += kMacBytes;
+      return Advance(c);
+    }
+  } else if (absl::Status proof = CheckProof(auth_, c.offer, c.nonce_a, c.in.substr(c.in.size() - kMacBytes), ctx);
+             !proof.ok()) {
+    Refuse(c, absl::StrCat("claiming rank ", c.hello.rank, ": ", proof.message()));
+    return false;
+  }
+  Stash(c);
+  return false;
+}
+
+void TcpDomain::Stash(Incoming& c) {
+  bool second = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto& lanes = stash_[{c.key, c.hello.rank}];
+    second = lanes.count(c.hello.lane) > 0;
+    if (!second) {
+      Tune(c.fd);
+      lanes[c.hello.lane] = c.fd;
+      c.fd = -1;
+    }
+  }
+  if (second)
+    return Refuse(c, absl::StrCat("a second connection from rank ", c.hello.rank, " for lane ", c.hello.lane));
+  const char one = 1;
+  (void)!::write(stashed_[1], &one, 1);
+}
+
+absl::Status TcpDomain::Advance(Outgoing& c) {
+  while (c.in.size() < c.need) {
+    char buf[1 + kNonceBytes + kMacBytes];
+    const ssize_t r = ::recv(c.fd, buf, std::min(sizeof(buf), c.need - c.in.size()), MSG_DONTWAIT);
+    if (r > 0) {
+      c.in.append(buf, static_cast<size_t>(r));
+      if (c.in.size() > 1) continue;
+      // The mode byte alone decides a mismatch (the acceptor closes after it): CheckChallenge names it.
+      if ((c.in[0] == 1) != auth_.has_secret()) break;
+      c.need += ChallengeRestBytes(static_cast<uint8_t>(c.in[0]));
+      continue;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return absl::OkStatus();
+    return absl::PermissionDeniedError(absl::StrCat(
+        "rank ", rank_, ": rank ", c.peer, " at ", c.where,
+        " closed the connection during the handshake: it refused this rank (its log names why: a different job "
+        "secret, or this host's address outside its address book or HCCL_WHITELIST_FILE)"));
+  }
+  auto proof = CheckChallenge(auth_, c.nonce_c, c.in, HandshakeContext(rank_, c.peer, c.lane, c.key),
+                              absl::StrCat("rank ", c.peer, " at ", c.where));
+  if (!proof.ok()) {
+    return absl::Status(proof.status().code(), absl::StrCat("rank ", rank_, ": ", proof.status().message()));
+  }
+  if (!proof->empty() && !SendAll(c.fd, proof->data(), proof->size())) {
+    return SysError(absl::StrCat("handshake proof to rank ", c.peer, " at ", c.where));
+  }
+  c.done = true;
+  return absl::OkStatus();
+}
+
+absl::Status TcpDomain::Dial(int peer, const std::string& network, const std::string& key, int channels,
+                             absl::Time deadline, std::vector<Outgoing>* out) {
+  auto addr = AddressFor(peer, network);
+  if (!addr.ok()) return addr.status();
+  const std::string where = absl::StrCat(*addr, ":", peers_[peer].port);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(peers_[peer].port));
+  if (::inet_pton(AF_INET, addr->c_str(), &sa.sin_addr) != 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tcp: rank ", peer, " published '", *addr, "', which is not an IPv4 address"));
+  }
+  for (int lane = 0; lane < channels; ++lane) {
+    Outgoing c{.peer = peer, .lane = lane, .where = where, .key = key};
+    while (true) {
+      c.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (c.fd < 0) return SysError(absl::StrCat("socket for the connection to rank ", peer));
+      // Bounded by the deadline: an address that drops packets would otherwise hold connect() for the
+      // kernel's SYN retries (about 2 minutes).
+      const int err = ConnectBefore(c.fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa), deadline);
+      if (err == 0) break;
+      ::close(c.fd);
+      absl::Status aborted = Aborted();
+      if (!aborted.ok()) return aborted;
+      if (absl::Now() >= deadline) {
+        return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": cannot connect to rank ", peer, " at ",
+                                                        where, ": ", std::strerror(err), " (", bound_name_, ")"));
+      }
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    out->push_back(c);
+    Tune(c.fd);
+    const uint32_t klen = static_cast<uint32_t>(key.size());
+    const int32_t me = rank_, ln = lane;
+    std::string hello;
+    hello.append(reinterpret_cast<const char*>(&kHelloMagic), 4);
+    hello.append(reinterpret_cast<const char*>(&tag_), 8);
+    hello.append(reinterpret_cast<const char*>(&me), 4);
+    hello.append(reinterpret_cast<const char*>(&ln), 4);
+    hello.append(reinterpret_cast<const char*>(&klen), 4);
+    hello += key + MakeOffer(auth_, &out->back().nonce_c);
+    if (!SendAll(c.fd, hello.data(), hello.size()))
+      return SysError(absl::StrCat("hello to rank ", peer, " at ", where));
+  }
+  return absl::OkStatus();
+}
+
+bool TcpDomain::Satisfied(const std::map<std::pair<std::string, int>, std::vector<int>>& wanted,
+                          const std::vector<Outgoing>& outgoing) {
+  for (const Outgoing& o : outgoing) {
+    if (!o.done) return false;
+  }
+  absl::MutexLock lock(&mu_);
+  for (const auto& [k, lanes] : wanted) {
+    auto it = stash_.find(k);
+    for (size_t lane = 0; lane < lanes.size(); ++lane) {
+      if (it == stash_.end() || !it->second.count(static_cast<int>(lane))) return false;
+    }
+  }
+  return true;
+}
+
+// Completes this rank's outgoing handshakes (one poll over them) while the listener thread stashes the incoming
+// links, until both are done or the deadline.
+absl::Status TcpDomain::AwaitLinks(const std::map<std::pair<std::string, int>, std::vector<int>>& wanted,
+                                   std::vector<Outgoing>* outgoing, absl::Time deadline) {
+  while (!Satisfied(wanted, *outgoing)) {
     const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
     if (ms <= 0) {
       std::string missing;
-      for (const auto& [k, lanes] : wanted) {
-        auto it = stash_.find(k);
-        if (it == stash_.end() || it->second.size() < lanes.size()) absl::StrAppend(&missing, " ", k.second);
+      {
+        absl::MutexLock lock(&mu_);
+        for (const auto& [k, lanes] : wanted) {
+          auto it = stash_.find(k);
+          if (it == stash_.end() || it->second.size() < lanes.size()) absl::StrAppend(&missing, " ", k.second);
+        }
+      }
+      for (const Outgoing& o : *outgoing) {
+        if (!o.done) absl::StrAppend(&missing, " (rank ", o.peer, " at ", o.where, " never answered the handshake)");
       }
       return absl::DeadlineExceededError(
           absl::StrCat("rank ", rank_, ": tcp connections from ranks", missing, " never arrived (", bound_name_, ")"));
@@ -390,36 +658,18 @@ absl::Status TcpDomain::AcceptUntil(const std::map<std::pair<std::string, int>, 
     // its error now instead of waiting out HCCL_CONNECT_TIMEOUT for connections that will never come.
     if (absl::Status aborted = Aborted(); !aborted.ok()) return aborted;
     std::vector<pollfd> polled;
-    for (int l : listen_fds_) polled.push_back({l, POLLIN, 0});
+    polled.push_back({stashed_[0], POLLIN, 0});
+    for (const Outgoing& o : *outgoing) polled.push_back({o.fd, static_cast<short>(o.done ? 0 : POLLIN), 0});
     if (::poll(polled.data(), polled.size(), static_cast<int>(std::min<int64_t>(ms, 100))) <= 0) continue;
-    int fd = -1;
-    for (const pollfd& p : polled) {
-      if (fd < 0 && (p.revents & POLLIN)) fd = ::accept4(p.fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (polled[0].revents != 0) {
+      char drain[64];
+      while (::read(stashed_[0], drain, sizeof(drain)) > 0) {
+      }
     }
-    if (fd < 0) continue;
-    sockaddr_in from{};
-    socklen_t from_len = sizeof(from);
-    ::getpeername(fd, reinterpret_cast<sockaddr*>(&from), &from_len);
-    char from_ip[INET_ADDRSTRLEN] = "?";
-    ::inet_ntop(AF_INET, &from.sin_addr, from_ip, sizeof(from_ip));
-    auto hello = ReadHello(fd, std::min<int64_t>(ms, 5000));
-    const auto have = hello.ok() ? stash_.find({hello->second, hello->first.rank}) : stash_.end();
-    if (!hello.ok() || (have != stash_.end() && have->second.count(hello->first.lane))) {
-      // Not one of ours (a scanner, another job, a damaged peer): drop it and go on waiting for the real ones.
-      Log(absl::IsFailedPrecondition(hello.status()) ? LogLevel::kDebug : LogLevel::kWarn, "rank ", rank_,
-          ": refused a TCP connection from ", from_ip, ":", ntohs(from.sin_port), ": ",
-          hello.ok()
-              ? absl::StrCat("a second connection from rank ", hello->first.rank, " for lane ", hello->first.lane)
-              : std::string(hello.status().message()));
-      ::close(fd);
-      continue;
+    for (size_t i = 0; i < outgoing->size(); ++i) {
+      Outgoing& o = (*outgoing)[i];
+      if (polled[i + 1].revents != 0 && !o.done) HT_RETURN_IF_ERROR(Advance(o));
     }
-    const int rank = hello->first.rank, lane = hello->first.lane;
-    const std::string key = hello->second;
-    timeval none{0, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
-    Tune(fd);
-    stash_[{key, rank}][lane] = fd;
   }
   return absl::OkStatus();
 }
@@ -433,69 +683,34 @@ absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ra
   for (int r : ranks) max_rank = std::max(max_rank, r);
   std::vector<Pair*> out(static_cast<size_t>(max_rank) + 1, nullptr);
   std::map<std::pair<std::string, int>, std::vector<int>> wanted;
-  // Connect to higher ranks.
+  std::vector<Outgoing> outgoing;
+  absl::Status s;
+  // Connect to higher ranks (all of them first; their handshakes complete in the accept loop), accept from lower.
   for (int peer : ranks) {
     if (peer == rank_) continue;
     auto existing = pairs_.find({network, channels, peer});
     if (existing != pairs_.end()) {
       out[static_cast<size_t>(peer)] = existing->second.get();
-      continue;
-    }
-    if (peer < rank_) {
+    } else if (peer < rank_) {
       wanted[{key, peer}] = std::vector<int>(static_cast<size_t>(channels));
-      continue;
+    } else if (s.ok()) {
+      s = Dial(peer, network, key, channels, deadline, &outgoing);
     }
-    auto addr = AddressFor(peer, network);
-    if (!addr.ok()) return addr.status();
-    const std::string where = absl::StrCat(*addr, ":", peers_[peer].port);
+  }
+  if (s.ok()) s = AwaitLinks(wanted, &outgoing, deadline);
+  if (!s.ok()) {
+    for (const Outgoing& o : outgoing) ::close(o.fd);
+    return s;
+  }
+  for (size_t i = 0; i < outgoing.size(); i += static_cast<size_t>(channels)) {
     std::vector<int> fds;
-    for (int lane = 0; lane < channels; ++lane) {
-      int fd = -1;
-      sockaddr_in sa{};
-      sa.sin_family = AF_INET;
-      sa.sin_port = htons(static_cast<uint16_t>(peers_[peer].port));
-      if (::inet_pton(AF_INET, addr->c_str(), &sa.sin_addr) != 1) {
-        for (int f : fds) ::close(f);
-        return absl::FailedPreconditionError(
-            absl::StrCat("tcp: rank ", peer, " published '", *addr, "', which is not an IPv4 address"));
-      }
-      while (true) {
-        fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-          absl::Status s = SysError(absl::StrCat("socket for the connection to rank ", peer));
-          for (int f : fds) ::close(f);
-          return s;
-        }
-        // Bounded by the deadline: an address that drops packets would otherwise hold connect() for the
-        // kernel's SYN retries (about 2 minutes).
-        const int err = ConnectBefore(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa), deadline);
-        if (err == 0) break;
-        ::close(fd);
-        absl::Status aborted = Aborted();
-        if (!aborted.ok() || absl::Now() >= deadline) {
-          for (int f : fds) ::close(f);
-          if (!aborted.ok()) return aborted;
-          return absl::DeadlineExceededError(absl::StrCat("rank ", rank_, ": cannot connect to rank ", peer, " at ",
-                                                          where, ": ", std::strerror(err), " (", bound_name_, ")"));
-        }
-        absl::SleepFor(absl::Milliseconds(5));
-      }
-      Tune(fd);
-      const uint32_t klen = static_cast<uint32_t>(key.size());
-      const int32_t me = rank_, ln = lane;
-      if (!SendAll(fd, &kHelloMagic, 4) || !SendAll(fd, &tag_, 8) || !SendAll(fd, &me, 4) || !SendAll(fd, &ln, 4) ||
-          !SendAll(fd, &klen, 4) || !SendAll(fd, key.data(), klen)) {
-        ::close(fd);
-        for (int f : fds) ::close(f);
-        return SysError(absl::StrCat("hello to rank ", peer, " at ", where));
-      }
-      fds.push_back(fd);
-    }
-    auto pair = std::make_unique<TcpPair>(peer, std::move(fds), where);
+    for (int lane = 0; lane < channels; ++lane) fds.push_back(outgoing[i + static_cast<size_t>(lane)].fd);
+    const int peer = outgoing[i].peer;
+    auto pair = std::make_unique<TcpPair>(peer, std::move(fds), outgoing[i].where);
     out[static_cast<size_t>(peer)] = pair.get();
     pairs_[{network, channels, peer}] = std::move(pair);
   }
-  if (absl::Status s = AcceptUntil(wanted, deadline); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
   for (const auto& [k, lanes] : wanted) {
     auto& got = stash_[k];
     std::vector<int> fds;
@@ -506,7 +721,6 @@ absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ra
     out[static_cast<size_t>(peer)] = pair.get();
     pairs_[{network, channels, peer}] = std::move(pair);
   }
-  out.resize(out.size());
   return out;
 }
 

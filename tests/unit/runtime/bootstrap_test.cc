@@ -76,11 +76,16 @@ TEST(TcpStore, HalfSentRequestDoesNotStallOtherClients) {
   const int port = (*server)->port();
   // A client that greets properly, then stalls in the middle of a Set (op, half of the key's length).
   std::vector<int> stalled = {RawConnect(port)};
-  const uint32_t hello[2] = {0x48545354, 1};
+  // The hello: magic, version, and the job handshake's offer without a secret (mode 0).
+  const uint32_t hello[2] = {0x48545354, store_protocol::kVersion};
   ASSERT_EQ(::send(stalled[0], hello, sizeof(hello), MSG_NOSIGNAL), 8);
+  ASSERT_EQ(::send(stalled[0], "", 1, MSG_NOSIGNAL), 1);
   uint32_t answer[2] = {0, 0};
   ASSERT_EQ(::recv(stalled[0], answer, sizeof(answer), MSG_WAITALL), 8);
   EXPECT_EQ(answer[0], hello[0]);
+  char mode = 1;
+  ASSERT_EQ(::recv(stalled[0], &mode, 1, MSG_WAITALL), 1);
+  EXPECT_EQ(mode, 0) << "the server holds no secret";
   const char partial[3] = {1, 5, 0};
   ASSERT_EQ(::send(stalled[0], partial, sizeof(partial), MSG_NOSIGNAL), 3);
   absl::SleepFor(absl::Milliseconds(100));

@@ -104,9 +104,13 @@ int Greeted(int port) {
   const int fd = RawConnect(port);
   const uint32_t hello[2] = {store_protocol::kMagic, store_protocol::kVersion};
   EXPECT_EQ(::send(fd, hello, sizeof(hello), MSG_NOSIGNAL), 8);
+  EXPECT_EQ(::send(fd, "", 1, MSG_NOSIGNAL), 1);  // the job handshake's offer, without a secret
   uint32_t answer[2] = {0, 0};
   EXPECT_EQ(::recv(fd, answer, sizeof(answer), MSG_WAITALL), 8);
   EXPECT_EQ(answer[1], store_protocol::kVersion);
+  char mode = 1;
+  EXPECT_EQ(::recv(fd, &mode, 1, MSG_WAITALL), 1);
+  EXPECT_EQ(mode, 0);
   return fd;
 }
 
