@@ -118,7 +118,7 @@ for _ in $(seq 100); do
   sleep 0.2
 done
 [[ $n == 3 ]] || fail "the healthy job did not show 3 ranks with progress"
-id=$(ranks_of "$tmp/ok/store" | head -1 | awk '{print $6}')
+id=$(ranks_of "$tmp/ok/store" | awk 'NR == 1 {print $6}')
 "$cli" doctor --job "$id" > "$tmp/doctor.ok" 2> "$tmp/doctor.ok.err" || fail "doctor --job (healthy): $(cat "$tmp/doctor.ok.err")"
 grep '^[0-9]*\. \[' "$tmp/doctor.ok" | grep -v '\[info\]' && fail "healthy job: $(cat "$tmp/doctor.ok")"
 grep -q '^1\. \[info\]' "$tmp/doctor.ok" || fail "healthy job: $(cat "$tmp/doctor.ok")"
