@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "daemon/handlers.h"
+#include "daemon/job_table.h"
 #include "daemon/peer_auth.h"
 #include "daemon/sweep_runner.h"
 #include "hccltune/v1/tuner.grpc.pb.h"
@@ -59,6 +60,14 @@ class TunerService final : public v1::Tuner::WithRawCallbackMethod_GetTable<v1::
   grpc::Status PutLinks(grpc::ServerContext*, const v1::PutLinksRequest* req, v1::PutLinksResponse* resp) override;
   grpc::Status GetLinks(grpc::ServerContext*, const v1::GetLinksRequest* req, v1::LinksRecord* resp) override;
 
+  // The job view (daemon/grpc_jobs_service.cc over daemon/job_table.h); FAILED_PRECONDITION without a job table.
+  void set_jobs(JobTable* jobs) { jobs_ = jobs; }
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
+                         v1::HeartbeatResponse* resp) override;
+  grpc::Status GetJobs(grpc::ServerContext* ctx, const v1::GetJobsRequest* req, v1::GetJobsResponse* resp) override;
+  grpc::Status DumpJob(grpc::ServerContext* ctx, const v1::DumpJobRequest* req,
+                       grpc::ServerWriter<v1::JobDump>* writer) override;
+
  private:
   // The caller of `ctx` into `*caller`, and whether it may call `rpc` (daemon/peer_auth.h).
   grpc::Status Allow(const grpc::ServerContextBase* ctx, absl::string_view rpc, Caller* caller) const;
@@ -68,6 +77,7 @@ class TunerService final : public v1::Tuner::WithRawCallbackMethod_GetTable<v1::
   TunerHandlers* const h_;
   SweepRunner* const sweeps_;
   const Authorizer* const auth_;
+  JobTable* jobs_ = nullptr;
 };
 
 }  // namespace hccltune::daemon

@@ -24,7 +24,8 @@ const std::map<std::string, Role>& RpcRoles() {
       {"WatchSweep", Role::kReader},    {"GetActivity", Role::kReader},    {"GetLinks", Role::kReader},
       {"PutTable", Role::kTuner},       {"DeleteTable", Role::kTuner},     {"Rollback", Role::kTuner},
       {"PutSweep", Role::kTuner},       {"AddSweepSamples", Role::kTuner}, {"StartSweep", Role::kTuner},
-      {"CancelSweep", Role::kTuner},    {"PutLinks", Role::kTuner},
+      {"CancelSweep", Role::kTuner},    {"PutLinks", Role::kTuner},        {"Heartbeat", Role::kReader},
+      {"GetJobs", Role::kReader},       {"DumpJob", Role::kReader},
   };
   return *roles;
 }

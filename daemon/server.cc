@@ -184,6 +184,7 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
   if (!auth.ok()) return auth.status();
   s->auth_ = std::make_unique<Authorizer>(*std::move(auth));
   s->service_ = std::make_unique<TunerService>(s->handlers_.get(), s->sweeps_.get(), s->auth_.get());
+  s->service_->set_jobs(&s->jobs_);
   if (!config.socket.empty()) {
     auto unix_listener = UnixListener::Bind(config.socket);
     if (!unix_listener.ok()) return unix_listener.status();
@@ -237,6 +238,7 @@ void TunerServer::Stop(absl::Duration drain) {
   if (mini_) mini_->Stop();
   if (sweeps_) sweeps_->Shutdown();
   if (handlers_) handlers_->Shutdown();  // watch streams end, new ones are refused
+  jobs_.Shutdown();                      // DumpJob calls waiting for ranks return
   if (unix_) unix_->Stop();              // no new connection
   if (server_) {
     server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(drain));

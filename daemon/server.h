@@ -44,6 +44,7 @@ class TunerServer {
   SweepRunner& sweeps() { return *sweeps_; }
   OnlinePolicy& online_policy() { return *policy_; }
   MiniSweeper& mini_sweeps() { return *mini_; }
+  JobTable& jobs() { return jobs_; }
   const DaemonConfig& config() const { return config_; }
   // The TCP port actually bound (when listen ends in ":0"), else 0.
   int tcp_port() const { return tcp_port_; }
@@ -70,6 +71,7 @@ class TunerServer {
   PeerRegistry peers_;                         // the unix socket's callers (SO_PEERCRED)
   std::unique_ptr<Authorizer> auth_;
   std::unique_ptr<UnixListener> unix_;
+  JobTable jobs_;  // the job view (heartbeats, GetJobs, DumpJob)
   std::unique_ptr<TunerService> service_;
   std::unique_ptr<grpc::Server> server_;
 };

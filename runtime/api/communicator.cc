@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "hccltune/version.h"
 #include "runtime/api/communicator_impl.h"
+#include "runtime/api/job_progress.h"
 #include "runtime/api/rank_exchange.h"
 #include "runtime/bootstrap/launcher_rendezvous.h"
 #include "runtime/bootstrap/rank_table.h"
@@ -206,7 +207,19 @@ absl::Status CommImpl::SetupTuning() {
   }
   tuning_enabled_ = TuningEnabled(env_);
   if (!tuning_enabled_) return absl::OkStatus();
-  TuningContext ctx{env_, fingerprint_, topology_json_, size_, rank_, rank_ == 0};
+  TuningContext ctx;
+  ctx.env = env_;
+  ctx.fingerprint = fingerprint_;
+  ctx.topology_json = topology_json_;
+  ctx.world_size = size_;
+  ctx.rank = rank_;
+  ctx.authority = rank_ == 0;
+  // The job view's heartbeats: this communicator's progress and dumps (the client goes before the recorder).
+  ctx.job_id = JobIdFor(env_, tag_);
+  ctx.job_rank = env_.rank && env_.world_size ? *env_.rank : rank_;
+  ctx.job_world = env_.rank && env_.world_size ? *env_.world_size : size_;
+  ctx.progress = [this] { return ReadProgress(recorder_.get(), name_, tag_, rank_, size_); };
+  ctx.dump = [this] { return DumpForDaemon(recorder_.get(), tag_, rank_); };
   tuning_ = MakeTuningClient(ctx);
   std::shared_ptr<const TunedTable> table;
   if (rank_ == 0 && tuning_) {
@@ -286,6 +299,7 @@ CommImpl::~CommImpl() {
   }
   q_cv_.notify_all();
   if (progress_.joinable()) progress_.join();
+  tuning_.reset();  // its heartbeat thread reads recorder_ (TuningContext::progress)
   endpoints_.reset();
 }
 

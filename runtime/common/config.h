@@ -117,6 +117,8 @@ struct Environment {
   // After precedence torchrun > Open MPI > MPICH > Slurm.
   std::optional<int> rank, world_size, local_rank, local_world_size;
   std::string launcher;  // "torchrun", "openmpi", "mpich", "slurm" or ""
+  // The launcher's job id as KIND:ID (docs/CONVENTIONS.md, Job id; LauncherJobId in launcher_env.h), "" = none.
+  std::string launcher_job_id;
   // The rendezvous the launcher implies when neither HCCL_TUNE_MASTER_ADDR nor MASTER_ADDR is set
   // (docs/LAUNCHING.md). Slurm: the first node of the step, on the first port of SLURM_STEP_RESV_PORTS or one
   // derived from the job and step ids; Open MPI: mpirun's host, on a port derived from its job id; MPICH: none

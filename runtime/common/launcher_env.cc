@@ -201,7 +201,24 @@ int DerivedPort(absl::string_view job, int lo, int hi) {
   return lo + static_cast<int>(h % static_cast<uint64_t>(hi - lo + 1));
 }
 
+std::string LauncherJobId(const Environment::Source& src) {
+  if (auto job = src("SLURM_JOB_ID"); job && !job->empty()) {
+    auto step = src("SLURM_STEP_ID");
+    return absl::StrCat("slurm:", *job, step && !step->empty() ? absl::StrCat(".", *step) : "");
+  }
+  if (auto job = src("OMPI_MCA_ess_base_jobid"); job && !job->empty()) return absl::StrCat("openmpi:", *job);
+  if (auto ns = src("PMIX_NAMESPACE"); ns && !ns->empty()) return absl::StrCat("pmix:", *ns);
+  if (auto run = src("TORCHELASTIC_RUN_ID"); run && !run->empty()) {
+    if (*run != "none") return absl::StrCat("torchrun:", *run);
+    auto addr = src("MASTER_ADDR");
+    auto port = src("MASTER_PORT");
+    return absl::StrCat("torchrun:none@", addr.value_or(""), ":", port.value_or(""));
+  }
+  return "";
+}
+
 absl::Status ReadLauncherEnvironment(const Environment::Source& src, Environment& e) {
+  e.launcher_job_id = LauncherJobId(src);
   if (auto v = src("HCCL_TUNE_PORT_RANGE")) {
     auto range = ParsePortRange("HCCL_TUNE_PORT_RANGE", *v);
     if (!range.ok()) return range.status();

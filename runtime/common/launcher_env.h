@@ -38,6 +38,11 @@ absl::StatusOr<std::string> OmpiHnpHost(absl::string_view var, absl::string_view
 // modulo the range. Every rank of one job derives the same port; concurrent jobs most likely differ.
 int DerivedPort(absl::string_view job, int lo, int hi);
 
+// The launcher's job id (docs/CONVENTIONS.md, Job id), first found: slurm:SLURM_JOB_ID[.SLURM_STEP_ID],
+// openmpi:OMPI_MCA_ess_base_jobid, pmix:PMIX_NAMESPACE, torchrun:TORCHELASTIC_RUN_ID (its default "none" as
+// torchrun:none@MASTER_ADDR:MASTER_PORT); "" when none is set.
+std::string LauncherJobId(const Environment::Source& src);
+
 // Reads the launcher variables into `e` (rank, world_size, local_rank, local_world_size, launcher and the
 // launcher_rdzv_* fields), in order of precedence: torchrun, Open MPI, MPICH (hydra), Slurm.
 absl::Status ReadLauncherEnvironment(const Environment::Source& src, Environment& e);

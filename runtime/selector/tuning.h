@@ -45,6 +45,28 @@ uint32_t InternConfiguration(const std::string& canonical);
 // The canonical string of an id; empty for 0 or an unknown id. Thread-safe.
 std::string InternedConfiguration(uint32_t id);
 
+// A communicator's progress for the job view's heartbeats (docs/TROUBLESHOOTING.md, "Running jobs"), read from its
+// flight recorder off the call path. Operation numbers are the communicator's; -1 = none yet.
+struct CommProgress {
+  std::string name;
+  uint64_t tag = 0;
+  int rank = 0, size = 1;
+  bool recorder_off = false;  // HCCL_TUNE_FR_ENTRIES=0: nothing below is known
+  int64_t last_started = -1;
+  Collective started_collective = Collective::kAllreduce;
+  uint64_t started_bytes = 0;
+  int64_t last_completed = -1;
+  Collective completed_collective = Collective::kAllreduce;
+  uint64_t completed_bytes = 0;
+  bool in_call = false;          // the newest call has not ended
+  int64_t blocked_since_ns = 0;  // CoarseNowNs when the call in progress was first seen blocked (0: not)
+};
+
+// One flight-recorder dump taken on the daemon's request: its file name and text, or why there is none.
+struct FlightDumpText {
+  std::string file_name, json, error;
+};
+
 struct TuningContext {
   Environment env;
   std::string fingerprint;
@@ -52,6 +74,13 @@ struct TuningContext {
   int world_size = 1;
   int rank = 0;
   bool authority = false;  // rank 0: fetches and watches the table
+  // The job view. job_id: docs/CONVENTIONS.md, Job id; job_rank/job_world: the launcher's, else this
+  // communicator's. `progress` and `dump` read and dump this communicator's flight recorder from any thread; they
+  // stay valid until the client is destroyed (the communicator destroys its client first). Null: not offered.
+  std::string job_id;
+  int job_rank = 0, job_world = 1;
+  std::function<CommProgress()> progress;
+  std::function<FlightDumpText()> dump;
 };
 
 class TuningClient {

@@ -23,6 +23,7 @@
 #include "runtime/common/logging.h"
 #include "runtime/common/sizes.h"
 #include "runtime/selector/tuning.h"
+#include "runtime/tuning_client/heartbeat.h"
 
 namespace hccltune {
 namespace {
@@ -93,6 +94,10 @@ class DaemonClient final : public TuningClient {
         channel_(rpc::MakeChannel(target_.grpc_target)),
         stub_(v1::Tuner::NewStub(channel_)),
         pid_(::getpid()) {
+    if (ctx_.progress) {
+      heartbeat_id_ = tuning::Heartbeats::Get().Register(tuning::HeartbeatSource{
+          target_.grpc_target, ctx_.job_id, ctx_.job_rank, ctx_.job_world, ctx_.progress, ctx_.dump});
+    }
     reporter_ = std::thread([this] { ReportLoop(); });
     if (ctx_.authority && ctx_.env.mode == TuneMode::kOnline && !ctx_.env.table_version) {
       poller_ = std::thread([this] { PollLoop(); });
@@ -106,6 +111,7 @@ class DaemonClient final : public TuningClient {
       if (poller_.joinable()) poller_.detach();
       return;
     }
+    if (heartbeat_id_ != 0) tuning::Heartbeats::Get().Unregister(heartbeat_id_);
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
@@ -242,8 +248,11 @@ class DaemonClient final : public TuningClient {
         dropped = dropped_since_batch_.exchange(0);
         if (batch.empty() && stopping_) return;
       }
+      const bool absent =
+          !target_.socket_path.empty() && ctx_.env.daemon.empty() && ::access(target_.socket_path.c_str(), F_OK) != 0;
+      if (!absent && heartbeat_id_ != 0) Heartbeat();
       if (batch.empty()) continue;
-      if (!target_.socket_path.empty() && ctx_.env.daemon.empty() && ::access(target_.socket_path.c_str(), F_OK) != 0) {
+      if (absent) {
         // No daemon where discovery looked: nothing to report to, and nothing to warn about.
         g_dropped.fetch_add(batch.size(), std::memory_order_relaxed);
         continue;
@@ -300,6 +309,20 @@ class DaemonClient final : public TuningClient {
     return FromGrpc(writer->Finish(), absl::StrCat("ReportTimings to ", target_.grpc_target));
   }
 
+  // The process's heartbeat to this daemon, when due (runtime/tuning_client/heartbeat.h).
+  void Heartbeat() {
+    tuning::Heartbeats::Get().Tick(target_.grpc_target,
+                                   [this](const v1::HeartbeatRequest& req) -> absl::StatusOr<v1::HeartbeatResponse> {
+                                     grpc::ClientContext cc;
+                                     cc.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+                                     v1::HeartbeatResponse resp;
+                                     grpc::Status s = stub_->Heartbeat(&cc, req, &resp);
+                                     if (!s.ok())
+                                       return FromGrpc(s, absl::StrCat("Heartbeat to ", target_.grpc_target));
+                                     return resp;
+                                   });
+  }
+
   void PollLoop() {
     bool warned = false;
     while (true) {
@@ -343,6 +366,7 @@ class DaemonClient final : public TuningClient {
   std::atomic<uint64_t> dropped_since_batch_{0};
   std::shared_ptr<const TunedTable> latest_;
   std::thread reporter_, poller_;
+  uint64_t heartbeat_id_ = 0;  // registered with tuning::Heartbeats (0: no progress to report)
 };
 
 }  // namespace

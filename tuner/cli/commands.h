@@ -23,5 +23,6 @@ void RegisterReport(CLI::App& app, int* exit_code);
 void RegisterSimulate(CLI::App& app, int* exit_code);
 void RegisterModel(CLI::App& app, int* exit_code);
 void RegisterDoctor(CLI::App& app, int* exit_code);
+void RegisterJobs(CLI::App& app, int* exit_code);
 
 }  // namespace hccltune::cli

@@ -1,20 +1,31 @@
-// `hccl-tune doctor --dump DIR [--hang-after S] [--json]`: findings from a directory of flight-recorder dumps,
-// most costly first, each with its evidence and fix (tuner/doctor/dump_doctor.h, docs/TROUBLESHOOTING.md).
+// `hccl-tune doctor --dump DIR | --job ID [--daemon T]... [--timeout S] [--out DIR] [--hang-after S] [--json]`:
+// findings from flight-recorder dumps, most costly first, each with its evidence and fix (tuner/doctor/dump_doctor.h,
+// docs/TROUBLESHOOTING.md). --dump reads a directory of dumps; --job has hccl-tuned make every local rank of a
+// running job dump (tuner/cli/job_view.h), writes the dumps to --out (default: a temporary directory, removed) and
+// reads them the same way. Ranks that sent no dump are listed on stderr.
 // Exit status: 0 when the dumps were read (whatever they show), 1 when they could not be, 2 on bad arguments.
+#include <stdlib.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tuner/cli/commands.h"
+#include "tuner/cli/job_view.h"
 #include "tuner/doctor/dump_doctor.h"
 
 namespace hccltune::cli {
 namespace {
 
 struct DoctorArgs {
-  std::string dump;
+  std::string dump, job, out;
+  std::vector<std::string> daemons;
+  double timeout_s = 5;
   double hang_after_s = 5;
   bool json = false;
 };
@@ -31,29 +42,82 @@ void PrintJson(const std::vector<doctor::Finding>& findings) {
   std::cout << out.dump(2) << "\n";
 }
 
+int Fail(absl::string_view message) {
+  std::fprintf(stderr, "hccl-tune doctor: %s\n", std::string(message).c_str());
+  return 1;
+}
+
+// --job: the dumps of the job's local ranks into a directory (a.out, or a temporary one *made sets).
+absl::StatusOr<std::string> FetchJobDumps(const DoctorArgs& a, std::string* made) {
+  std::vector<std::string> targets;
+  for (const std::string& d : a.daemons.empty() ? std::vector<std::string>{""} : a.daemons) {
+    auto t = JobViewTarget(d);
+    if (!t.ok()) return t.status();
+    targets.push_back(*t);
+  }
+  std::string dir = a.out;
+  if (dir.empty()) {
+    std::string templ = "/tmp/hccl-tune-doctor-XXXXXX";
+    if (::mkdtemp(templ.data()) == nullptr) return absl::InternalError("cannot make a temporary directory");
+    dir = *made = templ;
+  } else {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("--out ", dir, ": ", ec.message()));
+  }
+  auto got = CollectJobDumps(targets, a.job, absl::Seconds(a.timeout_s), dir);
+  if (!got.ok()) return got.status();
+  for (const std::string& note : got->notes) std::fprintf(stderr, "hccl-tune doctor: no dump from %s\n", note.c_str());
+  if (got->files.empty()) return absl::UnavailableError(absl::StrCat("no rank of job ", a.job, " sent a dump"));
+  return dir;
+}
+
+int RunDoctor(const DoctorArgs& a) {
+  std::string dir = a.dump, made;
+  if (!a.job.empty()) {
+    auto fetched = FetchJobDumps(a, &made);
+    if (!fetched.ok()) {
+      if (!made.empty()) std::filesystem::remove_all(made);
+      return Fail(fetched.status().message());
+    }
+    dir = *fetched;
+  }
+  auto findings = doctor::DiagnoseDumpDir(dir, a.hang_after_s);
+  if (!made.empty()) std::filesystem::remove_all(made);
+  if (!findings.ok()) return Fail(findings.status().message());
+  if (a.json) {
+    PrintJson(*findings);
+  } else {
+    std::cout << doctor::FormatFindings(*findings);
+  }
+  return 0;
+}
+
 }  // namespace
 
 void RegisterDoctor(CLI::App& app, int* exit_code) {
   auto a = std::make_shared<DoctorArgs>();
   auto* cmd = app.add_subcommand("doctor", "Diagnose a job from its flight-recorder dumps");
-  cmd->add_option("--dump", a->dump, "Directory of dumps (HCCL_TUNE_FR_DUMP_DIR)")->required();
+  auto* dump = cmd->add_option("--dump", a->dump, "Directory of dumps (HCCL_TUNE_FR_DUMP_DIR)");
+  auto* job = cmd->add_option("--job", a->job, "A running job (hccl-tune jobs): hccl-tuned has its ranks dump");
+  dump->excludes(job);
+  cmd->add_option("--daemon", a->daemons,
+                  "With --job: the hccl-tuned to ask, repeatable (one per node; default: discovery)");
+  cmd->add_option("--timeout", a->timeout_s, "With --job: seconds to wait for the ranks' dumps")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 60.0));
+  cmd->add_option("--out", a->out, "With --job: keep the dumps in this directory");
   cmd->add_option("--hang-after", a->hang_after_s, "Seconds a call must have been blocked to count as stuck")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->callback([a, exit_code] {
-    auto findings = doctor::DiagnoseDumpDir(a->dump, a->hang_after_s);
-    if (!findings.ok()) {
-      std::fprintf(stderr, "hccl-tune doctor: %s\n", std::string(findings.status().message()).c_str());
-      *exit_code = 1;
+    if (a->dump.empty() == a->job.empty()) {
+      std::fprintf(stderr, "hccl-tune doctor: give --dump DIR or --job ID\n");
+      *exit_code = 2;
       return;
     }
-    if (a->json) {
-      PrintJson(*findings);
-    } else {
-      std::cout << doctor::FormatFindings(*findings);
-    }
-    *exit_code = 0;
+    *exit_code = RunDoctor(*a);
   });
 }
 

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   hccltune::cli::RegisterSimulate(app, &exit_code);
   hccltune::cli::RegisterModel(app, &exit_code);
   hccltune::cli::RegisterDoctor(app, &exit_code);
+  hccltune::cli::RegisterJobs(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

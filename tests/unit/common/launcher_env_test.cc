@@ -189,3 +189,26 @@ TEST(LauncherEnv, BadLauncherValuesNamed) {
 
 }  // namespace
 }  // namespace hccltune
+
+namespace hccltune {
+namespace {
+
+// docs/CONVENTIONS.md, Job id: the first launcher id set, as KIND:ID.
+TEST(LauncherEnv, JobIdFromEachLauncher) {
+  auto id = [](const std::map<std::string, std::string>& vars) {
+    auto e = Environment::LoadFrom(vars);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->launcher_job_id : std::string("?");
+  };
+  EXPECT_EQ(id({{"SLURM_JOB_ID", "4242"}, {"SLURM_STEP_ID", "0"}, {"RANK", "0"}, {"WORLD_SIZE", "1"}}), "slurm:4242.0");
+  EXPECT_EQ(id({{"SLURM_JOB_ID", "4242"}}), "slurm:4242");
+  EXPECT_EQ(id({{"OMPI_MCA_ess_base_jobid", "1253900289"}}), "openmpi:1253900289");
+  EXPECT_EQ(id({{"PMIX_NAMESPACE", "prterun-node1-123@1"}}), "pmix:prterun-node1-123@1");
+  EXPECT_EQ(id({{"TORCHELASTIC_RUN_ID", "abc"}}), "torchrun:abc");
+  EXPECT_EQ(id({{"TORCHELASTIC_RUN_ID", "none"}, {"MASTER_ADDR", "n1"}, {"MASTER_PORT", "29500"}}),
+            "torchrun:none@n1:29500");
+  EXPECT_EQ(id({{"RANK", "0"}, {"WORLD_SIZE", "2"}}), "");
+}
+
+}  // namespace
+}  // namespace hccltune

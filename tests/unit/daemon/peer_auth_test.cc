@@ -29,7 +29,8 @@ TEST(PeerAuth, EveryRpcOfTheServiceHasExactlyTheRolesTable) {
                         "CancelSweep", "PutLinks"}) {
     EXPECT_EQ(RpcRoles().at(w), Role::kTuner) << w;
   }
-  for (const char* r : {"GetTable", "WatchTable", "ReportTimings", "Status", "GetActivity", "WatchSweep"}) {
+  for (const char* r : {"GetTable", "WatchTable", "ReportTimings", "Status", "GetActivity", "WatchSweep", "Heartbeat",
+                        "GetJobs", "DumpJob"}) {
     EXPECT_EQ(RpcRoles().at(r), Role::kReader) << r;
   }
 }
