@@ -1,5 +1,7 @@
-// `hccl-tune doctor --dump DIR [--hang-after S] [--json]`: findings from a directory of flight-recorder dumps,
-// most costly first, each with its evidence and fix (tuner/doctor/dump_doctor.h, docs/TROUBLESHOOTING.md).
+// `hccl-tune doctor --dump DIR [--hang-after S] [--db PATH | --daemon TARGET] [--json]`: findings from a directory
+// of flight-recorder dumps, most costly first, each with its evidence and fix (tuner/doctor/dump_doctor.h,
+// docs/TROUBLESHOOTING.md). Tuned tables for the algorithm check come from --db, --daemon, or the node's daemon
+// (discovery) unless HCCL_TUNE_DAEMON=off.
 // Exit status: 0 when the dumps were read (whatever they show), 1 when they could not be, 2 on bad arguments.
 #include <cstdio>
 #include <iostream>
@@ -8,6 +10,7 @@
 #include <string>
 
 #include "tuner/cli/commands.h"
+#include "tuner/cli/store_access.h"
 #include "tuner/doctor/dump_doctor.h"
 
 namespace hccltune::cli {
@@ -17,6 +20,7 @@ struct DoctorArgs {
   std::string dump;
   double hang_after_s = 5;
   bool json = false;
+  StoreFlags store;
 };
 
 void PrintJson(const std::vector<doctor::Finding>& findings) {
@@ -25,6 +29,7 @@ void PrintJson(const std::vector<doctor::Finding>& findings) {
     out.push_back({{"severity", doctor::SeverityName(f.severity)},
                    {"kind", f.kind},
                    {"title", f.title},
+                   {"cost_s", f.cost},
                    {"evidence", f.evidence},
                    {"fix", f.fix}});
   }
@@ -41,8 +46,20 @@ void RegisterDoctor(CLI::App& app, int* exit_code) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", a->json, "Print JSON");
+  AddStoreFlags(cmd, &a->store);
   cmd->callback([a, exit_code] {
-    auto findings = doctor::DiagnoseDumpDir(a->dump, a->hang_after_s);
+    doctor::DoctorOptions options;
+    options.hang_after_s = a->hang_after_s;
+    // A store is optional: without one (the daemon off) the algorithm check names overrides only.
+    auto opened = OpenStore(a->store);
+    if (opened.ok()) {
+      options.store = opened->store.get();
+      options.store_name = opened->where;
+    } else if (!a->store.db.empty() || !a->store.daemon.empty()) {
+      *exit_code = ReportError(opened.status());
+      return;
+    }
+    auto findings = doctor::DiagnoseDumpDir(a->dump, options);
     if (!findings.ok()) {
       std::fprintf(stderr, "hccl-tune doctor: %s\n", std::string(findings.status().message()).c_str());
       *exit_code = 1;
