@@ -7,10 +7,11 @@
 #  4. both ranks pinned to one CPU (taskset -c 0): "binding";
 #  5. HCCL_TUNE_ALGO forcing the configuration a tiny sweep (into a --db file) measured slowest at the job's
 #     size, at least 1.5x the winner: "algorithm", with the fix naming HCCL_TUNE_ALGO and the table's winner.
-# Usage: doctor.sh HCCL_TUNE_BIN DOCTOR_JOB_BIN
+# Usage: doctor.sh HCCL_TUNE_BIN DOCTOR_JOB_BIN [OUT_DIR]   (OUT_DIR: keeps each job's doctor output there)
 set -euo pipefail
 bin=$1
 job=$2
+out=${3:-}
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 fail() {
@@ -59,6 +60,7 @@ if literal not in text:
     sys.exit(f"first finding does not name {literal!r}")
 PY
   echo "$name: $(head -1 "$d/$name/doctor.txt")"
+  if [[ -n $out ]]; then cp "$d/$name/doctor.txt" "$out/$name.txt"; fi
 }
 
 run_job healthy allreduce 1280 64

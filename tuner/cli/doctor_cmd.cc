@@ -3,12 +3,17 @@
 // docs/TROUBLESHOOTING.md). Tuned tables for the algorithm check come from --db, --daemon, or the node's daemon
 // (discovery) unless HCCL_TUNE_DAEMON=off.
 // Exit status: 0 when the dumps were read (whatever they show), 1 when they could not be, 2 on bad arguments.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
 #include "tuner/doctor/dump_doctor.h"
@@ -50,7 +55,12 @@ void RegisterDoctor(CLI::App& app, int* exit_code) {
   cmd->callback([a, exit_code] {
     doctor::DoctorOptions options;
     options.hang_after_s = a->hang_after_s;
-    // A store is optional: without one (the daemon off) the algorithm check names overrides only.
+    // A store is optional: without one (the daemon off) the algorithm check names overrides only. The doctor only
+    // reads: a --db that does not exist is an error, not a new empty database.
+    if (!a->store.db.empty() && access(a->store.db.c_str(), R_OK) != 0) {
+      *exit_code = ReportError(absl::NotFoundError(absl::StrCat("--db ", a->store.db, ": ", strerror(errno))));
+      return;
+    }
     auto opened = OpenStore(a->store);
     if (opened.ok()) {
       options.store = opened->store.get();
