@@ -115,8 +115,10 @@ CommTime TimeInCalls(const RankDump& d) {
   t.mean_ms = sum_ms / t.timed;
   t.span_s = static_cast<double>(last->end_ns - first->start_ns) / 1e9;
   t.calls = last->seq - first->seq + 1;
-  t.busy_s = t.mean_ms * static_cast<double>(t.calls) / 1e3;
-  t.share = t.span_s > 0 ? std::min(1.0, t.busy_s / t.span_s) : 0;
+  // The sample's mean can overshoot (a few slow calls among few timed ones): a rank is never blocked longer than
+  // the span.
+  t.busy_s = std::min(t.mean_ms * static_cast<double>(t.calls) / 1e3, t.span_s);
+  t.share = t.span_s > 0 ? t.busy_s / t.span_s : 0;
   return t;
 }
 

@@ -63,7 +63,8 @@ absl::StatusOr<RankDump> ParseDump(const std::string& name, absl::string_view te
 
 // A rank's time inside collectives, from its timed calls (the recorder times one call in 64 on every rank, the
 // same operations on each): between the start of its first timed call and the end of its last (`span_s`),
-// `calls` calls ran (by operation number); `busy_s` estimates their time as calls x the timed calls' mean.
+// `calls` calls ran (by operation number); `busy_s` estimates their time as calls x the timed calls' mean, at
+// most span_s.
 struct CommTime {
   int timed = 0;  // timed calls (0 or 1: nothing below is known)
   double mean_ms = 0, span_s = 0, busy_s = 0, share = 0;

@@ -87,7 +87,8 @@ std::optional<Finding> BindingOnNode(const std::string& node, const std::vector<
   f.cost = std::max(busy * (1 - static_cast<double>(cpus) / local), 1e-6);
   f.fix = absl::StrCat("give each rank CPUs of its own: drop a pin shared by every rank (taskset -c or numactl ",
                        "around the launcher applies to all the ranks it starts), pin per local rank instead ",
-                       "(taskset -c $LOCAL_RANK ...), or run at most ", std::max(cpus, 1), " ranks on this node");
+                       "(taskset -c $LOCAL_RANK ...), or run at most ", std::max(cpus, 1),
+                       cpus > 1 ? " ranks" : " rank", " on this node");
   return f;
 }
 
