@@ -94,6 +94,10 @@ absl::Status CommImpl::Setup() {
   SetupLayout();
   if (s = StartDevices(); !s.ok()) return s;
   DescribeTopology();
+  if (recorder_) {
+    recorder_->SetJobFacts({fingerprint_, infos_[static_cast<size_t>(rank_)].node,
+                            static_cast<int>(local_ranks_.size()), topo_.num_nodes});
+  }
 
   auto selector = Selector::Create(env_, size_, topo_);
   if (!selector.ok()) return selector.status();
@@ -336,9 +340,26 @@ void* CommImpl::Scratch(int depth, size_t bytes) {
     size_t total = 0;
     for (const auto& b : scratch_) total += b.size();
     if (total + bytes - buf.size() > prealloc_bytes_) fallback_allocs_.fetch_add(1);
+    scratch_total_ = total + bytes - buf.size();
     buf.resize(bytes);
   }
+  // Only once the scratch held exceeds HCCL_BUFFSIZE can a call's need: a compare per Scratch call otherwise.
+  if (scratch_total_ > prealloc_bytes_) NoteScratchNeed(depth, bytes);
   return buf.data();
+}
+
+void CommImpl::NoteScratchNeed(int depth, size_t bytes) {
+  // A call's need: per depth the largest request of the call, summed over depths (a depth's buffer is reused).
+  if (need_call_ != call_.sequence) {
+    need_call_ = call_.sequence;
+    need_.assign(need_.size(), 0);
+  }
+  if (need_.size() <= static_cast<size_t>(depth)) need_.resize(static_cast<size_t>(depth) + 1, 0);
+  need_[static_cast<size_t>(depth)] = std::max(need_[static_cast<size_t>(depth)], bytes);
+  uint64_t need = 0;
+  for (size_t n : need_) need += n;
+  if (need > prealloc_bytes_ && fr_active_)
+    recorder_->NoteOverflow(call_.sequence, recorder_->ring().BytesAt(fr_slot_), need);
 }
 
 absl::StatusOr<std::unique_ptr<Communicator>> CommImpl::Split(int color, int key) {

@@ -110,6 +110,9 @@ class CommImpl final : public Communicator {
     return endpoints_->For(link, channels, members, call_, stream_);
   }
   void* Scratch(int depth, size_t bytes);
+  // Scratch's accounting once the scratch held exceeds HCCL_BUFFSIZE: a call needing more than it is noted in
+  // the flight recorder (its buffer_overflows).
+  void NoteScratchNeed(int depth, size_t bytes);
   const GroupTopology& topology() const { return topo_; }
   const CallDescriptor& current_call() const { return call_; }
   // Whether [p, p + bytes) is inside one of this rank's symmetric allocations (REQUIRES: exec_mu_ held).
@@ -231,6 +234,9 @@ class CommImpl final : public Communicator {
   std::vector<std::vector<uint8_t>> scratch_;
   std::atomic<uint64_t> fallback_allocs_{0};
   uint64_t prealloc_bytes_ = 0;
+  uint64_t scratch_total_ = 0;  // bytes held in scratch_
+  uint32_t need_call_ = 0;      // the operation need_ is of
+  std::vector<size_t> need_;    // per depth, the largest request of operation need_call_
   // Per collective, its last call that may run again without its argument checks, configuration choice,
   // huge-page advice and output-region work (ExecuteLocked): a small call (below HCCL_TUNE_THP) that passed
   // Validate without aliasing and chose, under auto, a configuration the selector repeats (no exploration plan

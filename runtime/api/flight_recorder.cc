@@ -1,18 +1,22 @@
 #include "runtime/api/flight_recorder.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runtime/common/logging.h"
 #include "runtime/selector/selector.h"
 #include "runtime/selector/tuning.h"
@@ -143,7 +147,13 @@ std::string FlightDumpDir(const Environment& env) {
 }
 
 FlightRecorder::FlightRecorder(const Environment& env, FlightIdentity id)
-    : ring_(env.fr_entries), id_(std::move(id)), dir_(FlightDumpDir(env)) {
+    : ring_(env.fr_entries),
+      id_(std::move(id)),
+      dir_(FlightDumpDir(env)),
+      hccl_algo_(env.hccl_algo),
+      tune_algo_(env.tune_algo),
+      buffsize_bytes_(env.buffsize_bytes),
+      created_ns_(SteadyNs(std::chrono::steady_clock::now())) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
   Registry().push_back(this);
 }
@@ -152,6 +162,67 @@ FlightRecorder::~FlightRecorder() {
   std::lock_guard<std::mutex> lock(RegistryMutex());
   auto& all = Registry();
   all.erase(std::remove(all.begin(), all.end(), this), all.end());
+}
+
+void FlightRecorder::SetJobFacts(FlightJobFacts facts) {
+  std::lock_guard<std::mutex> lock(facts_mu_);
+  facts_ = std::move(facts);
+}
+
+void FlightRecorder::NoteOverflow(uint32_t op, uint64_t call_bytes, uint64_t need) {
+  Overflow& o = overflow_[static_cast<size_t>(std::bit_width(call_bytes))];
+  if (o.last_op != op || o.calls.load(std::memory_order_relaxed) == 0) {
+    o.last_op = op;
+    o.calls.store(o.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  if (need > o.max_need.load(std::memory_order_relaxed)) o.max_need.store(need, std::memory_order_relaxed);
+}
+
+// "settings": what decides configurations and buffers, as the rank ran with.
+std::string FlightRecorder::SettingsJson() const {
+  std::string out = ",\"settings\":{\"HCCL_ALGO\":";
+  AppendJsonString(&out, hccl_algo_);
+  out += ",\"HCCL_TUNE_ALGO\":";
+  AppendJsonString(&out, tune_algo_);
+  absl::StrAppend(&out, ",\"HCCL_BUFFSIZE_bytes\":", buffsize_bytes_, "}");
+  return out;
+}
+
+// "cpu": the process's affinity (CPU numbers), the node's online CPUs, the process's CPU and wall time since the
+// recorder was made (read now).
+std::string FlightRecorder::HostJson() const {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(getpid(), sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+  }
+  rusage ru = {};
+  getrusage(RUSAGE_SELF, &ru);
+  const double cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                       static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  const double wall_s = static_cast<double>(SteadyNs(std::chrono::steady_clock::now()) - created_ns_) / 1e9;
+  return absl::StrCat(",\"cpu\":{\"affinity\":[", absl::StrJoin(cpus, ","),
+                      "],\"online\":", sysconf(_SC_NPROCESSORS_ONLN), ",\"process_cpu_s\":", cpu_s,
+                      ",\"process_wall_s\":", wall_s, "}");
+}
+
+// "buffer_overflows": per call-size bucket with any, the calls over HCCL_BUFFSIZE and their largest need.
+std::string FlightRecorder::OverflowJson() const {
+  std::string out = ",\"buffer_overflows\":[";
+  bool first = true;
+  for (size_t i = 0; i < overflow_.size(); ++i) {
+    const uint64_t calls = overflow_[i].calls.load(std::memory_order_relaxed);
+    if (calls == 0) continue;
+    const uint64_t lo = i == 0 ? 0 : uint64_t{1} << (i - 1);
+    const uint64_t hi = i == 0 ? 1 : i == 64 ? UINT64_MAX : uint64_t{1} << i;  // [lo, hi)
+    absl::StrAppend(&out, first ? "" : ",", "{\"min_bytes\":", lo, ",\"max_bytes\":", hi, ",\"calls\":", calls,
+                    ",\"max_need_bytes\":", overflow_[i].max_need.load(std::memory_order_relaxed), "}");
+    first = false;
+  }
+  return out + "]";
 }
 
 std::string FlightRecorder::Json(absl::string_view reason, absl::string_view error) const {
@@ -173,6 +244,15 @@ std::string FlightRecorder::Json(absl::string_view reason, absl::string_view err
                   ",\"records_written\":", ring_.written(), ",\"torn\":", torn,
                   ",\"last_completed_seq\":", last_completed, ",\"error\":");
   AppendJsonString(&out, error);
+  {
+    std::lock_guard<std::mutex> lock(facts_mu_);
+    out += ",\"topology_fingerprint\":";
+    AppendJsonString(&out, facts_.fingerprint);
+    out += ",\"node\":";
+    AppendJsonString(&out, facts_.node);
+    absl::StrAppend(&out, ",\"local_ranks\":", facts_.local_ranks, ",\"nodes\":", facts_.nodes);
+  }
+  out += SettingsJson() + HostJson() + OverflowJson();
   out += ",\"entries\":[";
   for (size_t i = 0; i < records.size(); ++i) {
     if (i > 0) out += ",\n";

@@ -104,6 +104,9 @@ class FlightRing {
     s.version.store(v + 2, std::memory_order_release);
   }
 
+  // Writer: the size recorded by Begin in `slot` (the writer's own store).
+  uint64_t BytesAt(uint32_t slot) const { return slots_[slot].bytes.load(std::memory_order_relaxed); }
+
   // Reader: the records still in the ring, oldest first; *torn (when given) counts those left out because the
   // writer kept rewriting their slot.
   std::vector<FlightRecord> Snapshot(uint32_t* torn = nullptr) const;

@@ -1,12 +1,17 @@
-// `hccl-tune doctor --dump DIR | --job ID [--daemon T]... [--timeout S] [--out DIR] [--hang-after S] [--json]`:
-// findings from flight-recorder dumps, most costly first, each with its evidence and fix (tuner/doctor/dump_doctor.h,
-// docs/TROUBLESHOOTING.md). --dump reads a directory of dumps; --job has hccl-tuned make every local rank of a
-// running job dump (tuner/cli/job_view.h), writes the dumps to --out (default: a temporary directory, removed) and
-// reads them the same way. Ranks that sent no dump are listed on stderr.
+// `hccl-tune doctor --dump DIR | --job ID [--daemon T]... [--db PATH] [--timeout S] [--out DIR] [--hang-after S]
+// [--json]`: findings from flight-recorder dumps, most costly first, each with its evidence and fix
+// (tuner/doctor/dump_doctor.h, docs/TROUBLESHOOTING.md). --dump reads a directory of dumps; --job has hccl-tuned
+// make every local rank of a running job dump (tuner/cli/job_view.h), writes the dumps to --out (default: a
+// temporary directory, removed) and reads them the same way. Ranks that sent no dump are listed on stderr. Tuned
+// tables for the algorithm check come from --db, else the first --daemon, else the node's daemon (discovery) unless
+// HCCL_TUNE_DAEMON=off.
 // Exit status: 0 when the dumps were read (whatever they show), 1 when they could not be, 2 on bad arguments.
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -17,13 +22,14 @@
 #include "absl/strings/str_cat.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cli/job_view.h"
+#include "tuner/cli/store_access.h"
 #include "tuner/doctor/dump_doctor.h"
 
 namespace hccltune::cli {
 namespace {
 
 struct DoctorArgs {
-  std::string dump, job, out;
+  std::string dump, job, out, db;
   std::vector<std::string> daemons;
   double timeout_s = 5;
   double hang_after_s = 5;
@@ -36,6 +42,7 @@ void PrintJson(const std::vector<doctor::Finding>& findings) {
     out.push_back({{"severity", doctor::SeverityName(f.severity)},
                    {"kind", f.kind},
                    {"title", f.title},
+                   {"cost_s", f.cost},
                    {"evidence", f.evidence},
                    {"fix", f.fix}});
   }
@@ -72,7 +79,29 @@ absl::StatusOr<std::string> FetchJobDumps(const DoctorArgs& a, std::string* made
   return dir;
 }
 
+// Where the algorithm check reads tuned tables: --db, else the first --daemon, else discovery. Optional: without
+// one (the daemon off) the check names overrides only; a named one that cannot be opened is an error. The doctor only
+// reads: a --db that does not exist is an error, not a new empty database.
+absl::Status OpenTables(const DoctorArgs& a, OpenedStore* opened, doctor::DoctorOptions* options) {
+  if (!a.db.empty() && access(a.db.c_str(), R_OK) != 0) {
+    return absl::NotFoundError(absl::StrCat("--db ", a.db, ": ", strerror(errno)));
+  }
+  StoreFlags flags;
+  flags.db = a.db;
+  if (a.db.empty() && !a.daemons.empty()) flags.daemon = a.daemons.front();
+  auto store = OpenStore(flags);
+  if (!store.ok()) return !flags.db.empty() || !flags.daemon.empty() ? store.status() : absl::OkStatus();
+  *opened = *std::move(store);
+  options->store = opened->store.get();
+  options->store_name = opened->where;
+  return absl::OkStatus();
+}
+
 int RunDoctor(const DoctorArgs& a) {
+  doctor::DoctorOptions options;
+  options.hang_after_s = a.hang_after_s;
+  OpenedStore tables;
+  if (absl::Status s = OpenTables(a, &tables, &options); !s.ok()) return Fail(s.message());
   std::string dir = a.dump, made;
   if (!a.job.empty()) {
     auto fetched = FetchJobDumps(a, &made);
@@ -82,7 +111,7 @@ int RunDoctor(const DoctorArgs& a) {
     }
     dir = *fetched;
   }
-  auto findings = doctor::DiagnoseDumpDir(dir, a.hang_after_s);
+  auto findings = doctor::DiagnoseDumpDir(dir, options);
   if (!made.empty()) std::filesystem::remove_all(made);
   if (!findings.ok()) return Fail(findings.status().message());
   if (a.json) {
@@ -102,7 +131,9 @@ void RegisterDoctor(CLI::App& app, int* exit_code) {
   auto* job = cmd->add_option("--job", a->job, "A running job (hccl-tune jobs): hccl-tuned has its ranks dump");
   dump->excludes(job);
   cmd->add_option("--daemon", a->daemons,
-                  "With --job: the hccl-tuned to ask, repeatable (one per node; default: discovery)");
+                  "hccl-tuned target, repeatable: with --job the daemons to ask (one per node; default: discovery); "
+                  "the first also serves the tables (unless --db)");
+  cmd->add_option("--db", a->db, "Read tuned tables from this database file (the algorithm check)");
   cmd->add_option("--timeout", a->timeout_s, "With --job: seconds to wait for the ranks' dumps")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 60.0));

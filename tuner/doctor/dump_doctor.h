@@ -1,16 +1,26 @@
 // `hccl-tune doctor --dump DIR`: findings from a directory of flight-recorder dumps (docs/TROUBLESHOOTING.md,
-// "hccl-tune doctor"): (g) a hang's wavefront — the operation the waiting ranks are in and the ranks that never
-// entered it, or ranks that called a different collective or size at the same operation — and (b) calls whose
-// configuration an override forced (HCCL_TUNE_ALGO, HCCL_ALGO). Each finding carries its evidence and its fix;
-// they come most costly first: errors (a hang, a mismatch) before warnings, then by estimated time.
+// "hccl-tune doctor"), along HCCL's troubleshooting chain:
+//   (a) exposure: each rank's share of time blocked inside collectives (info: whether the rest matters);
+//   (b) algorithm: the configuration each call size ran against the tuned table's winner and the best measured
+//       (with a store), flagging an override (HCCL_TUNE_ALGO, HCCL_ALGO), a call's own choice or a default that
+//       costs more than 10%; without a table an override is still named;
+//   (d) buffers: calls whose scratch need exceeded HCCL_BUFFSIZE, and the size that avoids it;
+//   (e) binding: ranks of a node pinned to the same CPUs, or more ranks than CPUs on a node;
+//   (f) straggler: one rank consistently last to arrive (its local durations shortest), by how much;
+//   (g) a hang's wavefront — the operation the waiting ranks are in and the ranks that never entered it, or ranks
+//       that called a different collective or size at the same operation.
+// (c) links is not diagnosed (docs/TROUBLESHOOTING.md says what it lacks). Each finding carries its evidence
+// and its fix; they come most costly first: errors (a hang, a mismatch) before warnings before info, then by
+// estimated seconds lost.
 //
-// Thread-safety: pure functions over files read once.
+// Thread-safety: pure functions over dumps read once; the store (when given) is only read.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "db/tuning_store.h"
 
 namespace hccltune::doctor {
 
@@ -19,12 +29,30 @@ const char* SeverityName(Severity s);  // "info", "warn", "error"
 
 struct Finding {
   Severity severity = Severity::kInfo;
-  std::string kind;  // "hang", "mismatch", "override", "summary"
-  double cost = 0;   // ordering within a severity: estimated seconds, or calls affected
+  // "hang", "mismatch", "algorithm", "override", "buffers", "binding", "straggler", "exposure", "summary"
+  std::string kind;
+  double cost = 0;  // ordering within a severity: estimated seconds lost (errors: 2 mismatch, 1 hang)
   std::string title;
   std::vector<std::string> evidence;
   std::string fix;
 };
+
+struct DoctorOptions {
+  double hang_after_s = 5;
+  // Tuned tables and their sweeps for (b); null: only overrides are named. Tables are keyed by the dumps'
+  // topology fingerprint and world size.
+  db::TuningStore* store = nullptr;
+  std::string store_name;  // how findings name it ("database t.db", "daemon unix:/...")
+};
+
+// One dump as text (a file's content, or one collected through the daemon) and the name errors give it.
+struct DumpText {
+  std::string name, text;
+};
+
+// Diagnoses every communicator (the dumps of one comm_tag) in `dumps`. Errors: no dump, a text that is not a
+// dump (naming it and what is wrong).
+absl::StatusOr<std::vector<Finding>> DiagnoseDumps(const std::vector<DumpText>& dumps, const DoctorOptions& options);
 
 // Reads every fr-*-r*.json in `dir` and diagnoses each communicator (the files of one comm_tag) in it. A rank
 // is stuck in a call that failed (a timeout, an abort) or that was blocked at least `hang_after_s` before its dump
@@ -32,6 +60,7 @@ struct Finding {
 // read, one with no dump (naming the directory and the pattern), a file that is not a dump (naming the file and
 // what is wrong).
 absl::StatusOr<std::vector<Finding>> DiagnoseDumpDir(const std::string& dir, double hang_after_s = 5);
+absl::StatusOr<std::vector<Finding>> DiagnoseDumpDir(const std::string& dir, const DoctorOptions& options);
 
 // The findings as text: one numbered block per finding (title, evidence lines, fix).
 std::string FormatFindings(const std::vector<Finding>& findings);

@@ -121,6 +121,49 @@ TEST_F(FlightRecorderTest, AnOverrideIsRecordedAsItsSource) {
   }
 }
 
+TEST_F(FlightRecorderTest, TheDumpCarriesTheJobFactsAndBufferOverflows) {
+  // HCCL_BUFFSIZE 1 MB; 4 MiB reducescatters on the ring need 4 MiB of scratch and more (the whole input).
+  Environment env = Env();
+  env.buffsize_bytes = 1 << 20;
+  env.tune_algo = "reducescatter:0-=ring";
+  std::vector<nlohmann::json> dumps(2);
+  auto st = RunRanks(
+      2,
+      [&](int r, Communicator& c) -> absl::Status {
+        std::vector<float> in(1 << 20, 1.0f), out(1 << 19);
+        for (int i = 0; i < 3; ++i) {
+          if (absl::Status s = c.Reducescatter(in.data(), out.data(), out.size(), DataType::kFloat32, ReduceOp::kSum);
+              !s.ok()) {
+            return s;
+          }
+        }
+        auto path = c.DumpFlightRecorder();
+        if (!path.ok()) return path.status();
+        dumps[static_cast<size_t>(r)] = Read(*path);
+        return absl::OkStatus();
+      },
+      [&](int) { return env; });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(st[static_cast<size_t>(r)].ok()) << st[static_cast<size_t>(r)];
+    const nlohmann::json& d = dumps[static_cast<size_t>(r)];
+    EXPECT_EQ(d["topology_fingerprint"].get<std::string>().size(), 16u) << d["topology_fingerprint"];
+    EXPECT_EQ(d["local_ranks"], 2);
+    EXPECT_EQ(d["nodes"], 1);
+    EXPECT_FALSE(d["node"].get<std::string>().empty());
+    EXPECT_EQ(d["settings"]["HCCL_TUNE_ALGO"], "reducescatter:0-=ring");
+    EXPECT_EQ(d["settings"]["HCCL_BUFFSIZE_bytes"], 1 << 20);
+    EXPECT_FALSE(d["cpu"]["affinity"].empty());
+    EXPECT_GE(d["cpu"]["online"].get<int>(), 1);
+    EXPECT_GE(d["cpu"]["process_cpu_s"].get<double>(), 0);
+    ASSERT_EQ(d["buffer_overflows"].size(), 1u) << d["buffer_overflows"];
+    const nlohmann::json& o = d["buffer_overflows"][0];
+    EXPECT_EQ(o["min_bytes"], 4 << 20);  // the calls' size, 4 MiB: bucket [4M, 8M)
+    EXPECT_EQ(o["max_bytes"], 8 << 20);
+    EXPECT_EQ(o["calls"], 3);  // every call, not only the one that grew the scratch
+    EXPECT_GE(o["max_need_bytes"].get<uint64_t>(), uint64_t{4} << 20);
+  }
+}
+
 TEST_F(FlightRecorderTest, TheRingKeepsTheLastEntriesAndZeroTurnsItOff) {
   Environment env = Env();
   env.fr_entries = 4;
