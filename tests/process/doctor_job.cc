@@ -14,6 +14,7 @@
 
 #include "runtime/api/communicator.h"
 #include "runtime/api/flight_recorder.h"
+#include "tests/process/job_communicator.h"
 
 int main(int argc, char** argv) {
   using namespace hccltune;
@@ -26,17 +27,9 @@ int main(int argc, char** argv) {
   const size_t count = std::max<size_t>(1, std::strtoul(argv[3], nullptr, 10) / sizeof(float));
   const int slow = argc == 6 ? std::atoi(argv[4]) : -1;
   const useconds_t sleep_us = argc == 6 ? static_cast<useconds_t>(std::atol(argv[5])) : 0;
-  auto env = Environment::Load();
-  if (!env.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(env.status().message()).c_str());
-    return 1;
-  }
-  auto comm = Communicator::FromEnvironment(*env);
-  if (!comm.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(comm.status().message()).c_str());
-    return 1;
-  }
-  Communicator& c = **comm;
+  std::unique_ptr<Communicator> comm = testjobs::CommunicatorFromEnvironment();
+  if (comm == nullptr) return 1;
+  Communicator& c = *comm;
   const int n = c.size(), r = c.rank();
   const bool scatter = coll == "reducescatter";
   const size_t out_count = scatter ? std::max<size_t>(1, count / static_cast<size_t>(n)) : count;

@@ -22,29 +22,13 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 mport=$(free_port)
 pport=$(free_port)
 
-cat >"$tmp/tuned.conf" <<CONF
-metrics_port = $mport
-online_min_samples = 20
-online_window = 40
-online_explore_every = 4
-online_explore_calls = 100
-online_explore_min_samples = 10
-online_interval_ms = 100
-CONF
-release=$("$cli" --version | sed -E 's/^hccl-tune ([0-9]+\.[0-9]+).*/\1/')
-topo="{\"format\":2,\"inter\":[],\"intra\":[\"shm\"],\"nodes\":1,\"ranks_per_node\":[2],\"release\":\"$release\",\"runtime\":\"hccl-tune\"}"
-fp=$(printf '%s' "$topo" | sha256sum | cut -c1-16)
-python3 - "$tmp/table.json" "$fp" "$topo" <<'PY'
-import json, sys
-path, fp, topo = sys.argv[1:]
-entry = {"collective": "allreduce", "dtype": "int32", "world_size": 2, "bytes": "0-",
-         "configuration": "ring(channels=1,link=auto)", "time_us": 100.0, "rank_time_us": 100.0,
-         "busbw_gbps": 0.0, "samples": 10, "runner_up": "one_shot(channels=1,link=auto)", "margin": 0.2,
-         "default_margin": 0.2, "sweep_id": "test", "library_version": "test", "measured_unix_ms": 0}
-json.dump({"format": "hccl-tune-tables", "format_version": 1, "tables": [{
-    "fingerprint": fp, "topology": topo, "version": 1, "created_unix_ms": 0, "content_hash": "",
-    "entries": [entry]}]}, open(path, "w"))
-PY
+source "$(dirname "$0")/online_fixture.sh"
+{
+  echo "metrics_port = $mport"
+  quick_policy_conf
+} >"$tmp/tuned.conf"
+two_rank_topology "$cli"
+ring_table "$tmp/table.json"
 
 "$tuned" --socket "$tmp/d.sock" --db "$tmp/t.db" --config "$tmp/tuned.conf" --log-level info 2>"$tmp/daemon.log" &
 pids+=($!)

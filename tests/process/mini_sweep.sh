@@ -37,9 +37,8 @@ mini_sweep_idle_s = 2
 mini_sweep_max_per_hour = 4
 CONF
 
-release=$("$cli" --version | sed -E 's/^hccl-tune ([0-9]+\.[0-9]+).*/\1/')
-topo="{\"format\":2,\"inter\":[],\"intra\":[\"shm\"],\"nodes\":1,\"ranks_per_node\":[2],\"release\":\"$release\",\"runtime\":\"hccl-tune\"}"
-fp=$(printf '%s' "$topo" | sha256sum | cut -c1-16)
+source "$(dirname "$0")/online_fixture.sh"
+two_rank_topology "$cli"
 python3 - "$tmp/table.json" "$fp" "$topo" <<'PY'
 import json, sys
 path, fp, topo = sys.argv[1:]

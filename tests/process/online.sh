@@ -21,29 +21,10 @@ fail() {
   exit 1
 }
 
-cat >"$tmp/tuned.conf" <<'EOF'
-online_min_samples = 20
-online_window = 40
-online_explore_every = 4
-online_explore_calls = 100
-online_explore_min_samples = 10
-online_interval_ms = 100
-EOF
-
-release=$("$cli" --version | sed -E 's/^hccl-tune ([0-9]+\.[0-9]+).*/\1/')
-topo="{\"format\":2,\"inter\":[],\"intra\":[\"shm\"],\"nodes\":1,\"ranks_per_node\":[2],\"release\":\"$release\",\"runtime\":\"hccl-tune\"}"
-fp=$(printf '%s' "$topo" | sha256sum | cut -c1-16)
-python3 - "$tmp/table.json" "$fp" "$topo" <<'PY'
-import json, sys
-path, fp, topo = sys.argv[1:]
-entry = {"collective": "allreduce", "dtype": "int32", "world_size": 2, "bytes": "0-",
-         "configuration": "ring(channels=1,link=auto)", "time_us": 100.0, "rank_time_us": 100.0,
-         "busbw_gbps": 0.0, "samples": 10, "runner_up": "one_shot(channels=1,link=auto)", "margin": 0.2,
-         "default_margin": 0.2, "sweep_id": "test", "library_version": "test", "measured_unix_ms": 0}
-json.dump({"format": "hccl-tune-tables", "format_version": 1, "tables": [{
-    "fingerprint": fp, "topology": topo, "version": 1, "created_unix_ms": 0, "content_hash": "",
-    "entries": [entry]}]}, open(path, "w"))
-PY
+source "$(dirname "$0")/online_fixture.sh"
+quick_policy_conf >"$tmp/tuned.conf"
+two_rank_topology "$cli"
+ring_table "$tmp/table.json"
 
 start_daemon() {  # [GROUP]: a fresh database holding the table above; the socket's group GROUP (default: ours)
   rm -f "$tmp/t.db"*

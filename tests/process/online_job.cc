@@ -11,6 +11,7 @@
 
 #include "runtime/api/communicator.h"
 #include "runtime/tuning_client/tuning_client.h"
+#include "tests/process/job_communicator.h"
 
 int main(int argc, char** argv) {
   using namespace hccltune;
@@ -20,17 +21,9 @@ int main(int argc, char** argv) {
   }
   const long calls = std::strtol(argv[1], nullptr, 10);
   InstallDaemonTuning();
-  auto env = Environment::Load();
-  if (!env.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(env.status().message()).c_str());
-    return 1;
-  }
-  auto comm = Communicator::FromEnvironment(*env);
-  if (!comm.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(comm.status().message()).c_str());
-    return 1;
-  }
-  Communicator& c = **comm;
+  std::unique_ptr<Communicator> comm = testjobs::CommunicatorFromEnvironment();
+  if (comm == nullptr) return 1;
+  Communicator& c = *comm;
   const int n = c.size(), r = c.rank();
   std::ofstream out(std::string(argv[2]) + "/rank" + std::to_string(r));
   std::map<std::string, long> per_config;

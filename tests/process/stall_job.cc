@@ -13,6 +13,7 @@
 
 #include "runtime/api/communicator.h"
 #include "runtime/tuning_client/tuning_client.h"
+#include "tests/process/job_communicator.h"
 
 namespace {
 bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
@@ -27,17 +28,9 @@ int main(int argc, char** argv) {
   const std::string dir = argv[1];
   const long stall_rank = std::strtol(argv[2], nullptr, 10), stall_at = std::strtol(argv[3], nullptr, 10);
   InstallDaemonTuning();
-  auto env = Environment::Load();
-  if (!env.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(env.status().message()).c_str());
-    return 1;
-  }
-  auto comm = Communicator::FromEnvironment(*env);
-  if (!comm.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(comm.status().message()).c_str());
-    return 1;
-  }
-  Communicator& c = **comm;
+  std::unique_ptr<Communicator> comm = testjobs::CommunicatorFromEnvironment();
+  if (comm == nullptr) return 1;
+  Communicator& c = *comm;
   const int n = c.size(), r = c.rank();
   long i = 0;
   for (;; ++i) {

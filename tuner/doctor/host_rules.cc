@@ -65,12 +65,24 @@ std::optional<Finding> BindingOnNode(const std::string& node, const std::vector<
                                                           : static_cast<int>(all.size());
   std::vector<std::string> shared;
   for (const auto& [set, rs] : by_set) {
-    if (rs.size() > set.size()) {
+    // Every online CPU is no pin (the default affinity): only oversubscription below can apply.
+    if (rs.size() > set.size() && static_cast<int>(set.size()) < online) {
       shared.push_back(
           absl::StrCat(RankList(rs), " are all pinned to CPU", set.size() == 1 ? " " : "s ", CpuList(set)));
     }
   }
   if (shared.empty() && local <= cpus) return std::nullopt;
+  // More ranks than CPUs costs only while they want the CPUs: ranks that mostly sleep (their CPU time over the
+  // span of their dump, summed) well below the CPUs they share are not slowed by it.
+  double demand = 0;
+  bool known = true;
+  for (const RankDump* d : ranks) {
+    if (d->cpu_s < 0 || d->wall_s <= 0) known = false;
+    if (known) demand += d->cpu_s / d->wall_s;
+  }
+  if (shared.empty() && known && local == static_cast<int>(ranks.size()) && demand < 0.75 * cpus) {
+    return std::nullopt;
+  }
   Finding f;
   f.severity = Severity::kWarn;
   f.kind = "binding";

@@ -162,8 +162,18 @@ TEST_F(ChainRulesTest, MoreRanksThanCpusOnANode) {
   const std::vector<Finding> f = Diagnose();
   ASSERT_FALSE(f.empty());
   EXPECT_EQ(f[0].kind, "binding");
-  EXPECT_EQ(f[0].title, "node node-a: ranks 0, 1, 2, 3 are all pinned to CPUs 0-1; 4 ranks run on 2 CPUs");
+  // The node's every CPU is no pin: only the oversubscription is named.
+  EXPECT_EQ(f[0].title, "node node-a: 4 ranks run on 2 CPUs");
   EXPECT_NE(f[0].fix.find("at most 2 ranks on this node"), std::string::npos) << f[0].fix;
+}
+
+TEST_F(ChainRulesTest, MoreRanksThanCpusThatMostlySleepAreNoFinding) {
+  for (int r = 0; r < 3; ++r) {
+    nlohmann::json d = Dump(r, 3, Calls(64, 0.5));
+    d["cpu"] = {{"affinity", {0, 1}}, {"online", 2}, {"process_cpu_s", 0.06}, {"process_wall_s", 1.2}};
+    Save(d);
+  }
+  for (const Finding& x : Diagnose()) EXPECT_NE(x.kind, "binding") << x.title;
 }
 
 TEST_F(ChainRulesTest, AStragglerIsTheRankWithTheShortestDurations) {
