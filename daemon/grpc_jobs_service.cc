@@ -41,6 +41,7 @@ grpc::Status TunerService::GetJobs(grpc::ServerContext* ctx, const v1::GetJobsRe
   auto r = jobs_->List(req->job_id(), absl::Now());
   if (!r.ok()) return ToGrpc(r.status());
   *resp = *std::move(r);
+  resp->set_listen_port(static_cast<uint32_t>(listen_port_.load(std::memory_order_relaxed)));
   return grpc::Status::OK;
 }
 

@@ -5,6 +5,8 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+
 #include "absl/status/status.h"
 #include "daemon/handlers.h"
 #include "daemon/job_table.h"
@@ -62,6 +64,8 @@ class TunerService final : public v1::Tuner::WithRawCallbackMethod_GetTable<v1::
 
   // The job view (daemon/grpc_jobs_service.cc over daemon/job_table.h); FAILED_PRECONDITION without a job table.
   void set_jobs(JobTable* jobs) { jobs_ = jobs; }
+  // The TCP listener's port, which GetJobs reports (`doctor --job` asks the other nodes' daemons on it).
+  void set_listen_port(int port) { listen_port_.store(port, std::memory_order_relaxed); }
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
                          v1::HeartbeatResponse* resp) override;
   grpc::Status GetJobs(grpc::ServerContext* ctx, const v1::GetJobsRequest* req, v1::GetJobsResponse* resp) override;
@@ -78,6 +82,7 @@ class TunerService final : public v1::Tuner::WithRawCallbackMethod_GetTable<v1::
   SweepRunner* const sweeps_;
   const Authorizer* const auth_;
   JobTable* jobs_ = nullptr;
+  std::atomic<int> listen_port_{0};  // set once the server started (calls may already run)
 };
 
 }  // namespace hccltune::daemon

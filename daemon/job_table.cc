@@ -13,11 +13,39 @@ namespace hccltune::daemon {
 namespace {
 
 constexpr size_t kMaxJobIdBytes = 256;
+constexpr int kMaxNodeAddresses = 16;
+constexpr size_t kMaxAddressBytes = 64;
 
 std::string LocalHost() {
   char buf[256] = {};
   ::gethostname(buf, sizeof(buf) - 1);
   return buf;
+}
+
+// A heartbeat's node list: at most one node per rank, kMaxNodeAddresses addresses each, ranks within the world.
+absl::Status CheckNodes(const v1::HeartbeatRequest& req) {
+  auto bad = [&req](const std::string& what) {
+    return absl::InvalidArgumentError(absl::StrCat("Heartbeat of job ", req.job_id(), ": ", what));
+  };
+  if (req.nodes_size() > req.world_size()) {
+    return bad(absl::StrCat(req.nodes_size(), " nodes for world_size ", req.world_size()));
+  }
+  int ranks = 0;
+  for (const v1::JobNode& n : req.nodes()) {
+    if (n.name().size() > kMaxJobIdBytes || n.addresses_size() > kMaxNodeAddresses) {
+      return bad(absl::StrCat("node '", n.name().substr(0, 64), "' has a name over ", kMaxJobIdBytes, " bytes or over ",
+                              kMaxNodeAddresses, " addresses"));
+    }
+    for (const std::string& a : n.addresses()) {
+      if (a.size() > kMaxAddressBytes) return bad(absl::StrCat("node ", n.name(), ": an address over 64 bytes"));
+    }
+    for (int r : n.ranks()) {
+      if (r < 0 || r >= req.world_size()) return bad(absl::StrCat("node ", n.name(), " lists rank ", r));
+    }
+    ranks += n.ranks_size();
+  }
+  if (ranks > req.world_size()) return bad(absl::StrCat("its nodes list ", ranks, " ranks"));
+  return absl::OkStatus();
 }
 
 absl::Status CheckHeartbeat(const v1::HeartbeatRequest& req) {
@@ -29,7 +57,7 @@ absl::Status CheckHeartbeat(const v1::HeartbeatRequest& req) {
     return absl::InvalidArgumentError(absl::StrCat("Heartbeat of job ", req.job_id(), ": rank ", req.rank(),
                                                    " is not within world_size ", req.world_size()));
   }
-  return absl::OkStatus();
+  return CheckNodes(req);
 }
 
 // The part of a job id after its "KIND:" prefix.
@@ -106,6 +134,10 @@ absl::StatusOr<v1::HeartbeatResponse> JobTable::Heartbeat(const v1::HeartbeatReq
     return v1::HeartbeatResponse();
   }
   rank.beat = req;
+  if (req.nodes_size() > 0) {
+    job.nodes.assign(req.nodes().begin(), req.nodes().end());
+    rank.beat.clear_nodes();
+  }
   if (rank.beat.comms_size() > limits_.max_comms) {
     rank.beat.mutable_comms()->DeleteSubrange(limits_.max_comms, rank.beat.comms_size() - limits_.max_comms);
   }
@@ -178,6 +210,7 @@ std::string JobTable::StateOf(const Job& job, const Rank& rank, absl::Time now) 
 void JobTable::FillJob(const Job& job, absl::Time now, v1::Job* out) const {
   out->set_job_id(job.id);
   out->set_world_size(job.world);
+  for (const v1::JobNode& n : job.nodes) *out->add_nodes() = n;
   for (const auto& [r, rank] : job.ranks) {
     v1::JobRank* jr = out->add_ranks();
     const double age = absl::ToDoubleSeconds(now - rank.seen);

@@ -93,6 +93,7 @@ class JobTable {
     int world = 1;
     std::optional<uint32_t> uid;
     std::map<int, Rank> ranks;
+    std::vector<v1::JobNode> nodes;  // the newest node list a rank sent (multi-node jobs)
     std::optional<Request> request;
   };
 

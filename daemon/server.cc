@@ -205,6 +205,7 @@ absl::StatusOr<std::unique_ptr<TunerServer>> TunerServer::Start(const DaemonConf
   builder.SetMaxSendMessageSize(config.max_message_bytes);
   builder.RegisterService(s->service_.get());
   s->server_ = builder.BuildAndStart();
+  s->service_->set_listen_port(s->tcp_port_);
   if (s->server_ == nullptr || (!config.listen.empty() && s->tcp_port_ == 0)) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.socket.empty() ? "" : config.socket,
                                                config.socket.empty() || config.listen.empty() ? "" : " and ",

@@ -17,6 +17,7 @@
 # Usage:
 #   cluster.sh up     [--name NAME] [--nodes N] [--dir DIR] [--tuned PATH] [--fast-rate R] [--slow-rate R]
 #                     [--fast-net A.B.C] [--slow-net A.B.C] [--default-net fast|slow]
+#                     [--tuned-listen PORT] [--tuned-config FILE]
 #   cluster.sh down   [--name NAME] [--dir DIR]
 #   cluster.sh status [--name NAME] [--dir DIR]
 #   cluster.sh exec   [--name NAME] [--dir DIR] K -- COMMAND...   (runs COMMAND in node K with its env file)
@@ -29,6 +30,10 @@
 # (lower ifindex). `slow` emulates the seed's case: the default route between nodes is the management network,
 # and only a tuned table (link=tcp@FAST_SUBNET) puts cross-node traffic on the fast one. Default: fast.
 #
+# --tuned-listen PORT: each node's hccl-tuned also listens on TCP PORT on every address of its node (as one config
+# for every node of a real cluster would have it); --tuned-config FILE: the config file every node's daemon reads
+# (the TLS keys a non-loopback listener needs: docs/SECURITY.md). Other nodes reach a daemon at NODE_ADDRESS:PORT.
+#
 # Needs root (CAP_NET_ADMIN). Not root, or no network namespaces: exit 77 (skip) with a message — unless
 # CI=true, where that is a failure (exit 1).
 set -euo pipefail
@@ -36,7 +41,7 @@ set -euo pipefail
 readonly SKIP=77
 cmd=${1:-}
 [[ -n $cmd ]] && shift
-NAME=hct NODES=2 DIR="" TUNED="" FAST_RATE=2gbit SLOW_RATE=200mbit FAST_NET=10.77.1 SLOW_NET=10.77.2 DEFAULT_NET=fast
+NAME=hct NODES=2 DIR="" TUNED="" TUNED_LISTEN="" TUNED_CONFIG="" FAST_RATE=2gbit SLOW_RATE=200mbit FAST_NET=10.77.1 SLOW_NET=10.77.2 DEFAULT_NET=fast
 declare -a REST=()
 while (($#)); do
   case $1 in
@@ -44,6 +49,8 @@ while (($#)); do
     --nodes) NODES=$2; shift 2 ;;
     --dir) DIR=$2; shift 2 ;;
     --tuned) TUNED=$2; shift 2 ;;
+    --tuned-listen) TUNED_LISTEN=$2; shift 2 ;;
+    --tuned-config) TUNED_CONFIG=$2; shift 2 ;;
     --fast-rate) FAST_RATE=$2; shift 2 ;;
     --slow-rate) SLOW_RATE=$2; shift 2 ;;
     --fast-net) FAST_NET=$2; shift 2 ;;
@@ -172,8 +179,11 @@ node_up() {
   printf 'HCCL_TUNE_DAEMON=unix:%s\n' "$DIR/n$k/tuned.sock" >"$DIR/n$k.env"
   if ! daemon_alive "$k"; then
     rm -f "$DIR/n$k/tuned.sock"
+    local -a extra=()
+    [[ -n $TUNED_LISTEN ]] && extra+=(--listen "0.0.0.0:$TUNED_LISTEN")
+    [[ -n $TUNED_CONFIG ]] && extra+=(--config "$TUNED_CONFIG")
     ip netns exec "$ns" "$TUNED" --socket "$DIR/n$k/tuned.sock" --db "$DIR/n$k/tuning.db" --log-level warn \
-      </dev/null >>"$DIR/n$k/tuned.log" 2>&1 &
+      "${extra[@]}" </dev/null >>"$DIR/n$k/tuned.log" 2>&1 &
     echo $! >"$DIR/n$k/tuned.pid"
   fi
 }

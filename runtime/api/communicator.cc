@@ -198,10 +198,30 @@ void CommImpl::DescribeTopology() {
     }
     facts.inter_networks = InterNodeNetworks(per_node);
     facts.rdma_links = InterNodeRdmaLinks(rdma);
+    DescribeJobNodes(per_node, facts.inter_networks);
   }
   facts.release = HCCL_TUNE_RELEASE;
   topology_json_ = TopologyJson(facts);
   fingerprint_ = Fingerprint(topology_json_);
+}
+
+// The job view's node list: node n's addresses on the networks between nodes (in the topology's order) and ranks.
+void CommImpl::DescribeJobNodes(const std::vector<std::vector<NodeAddress>>& per_node,
+                                const std::vector<std::string>& inter_networks) {
+  job_nodes_.assign(per_node.size(), JobNodeInfo{});
+  for (const RankInfo& i : infos_) {
+    JobNodeInfo& n = job_nodes_[static_cast<size_t>(topo_.node_of[static_cast<size_t>(i.rank)])];
+    n.name = i.node;
+    n.ranks.push_back(i.rank);
+  }
+  for (size_t n = 0; n < per_node.size(); ++n) {
+    for (const std::string& net : inter_networks) {
+      for (const NodeAddress& a : per_node[n]) {
+        auto& out = job_nodes_[n].addresses;
+        if (a.subnet == net && std::find(out.begin(), out.end(), a.address) == out.end()) out.push_back(a.address);
+      }
+    }
+  }
 }
 
 absl::Status CommImpl::SetupTuning() {
@@ -224,6 +244,7 @@ absl::Status CommImpl::SetupTuning() {
   ctx.job_world = env_.rank && env_.world_size ? *env_.world_size : size_;
   ctx.progress = [this] { return ReadProgress(recorder_.get(), name_, tag_, rank_, size_); };
   ctx.dump = [this] { return DumpForDaemon(recorder_.get(), tag_, rank_); };
+  if (ctx.job_world == size_ && ctx.job_rank == rank_) ctx.nodes = job_nodes_;  // the job's world: its ranks
   tuning_ = MakeTuningClient(ctx);
   std::shared_ptr<const TunedTable> table;
   if (rank_ == 0 && tuning_) {

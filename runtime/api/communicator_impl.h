@@ -26,6 +26,7 @@
 #include "runtime/common/huge_page_advisor.h"
 #include "runtime/selector/selector.h"
 #include "runtime/selector/tuning.h"
+#include "runtime/topology/topology.h"
 #include "runtime/transport/device.h"
 #include "runtime/transport/stream_endpoint.h"
 #include "runtime/transport/symmetric_region.h"
@@ -129,6 +130,8 @@ class CommImpl final : public Communicator {
   void SetupLayout();
   absl::Status StartDevices();
   void DescribeTopology();
+  void DescribeJobNodes(const std::vector<std::vector<NodeAddress>>& per_node,
+                        const std::vector<std::string>& inter_networks);
   absl::Status SetupTuning();
   absl::Status Execute(const CollectiveArgs& args, const CallOptions& opt);
   absl::Status ExecuteLocked(const CollectiveArgs& args, const CallOptions& opt);
@@ -208,6 +211,7 @@ class CommImpl final : public Communicator {
   std::vector<int> local_ranks_;
   int local_rank_ = 0;
   std::string fingerprint_, topology_json_;
+  std::vector<JobNodeInfo> job_nodes_;  // multi-node only: each node's name, inter-network addresses and ranks
   std::optional<Selector> selector_;
   std::unique_ptr<TuningClient> tuning_;
   bool online_ = false;         // take new table versions at checkpoints

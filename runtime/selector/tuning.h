@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -62,6 +63,14 @@ struct CommProgress {
   int64_t blocked_since_ns = 0;  // CoarseNowNs when the call in progress was first seen blocked (0: not)
 };
 
+// A node of the job for the job view (`doctor --job` finds the other nodes' daemons from these): its identity, its
+// IPv4 addresses on the networks between the job's nodes, and the ranks on it.
+struct JobNodeInfo {
+  std::string name;
+  std::vector<std::string> addresses;
+  std::vector<int> ranks;
+};
+
 // One flight-recorder dump taken on the daemon's request: its file name and text, or why there is none.
 struct FlightDumpText {
   std::string file_name, json, error;
@@ -81,6 +90,7 @@ struct TuningContext {
   int job_rank = 0, job_world = 1;
   std::function<CommProgress()> progress;
   std::function<FlightDumpText()> dump;
+  std::vector<JobNodeInfo> nodes;  // the job's nodes when this communicator is its world and spans nodes
 };
 
 class TuningClient {

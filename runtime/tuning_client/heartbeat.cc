@@ -38,6 +38,15 @@ void ToProto(const CommProgress& p, double since_progress_s, v1::CommProgress* o
   out->set_since_progress_s(since_progress_s);
 }
 
+void AddNodes(const std::vector<JobNodeInfo>& nodes, v1::HeartbeatRequest* req) {
+  for (const JobNodeInfo& n : nodes) {
+    v1::JobNode* out = req->add_nodes();
+    out->set_name(n.name);
+    for (const std::string& a : n.addresses) out->add_addresses(a);
+    for (int r : n.ranks) out->add_ranks(r);
+  }
+}
+
 }  // namespace
 
 Heartbeats& Heartbeats::Get() {
@@ -59,14 +68,15 @@ void Heartbeats::Unregister(uint64_t id) {
 
 v1::HeartbeatRequest Heartbeats::Build(const std::string& target) {
   std::lock_guard<std::mutex> lock(mu_);
-  return BuildLocked(target, absl::Now());
+  return BuildLocked(target, absl::Now(), true);
 }
 
 // The identity is the oldest source's (the process's first live communicator); every source adds its progress.
-v1::HeartbeatRequest Heartbeats::BuildLocked(const std::string& target, absl::Time now) {
+v1::HeartbeatRequest Heartbeats::BuildLocked(const std::string& target, absl::Time now, bool with_nodes) {
   v1::HeartbeatRequest req;
   for (auto& [id, e] : sources_) {
     if (e.source.target != target) continue;
+    if (with_nodes && req.nodes().empty()) AddNodes(e.source.nodes, &req);
     if (req.job_id().empty()) {
       req.set_job_id(e.source.job_id);
       req.set_rank(e.source.job_rank);
@@ -92,7 +102,7 @@ void Heartbeats::Tick(const std::string& target, const HeartbeatSend& send) {
     Target& t = targets_[target];
     const absl::Time now = absl::Now();
     if (t.unsupported || t.sending || now - t.last_sent < kHeartbeatInterval) return;
-    req = BuildLocked(target, now);
+    req = BuildLocked(target, now, now - t.nodes_sent >= kNodesInterval);
     if (req.job_id().empty()) return;  // no source for this daemon
     t.sending = true;
     t.last_sent = now;
@@ -103,6 +113,7 @@ void Heartbeats::Tick(const std::string& target, const HeartbeatSend& send) {
     std::lock_guard<std::mutex> lock(mu_);
     Target& t = targets_[target];
     t.sending = false;
+    if (resp.ok() && !req.nodes().empty()) t.nodes_sent = t.last_sent;
     if (!resp.ok() && absl::IsUnimplemented(resp.status())) {
       t.unsupported = true;
       Log(LogLevel::kInfo, "hccl-tuned at ", target, " has no job view (Heartbeat): no heartbeats are sent to it");

@@ -32,6 +32,7 @@
 namespace hccltune::tuning {
 
 inline constexpr absl::Duration kHeartbeatInterval = absl::Seconds(1);
+inline constexpr absl::Duration kNodesInterval = absl::Seconds(30);
 
 struct HeartbeatSource {
   std::string target;  // the daemon's gRPC target
@@ -39,6 +40,7 @@ struct HeartbeatSource {
   int job_rank = 0, job_world = 1;
   std::function<CommProgress()> progress;
   std::function<FlightDumpText()> dump;
+  std::vector<JobNodeInfo> nodes;  // the job's nodes (may be empty): sent every kNodesInterval
 };
 
 using HeartbeatSend = std::function<absl::StatusOr<v1::HeartbeatResponse>(const v1::HeartbeatRequest&)>;
@@ -54,7 +56,7 @@ class Heartbeats {
   // answers a dump request in its reply). A daemon without the RPC (Unimplemented) is not asked again.
   void Tick(const std::string& target, const HeartbeatSend& send);
 
-  // The heartbeat of the sources of `target` as it would be sent now (tests).
+  // The heartbeat of the sources of `target` as the first one to it is sent, nodes included (tests).
   v1::HeartbeatRequest Build(const std::string& target);
 
  private:
@@ -68,8 +70,10 @@ class Heartbeats {
     bool sending = false;
     bool unsupported = false;
     uint64_t answered = 0;  // the last dump request answered (or being answered)
+    absl::Time nodes_sent = absl::InfinitePast();
   };
-  v1::HeartbeatRequest BuildLocked(const std::string& target, absl::Time now);
+  // `with_nodes`: add the job's nodes (the first source that has them).
+  v1::HeartbeatRequest BuildLocked(const std::string& target, absl::Time now, bool with_nodes);
   // Dumps every source of `target` and sends the dumps (one heartbeat each) answering `request`.
   void AnswerDumpRequest(const std::string& target, uint64_t request, const v1::HeartbeatRequest& identity,
                          const HeartbeatSend& send);

@@ -96,7 +96,7 @@ class DaemonClient final : public TuningClient {
         pid_(::getpid()) {
     if (ctx_.progress) {
       heartbeat_id_ = tuning::Heartbeats::Get().Register(tuning::HeartbeatSource{
-          target_.grpc_target, ctx_.job_id, ctx_.job_rank, ctx_.job_world, ctx_.progress, ctx_.dump});
+          target_.grpc_target, ctx_.job_id, ctx_.job_rank, ctx_.job_world, ctx_.progress, ctx_.dump, ctx_.nodes});
     }
     reporter_ = std::thread([this] { ReportLoop(); });
     if (ctx_.authority && ctx_.env.mode == TuneMode::kOnline && !ctx_.env.table_version) {

@@ -1,11 +1,13 @@
-// `hccl-tune doctor --dump DIR | --job ID [--daemon T]... [--db PATH] [--timeout S] [--out DIR] [--hang-after S]
+// `hccl-tune doctor --dump DIR | --job ID [--daemon T]... [--daemon-port P] [--db PATH] [--timeout S] [--out DIR]
+// [--hang-after S]
 // [--json]`: findings from flight-recorder dumps, most costly first, each with its evidence and fix
 // (tuner/doctor/dump_doctor.h, docs/TROUBLESHOOTING.md). --dump reads a directory of dumps; --job has hccl-tuned
-// make every local rank of a running job dump (tuner/cli/job_view.h), writes the dumps to --out (default: a
-// temporary directory, removed) and reads them the same way. Ranks that sent no dump are listed on stderr. Tuned
-// tables for the algorithm check come from --db, else the first --daemon, else the node's daemon (discovery) unless
-// HCCL_TUNE_DAEMON=off.
-// Exit status: 0 when the dumps were read (whatever they show), 1 when they could not be, 2 on bad arguments.
+// make every rank of a running job dump (tuner/cli/job_view.h) — through this node's daemon and, for a job on several
+// nodes, each other node's daemon found from the job (tuner/cli/job_discovery.h), or through each --daemon — writes
+// the dumps to --out (default: a temporary directory, removed) and reads them the same way. Ranks that sent no dump are
+// listed on stderr. Tuned tables for the algorithm check come from --db, else the first --daemon, else the node's
+// daemon (discovery) unless HCCL_TUNE_DAEMON=off. Exit status: 0 when the dumps were read (whatever they show), 1 when
+// they could not be, 2 on bad arguments.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -21,6 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tuner/cli/commands.h"
+#include "tuner/cli/job_discovery.h"
 #include "tuner/cli/job_view.h"
 #include "tuner/cli/store_access.h"
 #include "tuner/doctor/dump_doctor.h"
@@ -31,6 +34,7 @@ namespace {
 struct DoctorArgs {
   std::string dump, job, out, db;
   std::vector<std::string> daemons;
+  int daemon_port = 0;
   double timeout_s = 5;
   double hang_after_s = 5;
   bool json = false;
@@ -54,14 +58,27 @@ int Fail(absl::string_view message) {
   return 1;
 }
 
-// --job: the dumps of the job's local ranks into a directory (a.out, or a temporary one *made sets).
-absl::StatusOr<std::string> FetchJobDumps(const DoctorArgs& a, std::string* made) {
+// --job: the daemons to ask: each --daemon, else the node's daemon and the other nodes' found from the job.
+absl::StatusOr<std::vector<std::string>> JobDaemonTargets(const DoctorArgs& a) {
   std::vector<std::string> targets;
-  for (const std::string& d : a.daemons.empty() ? std::vector<std::string>{""} : a.daemons) {
+  for (const std::string& d : a.daemons) {
     auto t = JobViewTarget(d);
     if (!t.ok()) return t.status();
     targets.push_back(*t);
   }
+  if (!targets.empty()) return targets;
+  auto local = JobViewTarget("");
+  if (!local.ok()) return local.status();
+  auto found = FindJobDaemons(*local, a.job, a.daemon_port);
+  if (!found.ok()) return found.status();
+  for (const std::string& note : found->notes) std::fprintf(stderr, "hccl-tune doctor: %s\n", note.c_str());
+  return found->targets;
+}
+
+// --job: the dumps of the job's ranks into a directory (a.out, or a temporary one *made sets).
+absl::StatusOr<std::string> FetchJobDumps(const DoctorArgs& a, std::string* made) {
+  auto targets = JobDaemonTargets(a);
+  if (!targets.ok()) return targets.status();
   std::string dir = a.out;
   if (dir.empty()) {
     std::string templ = "/tmp/hccl-tune-doctor-XXXXXX";
@@ -72,7 +89,7 @@ absl::StatusOr<std::string> FetchJobDumps(const DoctorArgs& a, std::string* made
     std::filesystem::create_directories(dir, ec);
     if (ec) return absl::InvalidArgumentError(absl::StrCat("--out ", dir, ": ", ec.message()));
   }
-  auto got = CollectJobDumps(targets, a.job, absl::Seconds(a.timeout_s), dir);
+  auto got = CollectJobDumps(*targets, a.job, absl::Seconds(a.timeout_s), dir);
   if (!got.ok()) return got.status();
   for (const std::string& note : got->notes) std::fprintf(stderr, "hccl-tune doctor: no dump from %s\n", note.c_str());
   if (got->files.empty()) return absl::UnavailableError(absl::StrCat("no rank of job ", a.job, " sent a dump"));
@@ -131,8 +148,13 @@ void RegisterDoctor(CLI::App& app, int* exit_code) {
   auto* job = cmd->add_option("--job", a->job, "A running job (hccl-tune jobs): hccl-tuned has its ranks dump");
   dump->excludes(job);
   cmd->add_option("--daemon", a->daemons,
-                  "hccl-tuned target, repeatable: with --job the daemons to ask (one per node; default: discovery); "
+                  "hccl-tuned target, repeatable: with --job the daemons to ask (one per node; default: this node's "
+                  "and, for a job on several nodes, each other node's at its address and --daemon-port); "
                   "the first also serves the tables (unless --db)");
+  cmd->add_option("--daemon-port", a->daemon_port,
+                  "With --job and no --daemon: the TCP port of the other nodes' daemons (default: this node's "
+                  "daemon's listener port)")
+      ->check(CLI::Range(1, 65535));
   cmd->add_option("--db", a->db, "Read tuned tables from this database file (the algorithm check)");
   cmd->add_option("--timeout", a->timeout_s, "With --job: seconds to wait for the ranks' dumps")
       ->capture_default_str()

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -61,10 +62,11 @@ absl::StatusOr<std::string> JobViewTarget(const std::string& flag) {
   return target->grpc_target;
 }
 
-absl::StatusOr<v1::GetJobsResponse> GetJobs(const std::string& target, const std::string& job_id) {
+absl::StatusOr<v1::GetJobsResponse> GetJobs(const std::string& target, const std::string& job_id,
+                                            absl::Duration deadline) {
   auto stub = v1::Tuner::NewStub(rpc::MakeChannel(target));
   grpc::ClientContext cc;
-  cc.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  cc.set_deadline(absl::ToChronoTime(absl::Now() + deadline));
   v1::GetJobsRequest req;
   req.set_job_id(job_id);
   v1::GetJobsResponse resp;
@@ -80,6 +82,11 @@ std::string FormatJobs(const v1::GetJobsResponse& jobs, const std::string& targe
   for (const v1::Job& job : jobs.jobs()) {
     absl::StrAppend(&out, "job ", job.job_id(), ": world ", job.world_size(), ", ", job.ranks_size(), " rank",
                     job.ranks_size() == 1 ? "" : "s", " on ", jobs.host(), "\n");
+    for (const v1::JobNode& n : job.nodes()) {
+      absl::StrAppend(&out, "  node ", n.name(), ": ranks ", absl::StrJoin(n.ranks(), ","),
+                      n.addresses().empty() ? "" : absl::StrCat(", addresses ", absl::StrJoin(n.addresses(), " ")),
+                      "\n");
+    }
     absl::StrAppend(&out, absl::StrFormat("  %-5s %-8s %-8s %-9s %s\n", "rank", "pid", "state", "progress",
                                           "operation (per communicator)"));
     for (const v1::JobRank& r : job.ranks()) {
@@ -103,44 +110,70 @@ std::string FormatJobs(const v1::GetJobsResponse& jobs, const std::string& targe
   return out;
 }
 
-absl::StatusOr<CollectedDumps> CollectJobDumps(const std::vector<std::string>& targets, const std::string& job_id,
-                                               absl::Duration timeout, const std::string& dir) {
+namespace {
+
+// DumpJob from one daemon: its dumps written under `dir`, a note per rank that sent none.
+absl::StatusOr<CollectedDumps> DumpsFrom(const std::string& target, const std::string& job_id, absl::Duration timeout,
+                                         const std::string& dir) {
   CollectedDumps out;
-  int found = 0;
-  std::vector<std::string> not_found;
-  for (const std::string& target : targets) {
-    auto stub = v1::Tuner::NewStub(rpc::MakeChannel(target));
-    grpc::ClientContext cc;
-    cc.set_deadline(absl::ToChronoTime(absl::Now() + timeout + absl::Seconds(10)));
-    v1::DumpJobRequest req;
-    req.set_job_id(job_id);
-    req.set_timeout_ms(static_cast<int>(absl::ToInt64Milliseconds(timeout)));
-    auto reader = stub->DumpJob(&cc, req);
-    v1::JobDump d;
-    while (reader->Read(&d)) {
-      if (!d.error().empty()) {
-        out.notes.push_back(absl::StrCat(d.host(), " rank ", d.rank(), ": ", d.error()));
-        continue;
-      }
-      if (!SafeDumpName(d.dump().file_name())) {
-        return absl::DataLossError(absl::StrCat("hccl-tuned at ", target, " sent a dump named '", d.dump().file_name(),
-                                                "', not fr-<tag>-r<rank>.json"));
-      }
-      const std::string path = absl::StrCat(dir, "/", d.dump().file_name());
-      std::ofstream f(path, std::ios::trunc);
-      f << d.dump().json();
-      if (!f.good()) return absl::InternalError(absl::StrCat("cannot write ", path));
-      out.files.push_back(path);
-    }
-    absl::Status s = FromGrpc(reader->Finish(), absl::StrCat("hccl-tuned at ", target));
-    if (absl::IsNotFound(s) && targets.size() > 1) {
-      not_found.push_back(std::string(s.message()));
+  auto stub = v1::Tuner::NewStub(rpc::MakeChannel(target));
+  grpc::ClientContext cc;
+  cc.set_deadline(absl::ToChronoTime(absl::Now() + timeout + absl::Seconds(10)));
+  v1::DumpJobRequest req;
+  req.set_job_id(job_id);
+  req.set_timeout_ms(static_cast<int>(absl::ToInt64Milliseconds(timeout)));
+  auto reader = stub->DumpJob(&cc, req);
+  v1::JobDump d;
+  absl::Status bad;
+  while (reader->Read(&d)) {
+    if (!d.error().empty()) {
+      out.notes.push_back(absl::StrCat(d.host(), " rank ", d.rank(), ": ", d.error()));
       continue;
     }
-    if (!s.ok()) return s;
-    ++found;
+    if (!bad.ok()) continue;  // read to the end: Finish needs the stream drained
+    if (!SafeDumpName(d.dump().file_name())) {
+      bad = absl::DataLossError(absl::StrCat("hccl-tuned at ", target, " sent a dump named '", d.dump().file_name(),
+                                             "', not fr-<tag>-r<rank>.json"));
+      continue;
+    }
+    const std::string path = absl::StrCat(dir, "/", d.dump().file_name());
+    std::ofstream f(path, std::ios::trunc);
+    f << d.dump().json();
+    if (!f.good()) bad = absl::InternalError(absl::StrCat("cannot write ", path));
+    out.files.push_back(path);
   }
-  if (found == 0 && !not_found.empty()) return absl::NotFoundError(absl::StrJoin(not_found, "; "));
+  absl::Status s = FromGrpc(reader->Finish(), absl::StrCat("hccl-tuned at ", target));
+  if (!s.ok()) return s;
+  if (!bad.ok()) return bad;
+  return out;
+}
+
+}  // namespace
+
+// The daemons are asked at once (each waits up to `timeout` for its ranks), one thread per daemon.
+absl::StatusOr<CollectedDumps> CollectJobDumps(const std::vector<std::string>& targets, const std::string& job_id,
+                                               absl::Duration timeout, const std::string& dir) {
+  std::vector<absl::StatusOr<CollectedDumps>> got(targets.size(), absl::UnknownError("not asked"));
+  {
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < targets.size(); ++i) {
+      threads.emplace_back([&, i] { got[i] = DumpsFrom(targets[i], job_id, timeout, dir); });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  CollectedDumps out;
+  std::vector<std::string> not_found;
+  for (absl::StatusOr<CollectedDumps>& g : got) {
+    if (absl::IsNotFound(g.status()) && targets.size() > 1) {
+      not_found.push_back(std::string(g.status().message()));
+      continue;
+    }
+    if (!g.ok()) return g.status();
+    out.files.insert(out.files.end(), g->files.begin(), g->files.end());
+    out.notes.insert(out.notes.end(), g->notes.begin(), g->notes.end());
+  }
+  if (not_found.size() == targets.size()) return absl::NotFoundError(absl::StrJoin(not_found, "; "));
+  for (const std::string& n : not_found) out.notes.push_back(n);
   return out;
 }
 

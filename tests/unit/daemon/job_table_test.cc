@@ -1,10 +1,13 @@
-// daemon/job_table: rank states from heartbeats, expiry, job ids, ownership, bounds, and a dump request answered
-// by one rank while another is silent.
+// daemon/job_table: rank states from heartbeats, expiry, job ids, ownership, bounds, the job's nodes, and a dump
+// request answered by one rank while another is silent; the heartbeats' node lists as a process sends them.
 #include "daemon/job_table.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
+
+#include "runtime/tuning_client/heartbeat.h"
 
 namespace hccltune::daemon {
 namespace {
@@ -115,6 +118,69 @@ TEST(JobTable, BoundsAndBadHeartbeatsAreRefusedNamingThem) {
   auto refused = t.Heartbeat(bad, std::nullopt, now);
   ASSERT_TRUE(absl::IsInvalidArgument(refused.status()));
   EXPECT_NE(refused.status().message().find("rank 5 is not within world_size 3"), std::string::npos);
+}
+
+void AddNode(v1::HeartbeatRequest* b, const std::string& name, std::vector<std::string> addresses,
+             std::vector<int> ranks) {
+  v1::JobNode* n = b->add_nodes();
+  n->set_name(name);
+  for (const std::string& a : addresses) n->add_addresses(a);
+  for (int r : ranks) n->add_ranks(r);
+}
+
+TEST(JobTable, TheJobsNodesAreKeptFromTheNewestBeatThatCarriesThem) {
+  JobTable t({}, "h");
+  const absl::Time now = absl::FromUnixSeconds(1000);
+  v1::HeartbeatRequest b = Beat("store:x#1", 0, 1, 1, 0);
+  AddNode(&b, "n0", {"10.0.0.1"}, {0, 1});
+  AddNode(&b, "n1", {"10.0.0.2", "10.1.0.2"}, {2});
+  ASSERT_TRUE(t.Heartbeat(b, 1000, now).ok());
+  ASSERT_TRUE(t.Heartbeat(Beat("store:x#1", 0, 2, 2, 0), 1000, now).ok());  // the next beats carry none
+  auto jobs = t.List("store:x#1", now);
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  const v1::Job& job = jobs->jobs(0);
+  ASSERT_EQ(job.nodes_size(), 2);
+  EXPECT_EQ(job.nodes(1).name(), "n1");
+  EXPECT_EQ(job.nodes(1).addresses(1), "10.1.0.2");
+  EXPECT_EQ(job.nodes(0).ranks_size(), 2);
+  EXPECT_EQ(job.ranks(0).comms(0).last_completed(), 2);
+  // Bad lists are refused naming what is wrong.
+  v1::HeartbeatRequest bad = Beat("store:x#1", 0, 3, 3, 0);
+  AddNode(&bad, "n9", {}, {7});
+  auto r = t.Heartbeat(bad, 1000, now);
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status()));
+  EXPECT_NE(r.status().message().find("node n9 lists rank 7"), std::string::npos) << r.status();
+  bad = Beat("store:x#1", 0, 3, 3, 0);
+  for (int i = 0; i < 4; ++i) AddNode(&bad, "n", {}, {});
+  r = t.Heartbeat(bad, 1000, now);
+  EXPECT_NE(r.status().message().find("4 nodes for world_size 3"), std::string::npos) << r.status();
+}
+
+// The sending side: a process's first heartbeat to a daemon carries its job's nodes, the next ones (within 30 s) not.
+TEST(Heartbeats, TheFirstBeatCarriesTheJobsNodes) {
+  tuning::HeartbeatSource source;
+  source.target = "unix:/nonexistent/heartbeats-test.sock";
+  source.job_id = "store:nodes#1";
+  source.job_world = 3;
+  source.nodes = {JobNodeInfo{"n0", {"10.0.0.1"}, {0, 1}}, JobNodeInfo{"n1", {"10.0.0.2"}, {2}}};
+  const uint64_t id = tuning::Heartbeats::Get().Register(source);
+  std::vector<v1::HeartbeatRequest> sent;
+  auto send = [&sent](const v1::HeartbeatRequest& req) -> absl::StatusOr<v1::HeartbeatResponse> {
+    sent.push_back(req);
+    return v1::HeartbeatResponse();
+  };
+  tuning::Heartbeats::Get().Tick(source.target, send);
+  tuning::Heartbeats::Get().Tick(source.target, send);  // within the interval: nothing sent
+  std::this_thread::sleep_for(std::chrono::milliseconds(1050));
+  tuning::Heartbeats::Get().Tick(source.target, send);
+  tuning::Heartbeats::Get().Unregister(id);
+  ASSERT_EQ(sent.size(), 2u);
+  ASSERT_EQ(sent[0].nodes_size(), 2);
+  EXPECT_EQ(sent[0].nodes(1).name(), "n1");
+  EXPECT_EQ(sent[0].nodes(1).addresses(0), "10.0.0.2");
+  EXPECT_EQ(sent[0].nodes(0).ranks(1), 1);
+  EXPECT_EQ(sent[1].nodes_size(), 0);
+  EXPECT_EQ(sent[1].job_id(), "store:nodes#1");
 }
 
 TEST(JobTable, ADumpRequestReachesLiveRanksAndNamesTheSilentOnes) {
