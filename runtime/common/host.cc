@@ -101,8 +101,12 @@ uint64_t LastLevelCacheBytes() {
 
 size_t ShmRingBytes(uint64_t buffsize_bytes, int host_ranks, int host_cpus) {
   constexpr uint64_t kMax = 4ull << 20, kMaxOversubscribed = 1ull << 20;
-  const uint64_t cap = host_ranks > host_cpus ? kMaxOversubscribed : kMax;
-  return static_cast<size_t>(std::min<uint64_t>(cap, buffsize_bytes / static_cast<uint64_t>(host_ranks - 1)));
+  constexpr uint64_t kInboundOversubscribed = 16ull << 20, kMinOversubscribed = 64ull << 10;
+  const auto peers = static_cast<uint64_t>(host_ranks - 1);
+  uint64_t cap = kMax;
+  if (host_ranks > host_cpus)
+    cap = std::min(kMaxOversubscribed, std::max(kMinOversubscribed, kInboundOversubscribed / peers));
+  return static_cast<size_t>(std::min<uint64_t>(cap, buffsize_bytes / peers));
 }
 
 uint64_t AutoNtStoresBytes(uint64_t llc_bytes, int host_ranks) {

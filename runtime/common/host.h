@@ -53,7 +53,11 @@ uint64_t AutoNtStoresBytes(uint64_t llc_bytes, int host_ranks);
 // node outnumber its `host_cpus` — a writer may run a whole ring ahead of a reader waiting for its CPU, and what
 // it wrote then comes back from memory rather than the cache (4 ranks on 2 CPUs: most collectives 10-50% faster
 // at 256 KiB - 16 MiB, even or mixed within noise at 32-64 MiB, tests/perf/compare-peers.sh -B). The communicator
-// passes the fewest CPUs any of its local ranks sees, so all of them map the same layout.
+// passes the fewest CPUs any of its local ranks sees, so all of them map the same layout. Oversubscribed, a rank's
+// inbound rings also share 16 MiB (at least 64 KiB each): 18 or more ranks then get shorter rings, so the node's shm
+// grows like 16 MiB x ranks rather than 1 MiB x ranks^2 (32 ranks: 512 MiB instead of 1 GiB, 128 ranks 2 GiB
+// instead of 16 GiB), and creating and zeroing it no longer dominates init (32 ranks on 2 CPUs, allreduce
+// 256 KiB - 4 MiB: within noise of 1 MiB rings, tests/perf/init_time.sh for the init).
 // REQUIRES: host_ranks >= 2, host_cpus >= 1.
 size_t ShmRingBytes(uint64_t buffsize_bytes, int host_ranks, int host_cpus);
 

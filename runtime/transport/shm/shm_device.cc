@@ -53,8 +53,8 @@ class ShmDevice final : public Device, public SymmetricAllocator {
   ShmOptions SingleCopyOptions(int local) const;
   // Maps the other local ranks' segments (names from the store) and logs the peers without single copy.
   absl::Status MapPeers(const std::vector<int>& local, absl::Time deadline);
-  // Waits until every local rank has mapped every segment (counter "shm_mapped/<node>"), then unlinks.
-  absl::Status AwaitMapped(int node, size_t local);
+  // Waits until every local peer has mapped this rank's segment (the count in its header), then unlinks it.
+  absl::Status AwaitMapped(size_t local);
 
   DeviceContext ctx_;
   int num_nodes_ = 1;
@@ -104,7 +104,7 @@ absl::Status ShmDevice::Start(const DeviceLayout& layout, const std::vector<std:
   domain_ = *std::move(shm);
   const absl::Time deadline = absl::Now() + absl::Seconds(ctx_.env.connect_timeout_s);
   if (absl::Status s = MapPeers(local, deadline); !s.ok()) return s;
-  return AwaitMapped(layout.node_of[static_cast<size_t>(ctx_.rank)], local.size());
+  return AwaitMapped(local.size());
 }
 
 absl::Status ShmDevice::MapPeers(const std::vector<int>& local, absl::Time deadline) {
@@ -127,24 +127,21 @@ absl::Status ShmDevice::MapPeers(const std::vector<int>& local, absl::Time deadl
   return absl::OkStatus();
 }
 
-absl::Status ShmDevice::AwaitMapped(int node, size_t local) {
-  Store& store = *ctx_.store;
+absl::Status ShmDevice::AwaitMapped(size_t local) {
+  // Each peer counts itself in this rank's segment header once it mapped it: waiting reads local memory, not the
+  // store (every local rank polling rank 0's store server made the wait O(n) requests per poll on the node).
   const absl::Time deadline = absl::Now() + absl::Seconds(ctx_.env.connect_timeout_s);
-  const std::string counter = absl::StrCat("shm_mapped/", node);
-  auto n = store.Add(counter, 1);
-  if (!n.ok()) return n.status();
-  for (int polls = 0;;) {
-    auto v = store.Add(counter, 0);
-    if (!v.ok()) return v.status();
-    if (*v >= static_cast<int64_t>(local)) break;
-    if (++polls % 64 == 0) {  // about every 13 ms: a rank that failed its setup says so (Create)
+  absl::Duration pause = absl::Microseconds(50);
+  for (int polls = 0; domain_->MappedBy() + 1 < local;) {
+    if (++polls % 64 == 0) {  // a rank that failed its setup says so (Create)
       if (absl::Status a = ctx_.probe(); !a.ok()) return a;
     }
     if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("rank ", ctx_.rank, ": local ranks did not all map shared memory"));
+      return absl::DeadlineExceededError(absl::StrCat("rank ", ctx_.rank, ": only ", domain_->MappedBy(), " of its ",
+                                                      local - 1, " local peers mapped its shared memory"));
     }
-    absl::SleepFor(absl::Microseconds(200));
+    absl::SleepFor(pause);
+    pause = std::min(pause * 2, absl::Milliseconds(2));
   }
   domain_->Unlink();
   return absl::OkStatus();

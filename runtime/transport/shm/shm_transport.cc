@@ -31,7 +31,7 @@
 namespace hccltune {
 namespace {
 
-constexpr uint64_t kSegmentMagic = 0x48434c5453484d34ull;  // "HCLTSHM4": RingControl::returned added
+constexpr uint64_t kSegmentMagic = 0x48434c5453484d35ull;  // "HCLTSHM5": Segment::mapped_by added
 constexpr size_t kLine = 64;
 // Bytes one TryWrite/TryRead moves at most. The reader sees the head advance piece by piece instead of after
 // a multi-megabyte memcpy, so it copies or reduces while the writer is still writing (pipelining inside one
@@ -112,6 +112,22 @@ void PrefaultForWriting(void* p, size_t bytes) {
   for (size_t off = 0; off < bytes; off += page) c[off] = 0;
 }
 
+// Maps the pages of [p, p + bytes) of a shared mapping now (their contents unchanged), for reading or writing, so
+// the first calls do not take the faults. Best effort: without MADV_POPULATE_* (Linux < 5.14) the pages fault in
+// on first use.
+void PopulateShared(void* p, size_t bytes, bool write) {
+#ifndef MADV_POPULATE_READ
+  constexpr int MADV_POPULATE_READ = 22;
+#endif
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;
+#endif
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t start = reinterpret_cast<uintptr_t>(p) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
+  (void)::madvise(reinterpret_cast<void*>(start), end - start, write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+}
+
 // Yama's ptrace_scope: -1 when Yama is absent.
 int YamaScope() {
   std::ifstream f("/proc/sys/kernel/yama/ptrace_scope");
@@ -176,6 +192,7 @@ struct ShmDomain::Segment {
   uint64_t owner_addr;  // where the owner mapped this segment (peers probe single copy by reading it there)
   int32_t owner_cpu;    // the CPU the owner is bound to, -1 when not bound to a single one
   uint32_t owner_pos;   // the owner's local position: it has no inbound ring of its own
+  uint32_t mapped_by;   // how many local peers have mapped this segment (atomic; the owner unlinks it at n - 1)
   BellWord bell;
   // followed by RingControl[num_local], then num_local - 1 rings of ring_bytes each (the inbound ring of every
   // other local rank, by local position), then the owner's two mailbox slots (runtime/transport/mailbox.h)
@@ -596,6 +613,10 @@ ShmDomain::~ShmDomain() {
   Unlink();
 }
 
+uint32_t ShmDomain::MappedBy() const {
+  return own_ == nullptr ? 0 : std::atomic_ref<uint32_t>(own_->mapped_by).load(std::memory_order_acquire);
+}
+
 void ShmDomain::Unlink() {
   if (!unlinked_ && own_ != nullptr) {
     ::shm_unlink(name_.c_str());
@@ -611,9 +632,13 @@ absl::Status ShmDomain::MapPeers(const std::map<int, std::string>& names) {
     if (peer == rank_) continue;
     int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) return Errno(absl::StrCat("cannot open rank ", peer, "'s segment"), name);
-    void* p = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+    // Not MAP_POPULATE: of a peer's segment this rank touches the header, the ring controls, its own inbound ring
+    // there and the mailbox, not the other n - 2 rings; populating them all made every rank map n - 1 whole
+    // segments, O(n^2) page-table work per node at init (32 ranks with 1 MiB rings on 2 CPUs: seconds).
+    void* p = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ::close(fd);
     if (p == MAP_FAILED) return Errno(absl::StrCat("cannot map rank ", peer, "'s segment"), name);
+    PopulateShared(p, Segment::Offset() + local_ranks_.size() * sizeof(RingControl), /*write=*/true);
     auto* seg = static_cast<Segment*>(p);
     if (seg->magic != kSegmentMagic || seg->owner_rank != peer || seg->ring_bytes != ring_bytes_ ||
         seg->num_local != local_ranks_.size()) {
@@ -624,11 +649,13 @@ absl::Status ShmDomain::MapPeers(const std::map<int, std::string>& names) {
     }
     peers_[peer] = seg;
     const size_t me = pos(rank_), them = pos(peer);
-    // Write-fault the ring this rank writes into now: MAP_POPULATE maps a shared mapping's pages for reading
-    // only, so each first write to one of its pages took a minor fault — a 2-rank 64 KiB allreduce ran at 19 us
+    // Write-fault the ring this rank writes into now, else each first write to one of its pages takes a minor
+    // fault (even MAP_POPULATE maps a shared mapping's pages for reading only) — a 2-rank 64 KiB allreduce ran at 19 us
     // for its first ~64 calls (one pass through a 4 MiB ring) and 8 us after. The ring is empty, and only
     // this rank writes it.
     PrefaultForWriting(seg->ring(me), ring_bytes_);
+    PopulateShared(seg->mailbox(), 2 * kMailboxSlotBytes, /*write=*/false);
+    std::atomic_ref<uint32_t>(seg->mapped_by).fetch_add(1, std::memory_order_acq_rel);
     pairs_[peer] = std::make_unique<ShmPair>(
         peer, seg->owner_pid, &seg->controls()[me], seg->ring(me), &own_->controls()[them], own_->ring(them),
         ring_bytes_, &seg->bell, static_cast<int>(local_ranks_.size()), options_.single_copy_min_bytes,

@@ -3,8 +3,8 @@
 // Each rank creates one POSIX shared-memory segment holding its doorbell, one single-producer /
 // single-consumer byte ring per local peer (data flowing *into* this rank) and its two mailbox slots (small
 // collectives' blocks, read in place by every local rank; mailbox.h). Every local rank maps every other
-// local rank's segment; once all have mapped (a barrier through the store), the names are unlinked, so a job
-// killed with SIGKILL leaves nothing in /dev/shm. A writer copies into the reader's ring and rings the
+// local rank's segment; once all its peers have mapped it (each counts itself in its header), a rank unlinks its name,
+// so a job killed with SIGKILL leaves nothing in /dev/shm. A writer copies into the reader's ring and rings the
 // reader's doorbell only if the reader announced it is going to sleep (futex), so the fast path has no
 // syscalls: spin briefly, then block.
 //
@@ -81,6 +81,8 @@ class ShmDomain {
   // Whether this rank reads `peer`'s large messages by single copy (probed in MapPeers): OK, or why not
   // (turned off, refused by the kernel, Yama). Informational: the wire protocol works either way.
   absl::Status SingleCopyStatus(int peer) const;
+  // How many local peers have mapped this rank's segment so far (each counts itself there in MapPeers).
+  uint32_t MappedBy() const;
   // Removes this rank's segment name (mappings stay valid). Call after every local peer mapped it.
   void Unlink();
 

@@ -91,6 +91,12 @@ TEST(Host, ShmRingsAreShorterWhenRanksOutnumberCpus) {
   EXPECT_EQ(ShmRingBytes(kDefault, 2, 1), 1 * MiB);
   EXPECT_EQ(ShmRingBytes(3 * MiB, 2, 1), 1 * MiB);
   EXPECT_EQ(ShmRingBytes(3 * MiB, 2, 2), 3 * MiB);
+  // Many ranks on few CPUs: a rank's inbound rings share 16 MiB, at least 64 KiB each; not oversubscribed, unchanged.
+  EXPECT_EQ(ShmRingBytes(kDefault, 17, 2), 1 * MiB);
+  EXPECT_EQ(ShmRingBytes(kDefault, 33, 2), 512 * 1024);
+  EXPECT_EQ(ShmRingBytes(kDefault, 129, 2), 128 * 1024);
+  EXPECT_EQ(ShmRingBytes(kDefault, 1024, 2), 64 * 1024);
+  EXPECT_EQ(ShmRingBytes(kDefault, 128, 128), kDefault / 127);
 }
 
 }  // namespace
