@@ -78,6 +78,7 @@ void ParseLinks(const nlohmann::json& j, RankDump* d) {
   if (table.is_object()) {
     d->device_ip = JsonOr<std::string>(table, "device_ip", "");
     d->host_nic_ip = JsonOr<std::string>(table, "host_nic_ip", "");
+    if (d->host_nic_ip == "reserve") d->host_nic_ip.clear();  // HCCL's placeholder for "none"
   }
 }
 
