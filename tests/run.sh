@@ -66,9 +66,10 @@ if [[ ${HCCL_TUNE_SKIP_SANITIZERS:-0} != 1 && $# -eq 0 && -z ${HCCL_TUNE_SANITIZ
       -DHCCL_TUNE_BUILD_BENCHMARKS=OFF >/dev/null
     if [[ $label == tsan ]]; then
       cmake --build "$dir" --parallel "$(nproc)" --target algorithms_kernels_test algorithms_pattern_test \
-        algorithms_collectives_test transport_test transport_return_test mailbox_test flight_ring_test
+        algorithms_collectives_test transport_test transport_return_test mailbox_test flight_ring_test link_usage_test
     else
       cmake --build "$dir" --parallel "$(nproc)" --target transport_test transport_return_test mailbox_test communicator_test \
+        link_usage_test \
         communicator_api_test flight_ring_test bootstrap_test fault_test symmetric_test algorithms_kernels_test algorithms_pattern_test \
         algorithms_collectives_test tuning_switch_test numerics_test rdma_test
     fi

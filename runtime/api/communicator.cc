@@ -87,6 +87,7 @@ absl::Status CommImpl::Setup() {
   if (env_.fr_entries > 0) {
     recorder_ = std::make_unique<FlightRecorder>(
         env_, FlightIdentity{rank_, size_, name_, tag_, int64_t{env_.exec_timeout_s} * 1000});
+    endpoints_->SetLinkUsage(&recorder_->links());
   }
   if (env_.fr_signal != 0) {
     if (s = InstallFlightSignal(env_.fr_signal); !s.ok()) return s;

@@ -69,9 +69,22 @@ absl::Status EndpointCache::AttachPairs(StreamEndpoint& ep, const LinkSpec& link
     auto pairs = device->Connect(group, link.network, lanes, limit);
     connecting_.clear();
     if (!pairs.ok()) return pairs.status();
-    for (int r : need) ep.AttachPair(r, (*pairs)[static_cast<size_t>(r)]);
+    for (int r : need) {
+      Pair* pair = (*pairs)[static_cast<size_t>(r)];
+      ep.AttachPair(r, pair);
+      if (usage_ != nullptr) Record(*device, link, r, pair);
+    }
   }
   return absl::OkStatus();
+}
+
+void EndpointCache::Record(const transport::Device& device, const LinkSpec& link, int peer, const Pair* pair) {
+  const std::vector<int>& node_of = devices_->layout().node_of;
+  const auto node = [&](int r) {
+    return static_cast<size_t>(r) < node_of.size() ? node_of[static_cast<size_t>(r)] : -1;
+  };
+  usage_->Add(pair, {std::string(LinkKindName(device.kind())), link.network, pair->LocalAddress(), pair->PeerAddress(),
+                     pair->Describe(), peer, node(peer), node(peer) != node(rank_)});
 }
 
 }  // namespace hccltune

@@ -23,6 +23,7 @@
 #include "runtime/common/configuration.h"
 #include "runtime/common/stream_copy.h"
 #include "runtime/transport/device.h"
+#include "runtime/transport/link_usage.h"
 #include "runtime/transport/stream_endpoint.h"
 
 namespace hccltune {
@@ -51,6 +52,8 @@ class EndpointCache {
   void ForEach(F&& f) const {
     for (const auto& [key, ep] : endpoints_) f(*ep);
   }
+  // Every pair attached from now on is recorded in `usage` (the flight recorder's links_used; null: none).
+  void SetLinkUsage(LinkUsage* usage) { usage_ = usage; }
   // The ranks links are being connected to right now (empty outside a connect); a probe may check they live.
   const std::vector<int>& connecting() const { return connecting_; }
   void Clear() {
@@ -66,11 +69,15 @@ class EndpointCache {
   absl::Status AttachPairs(StreamEndpoint& ep, const LinkSpec& link, int lanes, const std::vector<int>& members,
                            const CallDescriptor& call);
 
+  // Adds a newly attached pair to usage_.
+  void Record(const transport::Device& device, const LinkSpec& link, int peer, const Pair* pair);
+
   int rank_ = 0, size_ = 1;
   const transport::DeviceSet* devices_;
   absl::Duration exec_timeout_;
   std::function<absl::Status()> probe_;
   std::vector<int> connecting_;
+  LinkUsage* usage_ = nullptr;
   std::map<std::string, std::unique_ptr<StreamEndpoint>> endpoints_;
   struct Last {
     LinkSpec link;

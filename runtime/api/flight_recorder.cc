@@ -153,6 +153,8 @@ FlightRecorder::FlightRecorder(const Environment& env, FlightIdentity id)
       hccl_algo_(env.hccl_algo),
       tune_algo_(env.tune_algo),
       buffsize_bytes_(env.buffsize_bytes),
+      device_ip_(env.rank_table_device_ip),
+      host_nic_ip_(env.rank_table_host_nic_ip),
       created_ns_(SteadyNs(std::chrono::steady_clock::now())) {
   std::lock_guard<std::mutex> lock(RegistryMutex());
   Registry().push_back(this);
@@ -252,7 +254,7 @@ std::string FlightRecorder::Json(absl::string_view reason, absl::string_view err
     AppendJsonString(&out, facts_.node);
     absl::StrAppend(&out, ",\"local_ranks\":", facts_.local_ranks, ",\"nodes\":", facts_.nodes);
   }
-  out += SettingsJson() + HostJson() + OverflowJson();
+  out += SettingsJson() + HostJson() + OverflowJson() + LinksJson();
   out += ",\"entries\":[";
   for (size_t i = 0; i < records.size(); ++i) {
     if (i > 0) out += ",\n";

@@ -6,13 +6,16 @@
 // Besides the ring, a dump carries what `hccl-tune doctor` needs to explain a slow job (docs/TROUBLESHOOTING.md):
 // the topology fingerprint and the rank's node, the settings in force (HCCL_ALGO, HCCL_TUNE_ALGO,
 // HCCL_BUFFSIZE), the process's CPU affinity, the node's online CPUs and the process's CPU time (read at the
-// dump), and per call-size bucket the calls whose scratch need exceeded HCCL_BUFFSIZE (NoteOverflow).
+// dump), per call-size bucket the calls whose scratch need exceeded HCCL_BUFFSIZE (NoteOverflow), and the links
+// used: per network the bytes this rank sent and the peers and nodes reached (links(), runtime/transport/link_usage.h),
+// this node's interfaces and the rank table's device_ip/host_nic_ip for this rank (flight_links.cc).
 //
 // Thread-safety: the ring and the overflow counts have one writer, the communicator's calling thread (under its
 // call lock); Json and Dump read them from any thread at any time (the counts are relaxed atomics: a dump may
 // see a count one call behind its maximum). SetJobFacts takes a mutex that Json takes too. Every recorder of the
 // process is in one registry (a mutex, taken when a recorder is made or destroyed and by DumpFlightRecorders), so a
-// dump of every recorder never reads one being destroyed. The signal handler only writes one byte to a pipe (write(2),
+// dump of every recorder never reads one being destroyed. links() is LinkUsage's contract (Add from the calling
+// thread, read lock-free by Json). The signal handler only writes one byte to a pipe (write(2),
 // async-signal-safe); a thread of its own reads it and dumps.
 #pragma once
 
@@ -27,6 +30,7 @@
 #include "absl/strings/string_view.h"
 #include "runtime/common/config.h"
 #include "runtime/common/flight_ring.h"
+#include "runtime/transport/link_usage.h"
 
 namespace hccltune {
 
@@ -63,6 +67,8 @@ class FlightRecorder {
   // malloc"). A call noted several times counts once; its bucket keeps the largest need.
   void NoteOverflow(uint32_t op, uint64_t call_bytes, uint64_t need);
   const FlightRing& ring() const { return ring_; }
+  // The pairs the communicator's endpoints attached (EndpointCache::SetLinkUsage), for "links_used".
+  LinkUsage& links() { return links_; }
   // The dump as JSON text. `reason`: timeout, abort, signal or request; `error`: the failure behind it, or "".
   std::string Json(absl::string_view reason, absl::string_view error) const;
   // Writes Json to <dir>/fr-<tag hex>-r<rank>.json (through a temporary file and a rename, so a reader never
@@ -79,12 +85,15 @@ class FlightRecorder {
   std::string SettingsJson() const;
   std::string HostJson() const;
   std::string OverflowJson() const;
+  std::string LinksJson() const;  // flight_links.cc
 
   FlightRing ring_;
   FlightIdentity id_;
   std::string dir_;  // empty: dumps off
   std::string hccl_algo_, tune_algo_;
   uint64_t buffsize_bytes_ = 0;
+  std::string device_ip_, host_nic_ip_;  // the rank table's for this rank ("" without one)
+  LinkUsage links_;
   int64_t created_ns_ = 0;  // steady clock at construction
   std::array<Overflow, 65> overflow_;
   mutable std::mutex facts_mu_;

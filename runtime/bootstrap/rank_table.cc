@@ -89,6 +89,7 @@ absl::StatusOr<RankTable> ParseRankTable(absl::string_view json_text, absl::stri
       if (!dev.is_object()) return Bad(source, absl::StrCat(dwhere, " is not an object"));
       RankTableEntry e;
       e.server_id = *server_id;
+      if (server.contains("host_nic_ip") && server["host_nic_ip"].is_string()) e.host_nic_ip = server["host_nic_ip"];
       if (by_rank.size() >= kMaxRankTableRanks) {
         return Bad(source, absl::StrCat("more than ", kMaxRankTableRanks, " devices (the limit of ranks)"));
       }
@@ -161,6 +162,8 @@ absl::Status ApplyRankTable(const RankTable& table, int rank_id, const std::vect
         me.device_ip, ", which no local interface has (local: ", absl::StrJoin(local_addresses, ", "), ")"));
   }
   env->rank = rank_id;
+  env->rank_table_device_ip = me.device_ip;
+  env->rank_table_host_nic_ip = me.host_nic_ip;
   env->world_size = table.world_size();
   env->local_rank = me.local_rank;
   env->local_world_size = me.local_size;

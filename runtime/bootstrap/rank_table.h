@@ -36,8 +36,9 @@ struct RankTableEntry {
   int device_id = 0;
   std::string device_ip;
   std::string server_id;
-  int local_rank = 0;  // index among the ranks of its server, by rank_id
-  int local_size = 1;  // ranks on its server
+  std::string host_nic_ip;  // the server's host_nic_ip when the table gives one (optional; may be "reserve")
+  int local_rank = 0;       // index among the ranks of its server, by rank_id
+  int local_size = 1;       // ranks on its server
 };
 
 struct RankTable {

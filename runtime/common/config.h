@@ -53,6 +53,9 @@ struct Environment {
   std::string socket_ifname;               // HCCL_SOCKET_IFNAME
   std::string rank_table_file;             // RANK_TABLE_FILE
   std::optional<int> rank_id;              // RANK_ID (with a rank table)
+  // Set by ApplyRankTable (not read from the environment): this rank's device_ip and its server's host_nic_ip
+  // ("" when the table has none), for the flight recorder's dump.
+  std::string rank_table_device_ip, rank_table_host_nic_ip;
 
   // --- ours ---
   std::string tune_algo;                 // HCCL_TUNE_ALGO, raw; parsed by policies/

@@ -7,6 +7,7 @@
 
 #include <poll.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -134,6 +135,20 @@ class Pair {
   // link has none (shm). For the link inspector (Communicator::LinksUsed).
   virtual std::string LocalAddress() const { return ""; }
   virtual std::string PeerAddress() const { return ""; }
+  // Bytes this side has written on the pair so far, every lane (for the flight recorder's links_used). Counted by
+  // the thread driving the pair (Counted, one relaxed load and store: no atomic read-modify-write); read from any
+  // thread at any time (relaxed: a reader may see a count some writes behind). shm answers from its ring head.
+  virtual uint64_t BytesSent() const { return sent_.load(std::memory_order_relaxed); }
+
+ protected:
+  // TryWrite's return of `n` bytes moved, counted.
+  size_t Counted(size_t n) {
+    sent_.store(sent_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    return n;
+  }
+
+ private:
+  std::atomic<uint64_t> sent_{0};
 };
 
 // Blocks a rank until a peer may have made progress on one of its shm links (the rank's doorbell).

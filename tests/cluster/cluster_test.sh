@@ -23,6 +23,11 @@
 #                        networks) leaves both nodes' daemons with the same table, whose winners use the fast
 #                        subnet; then the same auto call takes the table and its bytes go over fast0; with
 #                        node 1's daemon stopped, a sweep fails (rank 2 says it could not store the winners)
+#   doctor_links JOB     doctor.links: 2 x 1 with the slow network as the default route; `hccl-tune links` stores its
+#                        measurement in both daemons, a doctor_job (tests/process/doctor_job.cc) of 1 MiB allreduces
+#                        dumps on every rank, whose links_used shows the bytes on slow0; `hccl-tune doctor` ranks the
+#                        links finding first with HCCL_SOCKET_IFNAME=fast0 and link=tcp@FAST; the same job with the fast
+#                        network as the default route gets no finding above info
 # Exit 77 (skip) when not root, unless CI=true (then the cluster must build: failure).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -236,6 +241,13 @@ case $case_ in
       grep "^OK rank $r:" "$DIR/out/rank$r.out"
     done
     ((rc == 0)) || fail "the job exited $rc"
+    "${CLUSTER[@]}" down --name "$NAME"
+    no_leftovers
+    ;;
+
+  doctor_links)
+    NODES_UP=2
+    "$here/doctor_links.sh" "$root" "$NAME" "$DIR" "$TUNE" "$TUNED" "$1"
     "${CLUSTER[@]}" down --name "$NAME"
     no_leftovers
     ;;

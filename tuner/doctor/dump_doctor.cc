@@ -52,6 +52,7 @@ void DiagnoseComm(const Comm& comm, const DoctorOptions& options, std::vector<Fi
   if (auto m = DiagnoseMismatch(comm)) out->push_back(*std::move(m));
   if (auto h = DiagnoseHang(comm, options.hang_after_s)) out->push_back(*std::move(h));
   for (Finding& f : DiagnoseAlgorithms(comm, options)) out->push_back(std::move(f));
+  for (Finding& f : DiagnoseLinks(comm, options)) out->push_back(std::move(f));
   if (auto b = DiagnoseBuffers(comm)) out->push_back(*std::move(b));
   for (Finding& f : DiagnoseBinding(comm)) out->push_back(std::move(f));
   if (auto s = DiagnoseStraggler(comm)) out->push_back(*std::move(s));

@@ -4,14 +4,16 @@
 //   (b) algorithm: the configuration each call size ran against the tuned table's winner and the best measured
 //       (with a store), flagging an override (HCCL_TUNE_ALGO, HCCL_ALGO), a call's own choice or a default that
 //       costs more than 10%; without a table an override is still named;
+//   (c) links: cross-node bytes per network against the fastest network between the nodes (measured by
+//       `hccl-tune links` when the store has its table, else the interfaces' speed), and the rank table's
+//       device_ip/host_nic_ip against the interfaces used;
 //   (d) buffers: calls whose scratch need exceeded HCCL_BUFFSIZE, and the size that avoids it;
 //   (e) binding: ranks of a node pinned to the same CPUs, or more ranks than CPUs on a node;
 //   (f) straggler: one rank consistently last to arrive (its local durations shortest), by how much;
 //   (g) a hang's wavefront — the operation the waiting ranks are in and the ranks that never entered it, or ranks
 //       that called a different collective or size at the same operation.
-// (c) links is not diagnosed (docs/TROUBLESHOOTING.md says what it lacks). Each finding carries its evidence
-// and its fix; they come most costly first: errors (a hang, a mismatch) before warnings before info, then by
-// estimated seconds lost.
+// Each finding carries its evidence and its fix; they come most costly first: errors (a hang, a mismatch) before
+// warnings before info, then by estimated seconds lost.
 //
 // Thread-safety: pure functions over dumps read once; the store (when given) is only read.
 #pragma once
@@ -29,7 +31,7 @@ const char* SeverityName(Severity s);  // "info", "warn", "error"
 
 struct Finding {
   Severity severity = Severity::kInfo;
-  // "hang", "mismatch", "algorithm", "override", "buffers", "binding", "straggler", "exposure", "summary"
+  // "hang", "mismatch", "algorithm", "override", "links", "buffers", "binding", "straggler", "exposure", "summary"
   std::string kind;
   double cost = 0;  // ordering within a severity: estimated seconds lost (errors: 2 mismatch, 1 hang)
   std::string title;
@@ -39,7 +41,8 @@ struct Finding {
 
 struct DoctorOptions {
   double hang_after_s = 5;
-  // Tuned tables and their sweeps for (b); null: only overrides are named. Tables are keyed by the dumps'
+  // Tuned tables and their sweeps for (b), stored link tables for (c); null: only overrides are named, and (c)
+  // knows only the interfaces' speeds. Tables are keyed by the dumps'
   // topology fingerprint and world size.
   db::TuningStore* store = nullptr;
   std::string store_name;  // how findings name it ("database t.db", "daemon unix:/...")

@@ -62,6 +62,26 @@ void ParseHostFacts(const nlohmann::json& j, RankDump* d) {
   }
 }
 
+// "interfaces", "links_used" and "rank_table" (absent: unknown).
+void ParseLinks(const nlohmann::json& j, RankDump* d) {
+  for (const nlohmann::json& i : j.value("interfaces", nlohmann::json::array())) {
+    d->interfaces.push_back({i.at("name").get<std::string>(), i.at("address").get<std::string>(),
+                             i.at("subnet").get<std::string>(), JsonOr<double>(i, "speed_mbps", 0)});
+  }
+  for (const nlohmann::json& l : j.value("links_used", nlohmann::json::array())) {
+    d->links.push_back({l.at("kind").get<std::string>(), l.at("interface").get<std::string>(),
+                        JsonOr<std::string>(l, "address", ""), JsonOr<std::string>(l, "subnet", ""),
+                        l.at("bytes_sent").get<uint64_t>(), l.at("cross_node_bytes").get<uint64_t>(),
+                        l.at("peers").get<std::vector<int>>(), l.at("peer_nodes").get<std::vector<int>>()});
+  }
+  const nlohmann::json table = j.value("rank_table", nlohmann::json());
+  if (table.is_object()) {
+    d->device_ip = JsonOr<std::string>(table, "device_ip", "");
+    d->host_nic_ip = JsonOr<std::string>(table, "host_nic_ip", "");
+    if (d->host_nic_ip == "reserve") d->host_nic_ip.clear();  // HCCL's placeholder for "none"
+  }
+}
+
 }  // namespace
 
 const Entry* RankDump::Pending(int64_t min_blocked_ns) const {
@@ -92,6 +112,7 @@ absl::StatusOr<RankDump> ParseDump(const std::string& name, absl::string_view te
       d.ops[x.seq] = std::move(x);
     }
     ParseHostFacts(j, &d);
+    ParseLinks(j, &d);
   } catch (const nlohmann::json::exception& e) {
     return Bad(name, e.what());
   }

@@ -34,6 +34,18 @@ struct BufferOverflow {
   uint64_t calls = 0, max_need_bytes = 0;
 };
 
+// One of the rank's node's interfaces, and per (link kind, interface) what the rank sent (the dump's
+// "interfaces" and "links_used"). speed_mbps 0: the kernel did not say.
+struct NetInterface {
+  std::string name, address, subnet;
+  double speed_mbps = 0;
+};
+struct LinkUse {
+  std::string kind, interface, address, subnet;
+  uint64_t bytes = 0, cross_node_bytes = 0;
+  std::vector<int> peers, peer_nodes;
+};
+
 // One rank's dump of one communicator.
 struct RankDump {
   std::string path, tag, reason, error, host, node, fingerprint;
@@ -45,7 +57,10 @@ struct RankDump {
   int online_cpus = 0;
   double cpu_s = -1, wall_s = -1;  // process CPU and wall time since the recorder was made; < 0: unknown
   std::vector<BufferOverflow> overflows;
-  std::map<uint32_t, Entry> ops;  // by operation number
+  std::vector<NetInterface> interfaces;
+  std::vector<LinkUse> links;
+  std::string device_ip, host_nic_ip;  // the rank table's ("" without one)
+  std::map<uint32_t, Entry> ops;       // by operation number
   // The call this rank is stuck in: its newest record not completed that failed, or was blocked at least
   // `min_blocked_ns` before the dump.
   const Entry* Pending(int64_t min_blocked_ns = 0) const;

@@ -1,7 +1,7 @@
 // The doctor's rules, one per step of the troubleshooting chain (tuner/doctor/dump_doctor.h lists them); each
 // looks at one communicator's dumps (sorted by rank) and returns its findings, none when it sees nothing.
 //
-// Thread-safety: pure functions; DiagnoseAlgorithms only reads the store.
+// Thread-safety: pure functions; DiagnoseAlgorithms and DiagnoseLinks only read the store.
 #pragma once
 
 #include <optional>
@@ -17,6 +17,8 @@ std::optional<Finding> DiagnoseHang(const Comm& comm, double hang_after_s);
 std::optional<Finding> DiagnoseMismatch(const Comm& comm);
 // (b) algorithm_rule.cc
 std::vector<Finding> DiagnoseAlgorithms(const Comm& comm, const DoctorOptions& options);
+// (c) links_rule.cc
+std::vector<Finding> DiagnoseLinks(const Comm& comm, const DoctorOptions& options);
 // (a) and (f) timing_rules.cc
 std::optional<Finding> DiagnoseExposure(const Comm& comm);
 std::optional<Finding> DiagnoseStraggler(const Comm& comm);

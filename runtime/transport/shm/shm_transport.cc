@@ -410,6 +410,8 @@ class ShmPair final : public Pair, public RingReads, public SingleCopyLink, publ
   }
 
   std::string Describe() const override { return "shm"; }
+  // The ring's head: every byte written through it, headers included (single-copy payloads are not).
+  uint64_t BytesSent() const override { return out_ctl_->head.load(std::memory_order_relaxed); }
   PairCapabilities capabilities() override { return {this, this, this}; }
 
  private:

@@ -49,7 +49,7 @@ class TcpPair final : public Pair {
 
   absl::StatusOr<size_t> TryWrite(int lane, const void* data, size_t bytes) override {
     ssize_t w = ::send(fds_[static_cast<size_t>(lane)], data, bytes, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (w >= 0) return static_cast<size_t>(w);
+    if (w >= 0) return Counted(static_cast<size_t>(w));
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return size_t{0};
     return Lost(std::strerror(errno));
   }

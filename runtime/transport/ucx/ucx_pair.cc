@@ -167,7 +167,7 @@ absl::StatusOr<size_t> UcxPair::FinishDirectSend(Lane& l, const void* data, size
     return absl::InternalError(absl::StrCat("rank ", info_.rank, ": ", info_.link, " send to rank ", info_.peer,
                                             " was retried at another position than it started"));
   }
-  return l.direct_bytes;
+  return Counted(l.direct_bytes);
 }
 
 absl::StatusOr<size_t> UcxPair::TryWrite(int lane, const void* data, size_t bytes) {
@@ -181,7 +181,7 @@ absl::StatusOr<size_t> UcxPair::TryWrite(int lane, const void* data, size_t byte
     if (absl::Status s = Flush(lane); !s.ok()) return s;
     void* r = Post(data, bytes, lane);
     if (UCS_PTR_IS_ERR(r)) return Fail(UCS_PTR_STATUS(r));
-    if (r == nullptr) return bytes;
+    if (r == nullptr) return Counted(bytes);
     l.direct = r;
     l.direct_data = data;
     l.direct_bytes = bytes;
@@ -198,7 +198,7 @@ absl::StatusOr<size_t> UcxPair::TryWrite(int lane, const void* data, size_t byte
   if (l.outbox.size() >= kCoalesceBytes) {
     if (absl::Status s = Flush(lane); !s.ok()) return s;
   }
-  return bytes;
+  return Counted(bytes);
 }
 
 size_t UcxPair::ReadStaged(Lane& l, void* data, size_t bytes) {

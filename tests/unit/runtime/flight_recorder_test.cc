@@ -64,6 +64,29 @@ class FlightRecorderTest : public ::testing::Test {
     for (size_t r = 0; r < st.size(); ++r) EXPECT_TRUE(st[r].ok()) << "rank " << r << ": " << st[r];
     return dumps;
   }
+  // The same with `calls` allreduces of `bytes` under `config`, each checked.
+  std::vector<nlohmann::json> DumpAfterBytes(int calls, size_t bytes, const std::string& config) {
+    std::vector<nlohmann::json> dumps(2);
+    auto st = RunRanks(
+        2,
+        [&](int r, Communicator& c) -> absl::Status {
+          std::vector<float> in(bytes / sizeof(float), 1.0f), out(in.size());
+          CallOptions opt;
+          opt.config = config;
+          for (int i = 0; i < calls; ++i) {
+            absl::Status s = c.Allreduce(in.data(), out.data(), in.size(), DataType::kFloat32, ReduceOp::kSum, opt);
+            if (!s.ok()) return s;
+            if (out.front() != 2 || out.back() != 2) return absl::InternalError("wrong sum");
+          }
+          auto path = c.DumpFlightRecorder();
+          if (!path.ok()) return path.status();
+          dumps[static_cast<size_t>(r)] = Read(*path);
+          return absl::OkStatus();
+        },
+        [&](int) { return Env(); });
+    for (size_t r = 0; r < st.size(); ++r) EXPECT_TRUE(st[r].ok()) << "rank " << r << ": " << st[r];
+    return dumps;
+  }
   std::string dir_;
 };
 
@@ -161,6 +184,31 @@ TEST_F(FlightRecorderTest, TheDumpCarriesTheJobFactsAndBufferOverflows) {
     EXPECT_EQ(o["max_bytes"], 8 << 20);
     EXPECT_EQ(o["calls"], 3);  // every call, not only the one that grew the scratch
     EXPECT_GE(o["max_need_bytes"].get<uint64_t>(), uint64_t{4} << 20);
+  }
+}
+
+// links_used: every byte of 1 MiB ring allreduces forced onto TCP (each rank sends the whole buffer per call:
+// half in the reduce-scatter, half in the allgather) counted on loopback, to the other rank, on no other node;
+// over shm the ring's bytes under kind shm (single-copy payloads not among them). No rank table: null.
+TEST_F(FlightRecorderTest, TheDumpCountsTheBytesEachLinkSent) {
+  for (const std::string link : {"tcp", "shm"}) {
+    const std::vector<nlohmann::json> dumps = DumpAfterBytes(4, 1 << 20, "ring(link=" + link + ")");
+    for (int r = 0; r < 2; ++r) {
+      const nlohmann::json& d = dumps[static_cast<size_t>(r)];
+      EXPECT_TRUE(d["rank_table"].is_null());
+      EXPECT_FALSE(d["interfaces"].empty());
+      nlohmann::json mine;
+      for (const nlohmann::json& l : d["links_used"]) {
+        if (l["kind"] == link) mine = l;
+      }
+      ASSERT_TRUE(mine.is_object()) << link << ": " << d["links_used"];
+      EXPECT_EQ(mine["interface"], link == "tcp" ? "lo" : "") << mine;
+      // shm: a large message may go by single copy, whose payload the ring never carries.
+      EXPECT_GE(mine["bytes_sent"].get<uint64_t>(), link == "tcp" ? uint64_t{4} << 20 : 1) << mine;
+      EXPECT_LT(mine["bytes_sent"].get<uint64_t>(), uint64_t{5} << 20) << mine;
+      EXPECT_EQ(mine["cross_node_bytes"], 0) << mine;
+      EXPECT_EQ(mine["peers"], nlohmann::json::array({1 - r})) << mine;
+    }
   }
 }
 

@@ -125,7 +125,22 @@ TEST(RankTable, ApplyFillsTheEnvironment) {
   EXPECT_EQ(env.local_world_size, 2);
   EXPECT_EQ(env.node_id, "rank-table:node-b");
   EXPECT_EQ(env.device, 1);
-  EXPECT_EQ(env.master_addr, "10.77.1.1");  // rank 0's address
+  EXPECT_EQ(env.master_addr, "10.77.1.1");           // rank 0's address
+  EXPECT_EQ(env.rank_table_device_ip, "10.77.1.2");  // for the flight recorder's dump
+  EXPECT_EQ(env.rank_table_host_nic_ip, "");
+}
+
+TEST(RankTable, AServersHostNicIpReachesItsRanks) {
+  std::string text = kTwoServers;
+  text.replace(text.find(R"({"server_id": "node-b",)"), 23, R"({"server_id": "node-b", "host_nic_ip": "10.77.2.2",)");
+  auto t = ParseRankTable(text, "t.json");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->ranks[0].host_nic_ip, "");
+  EXPECT_EQ(t->ranks[2].host_nic_ip, "10.77.2.2");
+  Environment env;
+  env.master_port = 29600;
+  ASSERT_TRUE(ApplyRankTable(*t, 2, {"10.77.1.2"}, &env).ok());
+  EXPECT_EQ(env.rank_table_host_nic_ip, "10.77.2.2");
 }
 
 TEST(RankTable, ApplyRefusesAnAddressNoLocalInterfaceHas) {
