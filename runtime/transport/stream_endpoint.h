@@ -167,6 +167,9 @@ class StreamEndpoint final : public Endpoint,
   // One pass over every queue head; sets *moved when bytes moved.
   absl::Status Progress(bool* moved);
   absl::Status ProgressSend(Op& op, bool* moved);
+  // Whether send `op` has bytes to write now: false for a forward send that has sent everything its receive has
+  // stored so far (it waits for the receive, not for its socket).
+  bool CanWriteNow(const Op& op);
   absl::Status ProgressRecv(Op& op, bool* moved);
   absl::Status ProgressReduce(Op& op, Pair& pair, bool* moved);
   absl::Status ProgressSingleCopy(Op& op, Pair& pair, bool* moved);
@@ -191,7 +194,8 @@ class StreamEndpoint final : public Endpoint,
   absl::Status WaitLoop(absl::FunctionRef<absl::Status(bool*, bool*)> step, absl::FunctionRef<absl::Status()> check,
                         absl::FunctionRef<absl::Status(absl::Duration)> expired, bool wait_first = false);
   absl::Status Fail(absl::Status s);
-  void NotePair(const Pair* pair);
+  // Notes what waiting on `pair` involves: its poll fds (any_polled_ / any_unpolled_) and its host's CPUs.
+  void NotePair(Pair* pair);
   Op* Find(uint64_t id);
   bool PeerPending(size_t peer) const;
   // Whether a send to `peer` is queued or waits for its single-copy acknowledgement.
@@ -246,7 +250,8 @@ class StreamEndpoint final : public Endpoint,
   bool own_cpu_ = false;         // bound to one CPU and no more shm ranks than CPUs: spin, never yield
   int64_t spin_ns_ = INT64_MAX;  // adaptive spin budget (see Wait)
   uint32_t waits_ = 0;           // waits so far (every 64th probes with the full spin; WaitLoop)
-  bool any_polled_ = false;
+  bool any_polled_ = false;    // some pair has file descriptors to poll (TCP)
+  bool any_unpolled_ = false;  // some pair has none (shm: its progress is seen through the doorbell)
 };
 
 }  // namespace hccltune

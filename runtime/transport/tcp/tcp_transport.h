@@ -53,6 +53,13 @@ struct TcpPeerInfo {
 nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs, bool ifname_set);
 TcpPeerInfo TcpInfoFromJson(const nlohmann::json& j);
 
+// SO_SNDBUF of every TCP link (the kernel caps it at net.core.wmem_max and doubles it). A fresh connection's
+// autotuned send buffer starts at tcp_wmem's 16 KiB: a message just larger than what the buffer holds waits for the
+// receiver's ACK of the first part, which Linux delays up to 40 ms when that part is less than one full segment
+// (loopback's is 64 KiB). 4 ranks on one node over tcp, ring(chunk=512K) 64 KiB-1 MiB allreduce (16-256 KiB messages):
+// TODO.
+inline constexpr size_t kTcpSendBufferBytes = 4u << 20;
+
 // The hello that opens every TCP link, sent by the connecting (lower) rank: u32 magic "HTCP", u64 communicator
 // tag, i32 rank, i32 lane, u32 key length, then the key ("network#channels"), then the job handshake's offer
 // (runtime/common/job_auth.h). Host byte order. The accepting rank answers with the handshake's challenge; the
@@ -90,7 +97,8 @@ class TcpDomain {
   int port() const { return port_; }
   bool ifname_set() const { return !ifname_.empty(); }
   const std::vector<InterfaceAddress>& interfaces() const { return interfaces_; }
-  // The other ranks' published listeners: the address book. Starts the listener thread on the first call.
+  // The other ranks' published listeners: the address book (TcpPeerInfo::same_node marks the ranks on this node,
+  // which every pair reports as Pair::HostRanks). Starts the listener thread on the first call.
   void SetPeers(std::map<int, TcpPeerInfo> peers);
   // Asked (at most every 50 ms) while Connect waits for peers: a non-OK status (another rank's abort) ends the
   // wait with that status.
@@ -167,6 +175,7 @@ class TcpDomain {
   int port_ = 0;
   std::vector<InterfaceAddress> interfaces_;
   std::map<int, TcpPeerInfo> peers_;
+  int host_ranks_ = 0;  // ranks on this node, this one included (SetPeers); 0 before
   std::function<absl::Status()> abort_probe_;
   absl::Time last_probe_ = absl::InfinitePast();
   std::map<Key, std::unique_ptr<Pair>> pairs_;
