@@ -250,8 +250,8 @@ class StreamEndpoint final : public Endpoint,
   bool own_cpu_ = false;         // bound to one CPU and no more shm ranks than CPUs: spin, never yield
   int64_t spin_ns_ = INT64_MAX;  // adaptive spin budget (see Wait)
   uint32_t waits_ = 0;           // waits so far (every 64th probes with the full spin; WaitLoop)
-  bool any_polled_ = false;    // some pair has file descriptors to poll (TCP)
-  bool any_unpolled_ = false;  // some pair has none (shm: its progress is seen through the doorbell)
+  bool any_polled_ = false;      // some pair has file descriptors to poll (TCP)
+  bool any_unpolled_ = false;    // some pair has none (shm: its progress is seen through the doorbell)
 };
 
 }  // namespace hccltune

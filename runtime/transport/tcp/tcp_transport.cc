@@ -378,9 +378,9 @@ std::string TcpDomain::HandshakeContext(int connector, int acceptor, int lane, c
 
 void TcpDomain::SetPeers(std::map<int, TcpPeerInfo> peers) {
   peers_ = std::move(peers);
-  host_ranks_ = static_cast<int>(std::count_if(peers_.begin(), peers_.end(), [&](const auto& p) {
-    return p.first != rank_ && p.second.same_node;
-  })) + 1;
+  host_ranks_ = static_cast<int>(std::count_if(peers_.begin(), peers_.end(),
+                                               [&](const auto& p) { return p.first != rank_ && p.second.same_node; })) +
+                1;
   {
     absl::MutexLock lock(&mu_);
     book_.clear();
