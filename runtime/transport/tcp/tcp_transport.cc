@@ -35,8 +35,6 @@ absl::Status SysError(absl::string_view what) {
 void Tune(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  int sndbuf = static_cast<int>(kTcpSendBufferBytes);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 }
 
 class TcpPair final : public Pair {

@@ -53,13 +53,6 @@ struct TcpPeerInfo {
 nlohmann::json TcpInfoToJson(int port, const std::vector<InterfaceAddress>& ifs, bool ifname_set);
 TcpPeerInfo TcpInfoFromJson(const nlohmann::json& j);
 
-// SO_SNDBUF of every TCP link (the kernel caps it at net.core.wmem_max and doubles it). A fresh connection's
-// autotuned send buffer starts at tcp_wmem's 16 KiB: a message just larger than what the buffer holds waits for the
-// receiver's ACK of the first part, which Linux delays up to 40 ms when that part is less than one full segment
-// (loopback's is 64 KiB). 4 ranks on one node over tcp, ring(chunk=512K) 64 KiB-1 MiB allreduce (16-256 KiB messages):
-// TODO.
-inline constexpr size_t kTcpSendBufferBytes = 4u << 20;
-
 // The hello that opens every TCP link, sent by the connecting (lower) rank: u32 magic "HTCP", u64 communicator
 // tag, i32 rank, i32 lane, u32 key length, then the key ("network#channels"), then the job handshake's offer
 // (runtime/common/job_auth.h). Host byte order. The accepting rank answers with the handshake's challenge; the
