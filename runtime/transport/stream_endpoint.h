@@ -18,7 +18,10 @@
 // spin is adaptive: when every rank on this host can have a CPU of its own (shm pairs report the node's rank
 // count) a rank spins for up to kSpinUs before yielding, which keeps small-message latency at cache-line
 // round trips; when ranks outnumber CPUs (4 ranks on 2 cores) spinning only delays the peer that needs this
-// core, so the rank yields at once (no spin) and blocks only after 2 ms of yielding.
+// core, so the rank yields at once (no spin) and blocks only after 2 ms of yielding — or, when all its links are
+// sockets (TCP pairs report the node's rank count too), blocks in poll() at once, since the kernel wakes it when
+// bytes arrive. Only sends with bytes to write now are polled for room (a forward send waiting for its receive
+// is not: its socket is writable, and poll() would return at once).
 //
 // Mailbox exchange (Endpoint::Exchange; the whole communicator on one node, runtime/transport/mailbox.h): the
 // block goes into this rank's mailbox slot behind a word with the exchange number and the same 32-byte header

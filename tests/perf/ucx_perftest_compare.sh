@@ -6,7 +6,7 @@
 # iterations). Prints each figure per repetition, the medians and ours / perftest (bandwidth; >= 0.9 is the target).
 #
 # Usage: tests/perf/ucx_perftest_compare.sh [-b BUILD_DIR] [-r REPS] [-s BYTES] [-t UCX_TLS]
-#   defaults: build, 5 repetitions, 67108864 bytes, UCX_TLS=tcp (run it under flock /work/notes/bench.lock or alone)
+#   defaults: build, 5 repetitions, 67108864 bytes, UCX_TLS=tcp (run it while nothing else benchmarks)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$here/../../build reps=5 bytes=67108864 tls=tcp
