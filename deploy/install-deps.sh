@@ -15,8 +15,9 @@ PACKAGES=(
   # libraries
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libsqlite3-dev sqlite3 libibverbs-dev
-  # the ucx transport (runtime/transport/ucx): UCP headers and libraries
-  libucx-dev
+  # the ucx transport (runtime/transport/ucx): UCP headers and libraries; ucx_perftest, UCX's own point-to-point
+  # ceiling that the ucx send/recv figure of docs/PERFORMANCE.md is measured against
+  libucx-dev ucx-utils
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libsystemd-dev
   # systemd-analyze (the unit test of deploy/hccl-tuned.service); the unit under a real systemd (debootstrap,

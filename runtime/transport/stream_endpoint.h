@@ -18,7 +18,10 @@
 // spin is adaptive: when every rank on this host can have a CPU of its own (shm pairs report the node's rank
 // count) a rank spins for up to kSpinUs before yielding, which keeps small-message latency at cache-line
 // round trips; when ranks outnumber CPUs (4 ranks on 2 cores) spinning only delays the peer that needs this
-// core, so the rank yields at once (no spin) and blocks only after 2 ms of yielding.
+// core, so the rank yields at once (no spin) and blocks only after 2 ms of yielding — or, when all its links are
+// sockets (TCP pairs report the node's rank count too), blocks in poll() at once, since the kernel wakes it when
+// bytes arrive. Only sends with bytes to write now are polled for room (a forward send waiting for its receive
+// is not: its socket is writable, and poll() would return at once).
 //
 // Mailbox exchange (Endpoint::Exchange; the whole communicator on one node, runtime/transport/mailbox.h): the
 // block goes into this rank's mailbox slot behind a word with the exchange number and the same 32-byte header
@@ -167,6 +170,9 @@ class StreamEndpoint final : public Endpoint,
   // One pass over every queue head; sets *moved when bytes moved.
   absl::Status Progress(bool* moved);
   absl::Status ProgressSend(Op& op, bool* moved);
+  // Whether send `op` has bytes to write now: false for a forward send that has sent everything its receive has
+  // stored so far (it waits for the receive, not for its socket).
+  bool CanWriteNow(const Op& op);
   absl::Status ProgressRecv(Op& op, bool* moved);
   absl::Status ProgressReduce(Op& op, Pair& pair, bool* moved);
   absl::Status ProgressSingleCopy(Op& op, Pair& pair, bool* moved);
@@ -191,7 +197,8 @@ class StreamEndpoint final : public Endpoint,
   absl::Status WaitLoop(absl::FunctionRef<absl::Status(bool*, bool*)> step, absl::FunctionRef<absl::Status()> check,
                         absl::FunctionRef<absl::Status(absl::Duration)> expired, bool wait_first = false);
   absl::Status Fail(absl::Status s);
-  void NotePair(const Pair* pair);
+  // Notes what waiting on `pair` involves: its poll fds (any_polled_ / any_unpolled_) and its host's CPUs.
+  void NotePair(Pair* pair);
   Op* Find(uint64_t id);
   bool PeerPending(size_t peer) const;
   // Whether a send to `peer` is queued or waits for its single-copy acknowledgement.
@@ -246,7 +253,8 @@ class StreamEndpoint final : public Endpoint,
   bool own_cpu_ = false;         // bound to one CPU and no more shm ranks than CPUs: spin, never yield
   int64_t spin_ns_ = INT64_MAX;  // adaptive spin budget (see Wait)
   uint32_t waits_ = 0;           // waits so far (every 64th probes with the full spin; WaitLoop)
-  bool any_polled_ = false;
+  bool any_polled_ = false;      // some pair has file descriptors to poll (TCP)
+  bool any_unpolled_ = false;    // some pair has none (shm: its progress is seen through the doorbell)
 };
 
 }  // namespace hccltune

@@ -8,7 +8,7 @@
 #
 # Usage: tests/perf/compare-peers.sh [-c COLL] [-n RANKS] [-l MIN_BYTES] [-h MAX_BYTES] [-r REPS]
 #                                    [-p "ompi mpich gloo"] [-a ALGO] [-b BUILD_DIR] [-B BASE_BUILD_DIR] [-S] [-F] [-A]
-#                                    [-P PEERS_DIR]
+#                                    [-P PEERS_DIR] [-L LINK] [-T]
 #   PEERS_DIR (or the environment's PEERS_DIR) the peer benchmarks, which are not part of this repository: a folder
 #        with run-peers.sh COLL RANKS MIN_BYTES MAX_BYTES PEER that prints `coll ranks bytes time_us algbw busbw`
 #        per size for PEER = ompi | mpich | gloo, each timed as `hccl-tune bench` times (docs/CONVENTIONS.md, Timing)
@@ -24,6 +24,8 @@
 #        peer's time / that — with -F, best against best
 #   BASE_BUILD_DIR another build (e.g. a worktree of the previous commit) run in the same repetitions, before ours
 #        in even repetitions and after it in odd ones; adds its time and vs_base = base time / ours (> 1: faster now)
+#   LINK our link for every configuration (`hccl-tune bench --link`: shm, tcp, tcp@SUBNET, ucx; default: auto)
+#   -T   Open MPI over TCP only (OMPI_MCA_pml=ob1, OMPI_MCA_btl=tcp,self: `--mca btl tcp,self`), for -L tcp
 #   -S   also time ours with buffers from symmetric memory (`hccl-tune bench --symmetric`, as a program that
 #        allocates with hccltune_mem_alloc; the peers keep their ordinary buffers) in the same repetitions: adds
 #        its time and sym_ratio = best peer time / symmetric time
@@ -34,12 +36,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 coll=allreduce n=2 lo=8 hi=67108864 reps=5 peers="ompi mpich gloo" algo=auto build=$root/build base= sym= forced= all=
-peers_dir=${PEERS_DIR:-}
-while getopts c:n:l:h:r:p:a:b:B:P:SFA o; do
+peers_dir=${PEERS_DIR:-} link= ompi_tcp=
+while getopts c:n:l:h:r:p:a:b:B:P:L:TSFA o; do
   case $o in
     c) coll=$OPTARG ;; n) n=$OPTARG ;; l) lo=$OPTARG ;; h) hi=$OPTARG ;; r) reps=$OPTARG ;;
-    p) peers=$OPTARG ;; a) algo=$OPTARG ;; b) build=$OPTARG ;; B) base=$OPTARG ;; P) peers_dir=$OPTARG ;; S) sym=1 ;; F) forced=1 ;; A) all=1 ;;
-    *) sed -n '2,32p' "$0"; exit 2 ;;
+    p) peers=$OPTARG ;; a) algo=$OPTARG ;; b) build=$OPTARG ;; B) base=$OPTARG ;; P) peers_dir=$OPTARG ;; L) link=$OPTARG ;; T) ompi_tcp=1 ;; S) sym=1 ;; F) forced=1 ;; A) all=1 ;;
+    *) sed -n '2,34p' "$0"; exit 2 ;;
   esac
 done
 # Open MPI 4.1's coll_tuned parameter and algorithm count per collective (ompi_info --param coll tuned --level 9).
@@ -77,11 +79,11 @@ two = [b["bytes_per_second"] for b in d if b.get("aggregate_name") == "median" a
 print(f"{one[0]/1e9:.2f} {two[0]/1e9:.2f}")'
 }
 
-echo "# $(date -u +%FT%TZ) $coll ranks=$n bytes=$lo..$hi reps=$reps ours=$algo peers=[$peers]${all:+ ours_best=all}${base:+ base=$base}${sym:+ symmetric huge_pages=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)} load=$(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "# $(date -u +%FT%TZ) $coll ranks=$n bytes=$lo..$hi reps=$reps ours=$algo${link:+ link=$link}${ompi_tcp:+ ompi=tcp,self} peers=[$peers]${all:+ ours_best=all}${base:+ base=$base}${sym:+ symmetric huge_pages=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)} load=$(cut -d' ' -f1-3 /proc/loadavg)" >&2
 bench() {  # WHO BINARY REP [BENCH ARGS...]; WHO `all` runs every candidate configuration instead of ALGO
   local a=$algo
   [[ $1 == all ]] && a=all
-  "$2" bench --coll "$coll" --ranks "$n" --min-bytes "$lo" --max-bytes "$hi" --algo "$a" "${@:4}" 2>&1 |
+  "$2" bench --coll "$coll" --ranks "$n" --min-bytes "$lo" --max-bytes "$hi" --algo "$a" ${link:+--link "$link"} "${@:4}" 2>&1 |
     awk -v rep="$3" -v who="$1" '$1 == "'"$coll"'" && $3 ~ /^[0-9]+$/ {
       print (who == "all" ? "all:" $4 : who), rep, $3, $5, $4}' >>"$out/rows" || true
 }
@@ -96,9 +98,10 @@ for ((r = 0; r < reps; r++)); do
   if [[ -n $base ]] && ((r % 2 == 1)); then bench base "$base/tuner/hccl-tune" "$r"; fi
   for p in $peers; do
     env=()
+    if [[ -n $ompi_tcp && $p == ompi* ]]; then env=(OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self); fi
     if [[ $p == ompi:* ]]; then
       [[ -n $ompi_param ]] || { echo "no forced Open MPI algorithms for $coll" >&2; exit 2; }
-      env=(OMPI_MCA_coll_tuned_use_dynamic_rules=1 "OMPI_MCA_coll_tuned_${ompi_param}_algorithm=${p#ompi:}")
+      env+=(OMPI_MCA_coll_tuned_use_dynamic_rules=1 "OMPI_MCA_coll_tuned_${ompi_param}_algorithm=${p#ompi:}")
     fi
     env "${env[@]}" "$peers_dir/run-peers.sh" "$coll" "$n" "$lo" "$hi" "${p%%:*}" 2>/dev/null |
       awk -v rep="$r" -v p="$p" '$1 == "'"$coll"'" && $3 ~ /^[0-9]+$/ {print p, rep, $3, $4, "-"}' >>"$out/rows" || true

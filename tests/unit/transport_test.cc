@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -609,6 +610,65 @@ TEST(TcpTransport, RingWithChannels) {
     RingExchange(eps, 3 << 20);
     RingExchange(eps, 1);
   }
+}
+
+// Every TCP pair reports the communicator's ranks on this node (Pair::HostRanks), so the endpoint's waits know
+// when ranks outnumber the CPUs; and a forward send that has sent everything its receive has stored so far waits
+// for that receive, not on its (writable) socket: rank 1's wait for a message that rank 0 sends 400 ms late
+// sleeps in poll() instead of spinning through it (its thread's CPU time stays far below the wait).
+TEST(TcpTransport, PairsKnowHostRanksAndForwardWaitsSleep) {
+  const int n = 3;
+  std::vector<std::unique_ptr<TcpDomain>> doms;
+  std::map<int, TcpPeerInfo> infos;
+  for (int r = 0; r < n; ++r) {
+    auto d = TcpDomain::Create(r, 43, "", absl::Seconds(10));
+    ASSERT_TRUE(d.ok()) << d.status();
+    infos[r] = TcpPeerInfo{(*d)->port(), (*d)->interfaces(), true};
+    doms.push_back(*std::move(d));
+  }
+  for (int r = 0; r < n; ++r) {
+    auto peers = infos;
+    if (r == 0) peers[2].same_node = false;  // rank 0 counts rank 2 on another node
+    doms[static_cast<size_t>(r)]->SetPeers(peers);
+  }
+  std::vector<std::unique_ptr<StreamEndpoint>> eps(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      auto pairs = doms[static_cast<size_t>(r)]->Connect({0, 1, 2}, "", 1);
+      ASSERT_TRUE(pairs.ok()) << pairs.status();
+      for (int p = 0; p < n; ++p) {
+        if (p == r) continue;
+        EXPECT_EQ((*pairs)[static_cast<size_t>(p)]->HostRanks(), r == 0 ? 2 : 3) << r << "->" << p;
+      }
+      pairs->resize(n);
+      eps[static_cast<size_t>(r)] = std::make_unique<StreamEndpoint>(r, *pairs, nullptr, absl::Seconds(20));
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(eps[0] && eps[1] && eps[2]);
+  const size_t count = 1 << 16;
+  std::vector<uint32_t> sent(count), mid(count), got(count);
+  for (size_t i = 0; i < count; ++i) sent[i] = static_cast<uint32_t>(i * 2654435761u);
+  const auto late = absl::Milliseconds(400);
+  std::thread r0([&] {
+    absl::SleepFor(late);
+    EXPECT_TRUE(eps[0]->Send(1, sent.data(), count * 4).ok());
+  });
+  std::thread r2([&] { EXPECT_TRUE(eps[2]->Recv(1, got.data(), count * 4).ok()); });
+  timespec c0{}, c1{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+  OpHandle fwd = 0;
+  const OpHandle h = eps[1]->IrecvForward(0, mid.data(), nullptr, count * 4, nullptr, 2, &fwd);
+  EXPECT_TRUE(eps[1]->Wait(h).ok());
+  EXPECT_TRUE(eps[1]->Wait(fwd).ok());
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+  r0.join();
+  r2.join();
+  EXPECT_EQ(mid, sent);
+  EXPECT_EQ(got, sent);
+  const double cpu_ms = (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
+  EXPECT_LT(cpu_ms, absl::ToDoubleMilliseconds(late) / 10) << "rank 1 spun while it waited for rank 0";
 }
 
 // The data listener binds each published address (never the wildcard) on one port inside the range; a second

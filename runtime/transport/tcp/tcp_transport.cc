@@ -39,7 +39,8 @@ void Tune(int fd) {
 
 class TcpPair final : public Pair {
  public:
-  TcpPair(int peer, std::vector<int> fds, std::string where) : peer_(peer), fds_(std::move(fds)), where_(where) {
+  TcpPair(int peer, std::vector<int> fds, std::string where, int host_ranks)
+      : peer_(peer), fds_(std::move(fds)), where_(where), host_ranks_(host_ranks) {
     for (int fd : fds_) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   }
   ~TcpPair() override {
@@ -68,6 +69,9 @@ class TcpPair final : public Pair {
     fds->push_back({fds_[static_cast<size_t>(lane)], ev, 0});
   }
   std::string Describe() const override { return absl::StrCat("tcp ", where_, " x", fds_.size()); }
+  // The communicator's ranks on this node (TcpDomain::host_ranks): TCP ranks compete for this node's CPUs as shm
+  // ranks do, so the endpoint's waits yield at once when they outnumber the CPUs (StreamEndpoint).
+  int HostRanks() const override { return host_ranks_; }
   std::string LocalAddress() const override { return Address(::getsockname); }
   std::string PeerAddress() const override { return Address(::getpeername); }
 
@@ -89,6 +93,7 @@ class TcpPair final : public Pair {
   int peer_;
   std::vector<int> fds_;
   std::string where_;
+  int host_ranks_;
 };
 
 std::string HelloKey(const std::string& network, int channels) { return absl::StrCat(network, "#", channels); }
@@ -371,6 +376,9 @@ std::string TcpDomain::HandshakeContext(int connector, int acceptor, int lane, c
 
 void TcpDomain::SetPeers(std::map<int, TcpPeerInfo> peers) {
   peers_ = std::move(peers);
+  host_ranks_ = static_cast<int>(std::count_if(peers_.begin(), peers_.end(),
+                                               [&](const auto& p) { return p.first != rank_ && p.second.same_node; })) +
+                1;
   {
     absl::MutexLock lock(&mu_);
     book_.clear();
@@ -706,7 +714,7 @@ absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ra
     std::vector<int> fds;
     for (int lane = 0; lane < channels; ++lane) fds.push_back(outgoing[i + static_cast<size_t>(lane)].fd);
     const int peer = outgoing[i].peer;
-    auto pair = std::make_unique<TcpPair>(peer, std::move(fds), outgoing[i].where);
+    auto pair = std::make_unique<TcpPair>(peer, std::move(fds), outgoing[i].where, host_ranks_);
     out[static_cast<size_t>(peer)] = pair.get();
     pairs_[{network, channels, peer}] = std::move(pair);
   }
@@ -717,7 +725,7 @@ absl::StatusOr<std::vector<Pair*>> TcpDomain::Connect(const std::vector<int>& ra
     for (int lane = 0; lane < channels; ++lane) fds.push_back(got[lane]);
     stash_.erase(k);
     const int peer = k.second;
-    auto pair = std::make_unique<TcpPair>(peer, std::move(fds), absl::StrCat("from rank ", peer));
+    auto pair = std::make_unique<TcpPair>(peer, std::move(fds), absl::StrCat("from rank ", peer), host_ranks_);
     out[static_cast<size_t>(peer)] = pair.get();
     pairs_[{network, channels, peer}] = std::move(pair);
   }

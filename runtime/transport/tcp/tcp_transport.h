@@ -90,7 +90,8 @@ class TcpDomain {
   int port() const { return port_; }
   bool ifname_set() const { return !ifname_.empty(); }
   const std::vector<InterfaceAddress>& interfaces() const { return interfaces_; }
-  // The other ranks' published listeners: the address book. Starts the listener thread on the first call.
+  // The other ranks' published listeners: the address book (TcpPeerInfo::same_node marks the ranks on this node,
+  // which every pair reports as Pair::HostRanks). Starts the listener thread on the first call.
   void SetPeers(std::map<int, TcpPeerInfo> peers);
   // Asked (at most every 50 ms) while Connect waits for peers: a non-OK status (another rank's abort) ends the
   // wait with that status.
@@ -167,6 +168,7 @@ class TcpDomain {
   int port_ = 0;
   std::vector<InterfaceAddress> interfaces_;
   std::map<int, TcpPeerInfo> peers_;
+  int host_ranks_ = 0;  // ranks on this node, this one included (SetPeers); 0 before
   std::function<absl::Status()> abort_probe_;
   absl::Time last_probe_ = absl::InfinitePast();
   std::map<Key, std::unique_ptr<Pair>> pairs_;
