@@ -431,6 +431,28 @@ TEST(Selector, OverridesThatCannotRunHereAreErrors) {
   EXPECT_TRUE(Selector::Create(env, 4, TwoNodesOfTwo()).ok());
 }
 
+// The measured rows of hierarchical(form=leader) reducescatter apply on their node counts only: 4 x 2 at 64 KiB,
+// 2 x 4 at 256 KiB; one node of 8 and the neighbouring sizes keep the usual rows.
+TEST(Selector, LeaderFormRowsApplyOnTheirNodeCounts) {
+  const std::string leader =
+      absl::StrCat("hierarchical(intra=", kDefaultRing, ",inter=", kDefaultRing, ",form=leader)");
+  auto four = Selector::Create(Environment{}, 8, OnNodes({0, 0, 1, 1, 2, 2, 3, 3}));
+  auto two = Selector::Create(Environment{}, 8, OnNodes({0, 0, 0, 0, 1, 1, 1, 1}));
+  auto one = Selector::Create(Environment{}, 8, OneNode(8));
+  ASSERT_TRUE(four.ok() && two.ok() && one.ok());
+  const auto rs = [](Selector& s, uint64_t b) {
+    return s.Choose(Collective::kReducescatter, DataType::kFloat32, b).config->ToString();
+  };
+  EXPECT_EQ(rs(*four, 64 << 10), leader);
+  EXPECT_NE(rs(*four, 128 << 10), leader);
+  EXPECT_NE(rs(*four, 256 << 10), leader);
+  EXPECT_EQ(rs(*two, 256 << 10), leader);
+  EXPECT_NE(rs(*two, 64 << 10), leader);
+  EXPECT_NE(rs(*two, 512 << 10), leader);
+  EXPECT_NE(rs(*one, 256 << 10), leader);
+  EXPECT_NE(rs(*one, 64 << 10), leader);
+}
+
 // HCCL_TUNE_ALGO chooses hierarchical's form where it runs; form=parallel on uneven nodes, and a form for a
 // collective with one, are refused at init naming the rule and the form.
 TEST(Selector, HierarchicalFormOverrides) {
