@@ -52,6 +52,12 @@ allgather      4        4M-32M   recursive_doubling
 allgather      2-8      0-       direct
 allgather      1-        0-       ring(chunk=1M)
 allgatherv     1-        0-       ring(chunk=1M)
+# hierarchical(form=leader) across nodes (emulated cluster, --default-net fast; tests/perf/compare-cluster.py, 5
+# interleaved repetitions per run, docs/CLUSTER.md): 4 nodes x 2 ranks at 64 KiB ahead of the best other in three
+# runs (1.06x, 1.29x, 3.44x; of auto's ring 2.49-3.57x), behind halving_doubling at 128 KiB; 2 nodes x 4 ranks at
+# 256 KiB ahead in both runs that measured it (2.17x, 1.28x), behind at 128 KiB, mixed at 64 KiB and 1 MiB.
+reducescatter  8        nodes=4  64K-128K   hierarchical(form=leader)
+reducescatter  8        nodes=2  256K-512K  hierarchical(form=leader)
 reducescatter  2-8      0-MAILBOX+1  direct
 reducescatter  1-8      0-16K    halving_doubling
 reducescatter  1-        0-       ring(chunk=1M)

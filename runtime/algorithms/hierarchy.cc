@@ -62,6 +62,15 @@ Levels SplitLevels(const GroupTopology& topo, int rank) {
   return lv;
 }
 
+absl::StatusOr<bool> LeaderForm(const Configuration& config, const Levels& lv) {
+  if (config.form == HierForm::kParallel && !lv.uniform) {
+    return absl::InvalidArgumentError(
+        "hierarchical(form=parallel) needs as many ranks on every node; these nodes are uneven: form=leader or "
+        "form=auto runs here");
+  }
+  return config.form == HierForm::kLeader || !lv.uniform;
+}
+
 CollectiveArgs StepArgs(const CollectiveArgs& args) {
   CollectiveArgs sub;
   sub.dtype = args.dtype;

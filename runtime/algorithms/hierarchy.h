@@ -34,6 +34,11 @@ struct Levels {
   int LocalOf(int r) const;
 };
 
+// Whether a hierarchical allgather/reducescatter runs through one leader per node: form=leader, or form=auto on
+// uneven nodes (else every local rank in parallel). InvalidArgument for form=parallel on uneven nodes (which
+// registry::CheckForm refuses before a call gets here); the same answer on every rank.
+absl::StatusOr<bool> LeaderForm(const Configuration& config, const Levels& lv);
+
 // REQUIRES: topology of every group rank (node indices in [0, num_nodes)), `rank` a group rank.
 Levels SplitLevels(const GroupTopology& topo, int rank);
 

@@ -1,5 +1,7 @@
 #include "runtime/algorithms/registry.h"
 
+#include <algorithm>
+#include <functional>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -37,6 +39,8 @@ struct Entry {
   Needs needs = Needs::kNothing;
   // For an algorithm of steps (intra/inter parameters): the algorithms the sweep tries for the inter step.
   absl::Span<const absl::string_view> inter_steps = {};
+  // For a hierarchical algorithm with both forms (HierForm: parallel and leader): the sweep tries each.
+  bool forms = false;
 };
 
 // Registry order = the order AlgorithmsFor() lists and the sweep tries.
@@ -86,7 +90,8 @@ constexpr Entry kEntries[] = {
      &algo::AllgatherHierarchical,
      nullptr,
      Needs::kSeveralLevels,
-     kAllgatherInterSteps},
+     kAllgatherInterSteps,
+     true},
     {C::kAllgather, "symmetric", {"2*min(1,p-1)", "0"}, &algo::AllgatherSymmetric, nullptr, Needs::kSymmetricBuffers},
     {C::kAllgatherv, "ring", {"p-1", "(p-1)*n/p", X::kOnePerNode}, &algo::AllgathervRing},
     {C::kAllgatherv, "direct", {"min(1,p-1)", "(p-1)*n/p", X::kEveryRank, "p-1"}, &algo::AllgathervDirect},
@@ -106,7 +111,8 @@ constexpr Entry kEntries[] = {
      &algo::ReducescatterHierarchical,
      nullptr,
      Needs::kSeveralLevels,
-     kReducescatterInterSteps},
+     kReducescatterInterSteps,
+     true},
     {C::kReducescatter,
      "symmetric",
      {"2*min(1,p-1)", "0"},
@@ -177,6 +183,17 @@ absl::Status CheckSeveralLevels(absl::string_view algorithm, int world_size, con
                      " nodes has one rank (the inter-node step alone would be the whole collective)"));
   }
   return absl::OkStatus();
+}
+
+// Whether every node of `topo` that has ranks has as many as the others; "2, 1"-style counts in `counts`.
+bool EvenNodes(const GroupTopology& topo, std::string* counts) {
+  std::vector<int> per_node(static_cast<size_t>(std::max(topo.num_nodes, 0)), 0);
+  for (int node : topo.node_of) {
+    if (node >= 0 && node < topo.num_nodes) ++per_node[static_cast<size_t>(node)];
+  }
+  std::erase(per_node, 0);
+  *counts = absl::StrJoin(per_node, ", ");
+  return std::adjacent_find(per_node.begin(), per_node.end(), std::not_equal_to<>()) == per_node.end();
 }
 
 }  // namespace
@@ -251,6 +268,26 @@ absl::Status IsValid(Collective c, absl::string_view algorithm, int world_size, 
   return absl::OkStatus();
 }
 
+absl::Status CheckForm(Collective c, const Configuration& config, const GroupTopology& topo) {
+  if (config.form == HierForm::kAuto) return absl::OkStatus();
+  const std::string given = absl::StrCat(config.algorithm, "(form=", HierFormName(config.form), ")");
+  const Entry* e = FindEntry(c, config.algorithm);
+  if (e == nullptr || !e->forms) {
+    return absl::InvalidArgumentError(absl::StrCat(given, ": ", CollectiveName(c), "'s ", config.algorithm,
+                                                   " has one form; accepted: form=auto (hierarchical allgather and "
+                                                   "reducescatter take parallel or leader)"));
+  }
+  std::string counts;
+  if (config.form == HierForm::kParallel && !EvenNodes(topo, &counts)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(given, ": ", CollectiveName(c),
+                     " runs every local rank in parallel only when every node has as many ranks; "
+                     "ranks per node here: ",
+                     counts, "; accepted here: form=leader, form=auto"));
+  }
+  return absl::OkStatus();
+}
+
 std::vector<std::string> ListValid(Collective c, int world_size, const GroupTopology& topo) {
   std::vector<std::string> out;
   for (const std::string& name : AlgorithmsFor(c)) {
@@ -284,7 +321,14 @@ std::vector<Configuration> Candidates(Collective c, absl::string_view algorithm,
         in->link = link;
         cfg.intra = std::make_shared<const Configuration>(std::move(intra));
         cfg.inter = std::make_shared<const Configuration>(*std::move(in));
-        out.push_back(cfg);
+        if (!e->forms) {
+          out.push_back(cfg);
+          continue;
+        }
+        for (HierForm form : {HierForm::kParallel, HierForm::kLeader}) {
+          cfg.form = form;
+          out.push_back(cfg);
+        }
       }
     }
     return out;

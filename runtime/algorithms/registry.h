@@ -72,6 +72,12 @@ std::vector<ParamKind> Params(absl::string_view name);
 // InvalidArgument) and the communicator chooses it for those itself.
 absl::Status IsValid(Collective c, absl::string_view algorithm, int world_size, const GroupTopology& topo);
 
+// OK when `config`'s hierarchical form (HierForm) can run for `c` on `topo`: form=auto always; parallel or leader
+// only for the algorithms that have both (hierarchical allgather and reducescatter), and parallel only when every
+// node has as many ranks. Otherwise InvalidArgument naming the form and what is accepted here. Unlike IsValid,
+// a refusal means the configuration cannot run as written.
+absl::Status CheckForm(Collective c, const Configuration& config, const GroupTopology& topo);
+
 // The algorithms for which IsValid() is OK, in registry order.
 std::vector<std::string> ListValid(Collective c, int world_size, const GroupTopology& topo);
 
@@ -84,7 +90,8 @@ std::vector<int> ChannelCandidates();     // 1, 2, 4
 // (ring; a collective without ring takes the selector's choice for it) on link=auto (shared memory inside a node),
 // and inter on every link in {ring, halving_doubling, recursive_doubling} (allreduce), {ring, recursive_doubling,
 // direct} (allgather), {ring, halving_doubling, direct} (reducescatter) or {binomial_tree, chain, linear}
-// (broadcast), each with default chunk/channels.
+// (broadcast), each with default chunk/channels; allgather and reducescatter each in form=parallel and form=leader
+// (the caller drops what CheckForm refuses on its topology: parallel on uneven nodes).
 std::vector<Configuration> Candidates(Collective c, absl::string_view algorithm, absl::Span<const LinkSpec> links);
 
 // Checks the call (known algorithm for args.collective, op supported for the dtype, root in range, world size

@@ -314,6 +314,9 @@ absl::StatusOr<const Configuration*> CommImpl::Choose(const CollectiveArgs& args
   if (absl::Status s = CheckLinks(*c); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("configuration '", opt.config, "': ", s.message()));
   }
+  if (absl::Status s = registry::CheckForm(args.collective, *c, topo_); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("configuration '", opt.config, "': ", s.message()));
+  }
   if (parsed_configs_.size() >= 1024) parsed_configs_.clear();  // a bounded cache of distinct strings
   return &parsed_configs_.emplace(key, *std::move(c)).first->second;
 }
@@ -351,7 +354,7 @@ namespace {
 // costs one more interning).
 bool SameConfiguration(const Configuration& a, const Configuration& b) {
   return a.algorithm == b.algorithm && a.chunk == b.chunk && a.channels == b.channels && a.link == b.link &&
-         a.intra == b.intra && a.inter == b.inter;
+         a.intra == b.intra && a.inter == b.inter && a.form == b.form;
 }
 }  // namespace
 

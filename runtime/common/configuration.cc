@@ -25,7 +25,7 @@ const std::vector<AlgorithmSpec>& Catalogue() {
        {P::kChunk, P::kChannels, P::kLink},
        "two complementary binary trees, half the data each, pipelined"},
       {"one_shot", {P::kChannels, P::kLink}, "every rank exchanges its whole buffer with every other rank"},
-      {"hierarchical", {P::kIntra, P::kInter}, "intra-node step, inter-node step, intra-node step"},
+      {"hierarchical", {P::kIntra, P::kInter, P::kForm}, "intra-node step, inter-node step, intra-node step"},
       {"bruck", {P::kChannels, P::kLink}, "Bruck's log-step algorithm with rotation"},
       {"pairwise", {P::kChannels, P::kLink}, "n-1 rounds of pairwise exchange"},
       {"chain", {P::kChunk, P::kChannels, P::kLink}, "pipelined chain from the root"},
@@ -168,6 +168,20 @@ class Parser {
         cfg.channels = n;
         return absl::OkStatus();
       }
+      case ParamKind::kForm: {
+        const std::string form = absl::AsciiStrToLower(Scalar());
+        if (form == "auto") {
+          cfg.form = HierForm::kAuto;
+        } else if (form == "parallel") {
+          cfg.form = HierForm::kParallel;
+        } else if (form == "leader") {
+          cfg.form = HierForm::kLeader;
+        } else {
+          pos_ = value_pos;
+          return Error(absl::StrCat("unknown form '", form, "'; accepted: auto, parallel, leader"));
+        }
+        return absl::OkStatus();
+      }
       case ParamKind::kLink: {
         auto link = ParseLink(Scalar());
         if (!link.ok()) {
@@ -261,8 +275,18 @@ absl::string_view ParamName(ParamKind p) {
     case ParamKind::kLink: return "link";
     case ParamKind::kIntra: return "intra";
     case ParamKind::kInter: return "inter";
+    case ParamKind::kForm: return "form";
   }
   return "";
+}
+
+absl::string_view HierFormName(HierForm f) {
+  switch (f) {
+    case HierForm::kAuto: return "auto";
+    case HierForm::kParallel: return "parallel";
+    case HierForm::kLeader: return "leader";
+  }
+  return "auto";
 }
 
 absl::Span<const AlgorithmSpec> AlgorithmCatalogue() { return Catalogue(); }
@@ -297,6 +321,9 @@ std::string Configuration::ToString() const {
         break;
       case ParamKind::kInter:
         parts.push_back(absl::StrCat("inter=", inter ? inter->ToString() : DefaultStep().ToString()));
+        break;
+      case ParamKind::kForm:
+        if (form != HierForm::kAuto) parts.push_back(absl::StrCat("form=", HierFormName(form)));
         break;
     }
   }

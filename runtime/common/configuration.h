@@ -2,11 +2,12 @@
 // form (docs/CONVENTIONS.md) is used everywhere — bench output, registry, DB, logs, overrides:
 //
 //   ring(chunk=1M,channels=2,link=shm)
-//   hierarchical(intra=ring(link=shm),inter=halving_doubling(link=tcp@10.20.0.0/16))
+//   hierarchical(intra=ring(link=shm),inter=halving_doubling(link=tcp@10.20.0.0/16),form=leader)
 //
 // Parsing fills parameters left out with the algorithm's defaults. ToString() prints the canonical form:
 // every tunable parameter of the algorithm, in the catalogue's order, sizes with the largest exact binary
-// suffix, so two configurations are equal exactly when their canonical strings are.
+// suffix, so two configurations are equal exactly when their canonical strings are. One exception keeps the
+// strings stored before it existed canonical: a hierarchical `form` is printed only when it is not `auto`.
 //
 // Thread-safety: values; the catalogue is immutable.
 #pragma once
@@ -38,8 +39,14 @@ absl::string_view LinkKindName(LinkKind kind);
 
 // Catalogue of algorithm names and their tunable parameters (the vocabulary; which collective supports which
 // algorithm is the runtime registry's business).
-enum class ParamKind : uint8_t { kChunk, kChannels, kLink, kIntra, kInter };
+enum class ParamKind : uint8_t { kChunk, kChannels, kLink, kIntra, kInter, kForm };
 absl::string_view ParamName(ParamKind p);
+
+// How a hierarchical configuration crosses nodes (runtime/algorithms/hierarchy.h): kParallel, every local rank
+// over its own connections (needs the same number of ranks on every node); kLeader, one leader per node; kAuto,
+// parallel where every node has as many ranks, else leader.
+enum class HierForm : uint8_t { kAuto, kParallel, kLeader };
+absl::string_view HierFormName(HierForm f);  // "auto", "parallel", "leader"
 
 struct AlgorithmSpec {
   absl::string_view name;
@@ -59,6 +66,7 @@ struct Configuration {
   LinkSpec link;                               // meaningful when the algorithm has kLink
   std::shared_ptr<const Configuration> intra;  // hierarchical: step inside a node (level0)
   std::shared_ptr<const Configuration> inter;  // hierarchical: step between nodes (level1)
+  HierForm form = HierForm::kAuto;             // hierarchical: how the ranks cross nodes
 
   // Canonical text form.
   std::string ToString() const;

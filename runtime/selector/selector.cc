@@ -108,6 +108,7 @@ absl::Status CheckOverride(Collective c, const policies::Rule& r, int world_size
                      "communicator's ",
                      world_size, " ranks are on ", topo.num_nodes, " nodes"));
   }
+  if (absl::Status f = registry::CheckForm(c, cfg, topo); !f.ok()) return bad(f.message());
   for (const auto& step : {cfg.intra, cfg.inter}) {
     if (step != nullptr && step->algorithm == "symmetric") {
       return bad("a hierarchical step runs on the algorithm's own buffers, never in symmetric memory");
@@ -183,7 +184,8 @@ absl::StatusOr<Selector> Selector::Create(const Environment& env, int world_size
     // The built-in rules that can apply to this group: its world and node count, valid on its topology (a
     // hierarchical row for several nodes is skipped where every node has one rank).
     for (const policies::Rule& r : policies::BuiltinDefaults().RulesFor(c)) {
-      if (r.Applies(world_size, topo.num_nodes) && registry::IsValid(c, r.config.algorithm, world_size, topo).ok()) {
+      if (r.Applies(world_size, topo.num_nodes) && registry::IsValid(c, r.config.algorithm, world_size, topo).ok() &&
+          registry::CheckForm(c, r.config, topo).ok()) {
         s.defaults_.Add(r);
       }
     }
@@ -221,6 +223,11 @@ void Selector::SetTable(std::shared_ptr<const TunedTable> table, bool explore) {
           e.config.algorithm, "'; entry ignored");
       continue;
     }
+    if (absl::Status f = registry::CheckForm(e.collective, e.config, topo_); !f.ok()) {
+      Log(LogLevel::kWarn, "tuned table v", table_->version, ": ", CollectiveName(e.collective), " ", f.message(),
+          "; entry ignored");
+      continue;
+    }
     const Configuration* plan = nullptr;
     if (explore && e.explore && e.explore_every >= 2 && e.explore_calls > 0) {
       if (registry::Find(e.collective, e.explore->algorithm) != nullptr) {
@@ -238,6 +245,7 @@ void Selector::SetTable(std::shared_ptr<const TunedTable> table, bool explore) {
       if (step != nullptr) {
         auto merged = std::make_shared<Configuration>(*hccl_algo_[static_cast<size_t>(e.collective)]);
         (usual == UsualStep::kIntra ? merged->intra : merged->inter) = step;
+        merged->form = e.config.form;  // the table's form, like its step
         slot.hccl = merged.get();
         hccl_merged_.push_back(std::move(merged));
       }

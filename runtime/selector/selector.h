@@ -63,7 +63,8 @@ class Selector {
  public:
   // Parses HCCL_TUNE_ALGO and HCCL_ALGO from `env`; an override naming an algorithm the collective does not
   // have is an error naming the variable, and so is an HCCL_TUNE_ALGO rule that cannot run on this topology
-  // (symmetric on several nodes). Every input is identical on every rank, so is the verdict.
+  // (symmetric on several nodes; a hierarchical form this collective or topology lacks, registry::CheckForm). Every
+  // input is identical on every rank, so is the verdict.
   //
   // HCCL_ALGO (docs/CONVENTIONS.md: level0 = inside a node, level1 = between nodes):
   //  - one node: level0 applies, level1 does not;

@@ -9,10 +9,10 @@
 #                        interfaces' tx counters grow by at least the bytes that must cross nodes, the slow ones
 #                        by far less; with "both", the same again with the slow network chosen (and reversed), and
 #                        HCCL_SOCKET_IFNAME=slow0 winning over a configuration that names the fast subnet. Then
-#                        hierarchical allgather, reducescatter and broadcast --check over the fast network: the bytes
-#                        that must cross nodes went over fast0, not slow0, and (allgather, reducescatter) no node's
-#                        fast0 sent more than (NODES-1)/NODES of the call's bytes (plus TCP/IP framing). "colls":
-#                        only that second part
+#                        hierarchical allgather and reducescatter (form=parallel and form=leader each) and broadcast
+#                        --check over the fast network: the bytes that must cross nodes went over fast0, not slow0,
+#                        and (allgather, reducescatter) no node's fast0 sent more than (NODES-1)/NODES of the call's
+#                        bytes (plus TCP/IP framing). "colls": only that second part
 #   links                hccl-tune links across 2 x 2: shm inside a node, tcp between, fast >= 3x slow
 #   torch_links PY USERBASE
 #                        tests/python/links_test.py (hccl_tune_torch.LinkInspector) across 2 x 2 under interpreter
@@ -79,14 +79,17 @@ tx_each() {
 # for allgather and reducescatter, at most (NODES-1)/NODES x S per call per node; 10 % of that is left for TCP/IP
 # headers and acknowledgements, plus 256 KiB for connection setup and the bench's own messages.
 hier_colls() {
-  local nodes=$1 rpn=$2 bytes=$((4 << 20)) runs coll algo out k
+  local nodes=$1 rpn=$2 bytes=$((4 << 20)) runs coll form algo out k
   local -a f0 f1
-  for coll in allgather reducescatter broadcast; do
+  # Every node has RPN ranks: allgather and reducescatter run in both forms (every local rank in parallel, one
+  # leader per node).
+  for spec in allgather:parallel allgather:leader reducescatter:parallel reducescatter:leader broadcast:; do
+    IFS=: read -r coll form <<<"$spec"
     # --check (1; broadcast: out of place, then in place) + --warmup 1 + --iters 2
     case $coll in
       broadcast)
         algo="hierarchical(intra=binomial_tree(link=auto),inter=binomial_tree(link=tcp@10.77.1.0/24))" runs=5 ;;
-      *) algo="hierarchical(intra=ring(link=auto),inter=ring(link=tcp@10.77.1.0/24))" runs=4 ;;
+      *) algo="hierarchical(intra=ring(link=auto),inter=ring(link=tcp@10.77.1.0/24),form=$form)" runs=4 ;;
     esac
     read -ra f0 <<<"$(tx_each fast0)"
     s0=$(tx_sum slow0)
@@ -96,12 +99,13 @@ hier_colls() {
     echo "$out"
     read -ra f1 <<<"$(tx_each fast0)"
     grep -q "check ok" <<<"$out" || fail "$coll: no checked row"
-    grep -q "^$coll .*hierarchical(.*link=tcp@10.77.1.0/24" <<<"$out" || fail "$coll: the row is not hierarchical"
+    grep -q "^$coll .*hierarchical(.*link=tcp@10.77.1.0/24)${form:+,form=$form})" <<<"$out" ||
+      fail "$coll: the row is not hierarchical${form:+ in form $form}"
     local total=0 most=$(((nodes - 1) * bytes * runs / nodes)) ds=$(($(tx_sum slow0) - s0))
     for ((k = 0; k < nodes; k++)); do
       local d=$((f1[k] - f0[k]))
       total=$((total + d))
-      echo "$coll node $k: fast0 sent $d bytes in $runs calls of $bytes ($((d / runs)) per call; (NODES-1)/NODES of a call: $((most / runs)))"
+      echo "$coll${form:+ ($form)} node $k: fast0 sent $d bytes in $runs calls of $bytes ($((d / runs)) per call; (NODES-1)/NODES of a call: $((most / runs)))"
       if [[ $coll != broadcast ]]; then
         ((d <= most + most / 10 + (256 << 10))) || fail "$coll: node $k's fast0 sent $d > $most (+ framing)"
       fi

@@ -114,6 +114,8 @@ absl::StatusOr<Space> BuildSpace(const Communicator& comm, const SweepSpec& spec
     for (const std::string& a : algs) {
       for (const Configuration& cfg : registry::Candidates(c, a, links)) {
         std::string s = cfg.ToString();
+        // A candidate this communicator cannot run as written (a hierarchical form its nodes lack) is left out.
+        if (!comm.ResolveConfig(c, DataType::kFloat32, 0, s).ok()) continue;
         if (std::find(configs.begin(), configs.end(), s) == configs.end()) configs.push_back(std::move(s));
       }
     }

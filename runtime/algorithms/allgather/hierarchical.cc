@@ -1,15 +1,16 @@
 // Hierarchical allgather: an inter-node step and an intra-node step, each a sub-collective with the
 // configuration's `inter` / `intra` part (or the selector's choice for the step, runtime/algorithms/hierarchy.h).
 //
-// Every node has the same number of ranks L (M nodes), every local rank working in parallel over its own
-// connections:
+// form=parallel (form=auto where every node has the same number of ranks L; M nodes), every local rank working in
+// parallel over its own connections:
 //   1. allgather(inter) of this rank's block among the ranks with the same local index j on every node: block k
 //      of the M gathered is node k's rank j; they land in scratch at slot j (M blocks);
 //   2. allgather(intra), in place, of the M-block slots inside each node: every rank holds all L x M blocks;
 //   3. each block is copied to its rank's place in recv.
 //   Each rank sends (M-1) blocks across the network, so a node's NIC sends (M-1)/M of the output, split over its L
 //   ranks' connections.
-// Otherwise (uneven nodes, e.g. 2+1), through one leader per node (its lowest rank):
+// form=leader (form=auto on uneven nodes, e.g. 2+1; form=parallel is refused there), one leader per node (its
+// lowest rank):
 //   1. gather(intra) of the node's blocks to its leader;  2. allgatherv(inter) of each node's blocks among the
 //   leaders (node k's share is its ranks' blocks);  3. broadcast(intra) of the whole output from the leader;
 //   4. each block copied to its rank's place in recv.
@@ -80,7 +81,9 @@ absl::Status AllgatherHierarchical(const CollectiveArgs& args, const Configurati
   const Levels lv = SplitLevels(topo, me);
   const size_t m = lv.nodes.size();
   char* all = static_cast<char*>(ctx.Scratch(static_cast<size_t>(n) * block));
-  if (!lv.uniform) {
+  absl::StatusOr<bool> leaders = LeaderForm(config, lv);
+  if (!leaders.ok()) return leaders.status();
+  if (*leaders) {
     HT_RETURN_IF_ERROR(LeaderAllgather(args, config, ctx, lv, all));
     size_t slot = 0;
     for (const auto& node : lv.nodes) {

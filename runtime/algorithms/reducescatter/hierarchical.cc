@@ -2,8 +2,8 @@
 // configuration's `intra` / `inter` part (or the selector's choice for the step, runtime/algorithms/hierarchy.h) —
 // the mirror of the hierarchical allgather.
 //
-// Every node has the same number of ranks L (M nodes), every local rank working in parallel over its own
-// connections:
+// form=parallel (form=auto where every node has the same number of ranks L; M nodes), every local rank working in
+// parallel over its own connections:
 //   1. the input's blocks are copied into scratch grouped by local index: slot j holds the M blocks of the ranks
 //      with local index j (node order);
 //   2. reducescatter(intra), in place, of the L slots inside each node: local rank j holds slot j summed over the
@@ -12,8 +12,8 @@
 //      block k, reduced over every rank, in recv.
 //   Each rank sends (M-1) blocks across the network, so a node's NIC sends (M-1)/M of the input, split over its L
 //   ranks' connections.
-// Otherwise (uneven nodes, e.g. 2+1), through one leader per node (its lowest rank), with each node's share padded
-// to the largest node's P blocks:
+// form=leader (form=auto on uneven nodes, e.g. 2+1; form=parallel is refused there), one leader per node (its
+// lowest rank), with each node's share padded to the largest node's P blocks:
 //   1. the input is copied into scratch node by node (node k's ranks' blocks at k x P, padding zero);
 //   2. reduce(intra) of it to the node's leader;  3. reducescatter(inter), in place, among the leaders: node k's
 //   leader gets its node's share;  4. scatter(intra) of the share's blocks from the leader.
@@ -85,7 +85,9 @@ absl::Status ReducescatterHierarchical(const CollectiveArgs& args, const Configu
   size_t widest = 0;
   for (const auto& node : lv.nodes) widest = std::max(widest, node.size());
   char* work = static_cast<char*>(ctx.Scratch(m * widest * args.count * dsize));
-  if (!lv.uniform) {
+  absl::StatusOr<bool> leaders = LeaderForm(config, lv);
+  if (!leaders.ok()) return leaders.status();
+  if (*leaders) {
     HT_RETURN_IF_ERROR(LeaderReducescatter(args, config, ctx, lv, widest, work));
     MaybeFinalizeAvg(args, args.recv, args.count, n);
     return absl::OkStatus();

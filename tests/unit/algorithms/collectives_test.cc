@@ -60,6 +60,16 @@ std::string ConfigFor(Collective c, absl::string_view algorithm, bool small_chun
   return std::string(algorithm);
 }
 
+// Hierarchical allgather and reducescatter take form=parallel (even nodes only) or leader.
+bool HasForms(Collective c) { return c == Collective::kAllgather || c == Collective::kReducescatter; }
+
+// `config` (a hierarchical text with parameters) with case k's form: auto, leader, parallel in turn (leader again
+// in parallel's turn on uneven nodes, where parallel is refused).
+std::string WithForm(const std::string& config, size_t k, bool even) {
+  const char* forms[] = {"", ",form=leader", even ? ",form=parallel" : ",form=leader"};
+  return absl::StrCat(config.substr(0, config.size() - 1), forms[k % 3], ")");
+}
+
 struct Param {
   Collective collective;
   std::string algorithm;
@@ -87,6 +97,7 @@ TEST_P(CollectiveTest, AllWorldsCountsTypes) {
       c.root = (k % 3 == 0) ? 0 : n - 1;
       c.config = ConfigFor(p.collective, p.algorithm, k % 2 == 0);
       if (p.algorithm == "hierarchical") c.topo = PairsOfRanks(n);
+      if (p.algorithm == "hierarchical" && HasForms(p.collective)) c.config = WithForm(c.config, k, n % 2 == 0);
       if (p.collective == Collective::kBarrier && k > 2) break;
       const std::string err = RunCase(c);
       if (!err.empty()) {
@@ -213,6 +224,47 @@ TEST(HierarchicalTest, AllgatherReducescatterBroadcastOnEmulatedTopologies) {
     }
   }
   EXPECT_EQ(failures, 0);
+}
+
+// Both forms of hierarchical allgather and reducescatter on even nodes (2x2, 2x3, 3x2, 4x2, interleaved, nodes not in
+// rank order), every supported dtype/op, counts 0, 1, 7, 13, 101, in and out of place: every rank's output checked.
+// form=parallel on uneven nodes is refused naming it.
+TEST(HierarchicalTest, BothFormsOnEvenNodes) {
+  const std::vector<std::vector<int>> topologies = {
+      {0, 0, 1, 1}, {0, 0, 0, 1, 1, 1}, {0, 0, 1, 1, 2, 2}, {0, 0, 1, 1, 2, 2, 3, 3}, {0, 1, 0, 1}, {0, 1, 1, 0},
+  };
+  const auto pairs = SupportedPairs();
+  int failures = 0;
+  for (const auto& nodes : topologies) {
+    for (Collective coll : {Collective::kAllgather, Collective::kReducescatter}) {
+      for (const char* form : {"parallel", "leader"}) {
+        for (size_t v = 0; v < pairs.size(); ++v) {
+          Case c;
+          c.collective = coll;
+          c.config = ConfigFor(coll, "hierarchical", v % 2 == 0);
+          c.config.insert(c.config.size() - 1, absl::StrCat(",form=", form));
+          c.world = static_cast<int>(nodes.size());
+          c.topo = Nodes(nodes);
+          c.count = kCounts[v % 5];
+          c.dtype = pairs[v].first;
+          c.op = coll == Collective::kAllgather ? ReduceOp::kSum : pairs[v].second;
+          c.in_place = v % 3 == 1;
+          const std::string err = RunCase(c);
+          if (!err.empty() && failures++ < 5) ADD_FAILURE() << c.Describe() << " nodes=" << nodes.size() << ": " << err;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0);
+  for (Collective coll : {Collective::kAllgather, Collective::kReducescatter}) {
+    Case c;
+    c.collective = coll;
+    c.config = "hierarchical(form=parallel)";
+    c.world = 3;
+    c.topo = Nodes({0, 0, 1});
+    c.count = 7;
+    EXPECT_NE(RunCase(c).find("form=parallel"), std::string::npos) << CollectiveName(coll);
+  }
 }
 
 // Every algorithm of every reducing collective (symmetric: symmetric_test.cc), with a small chunk so that rings

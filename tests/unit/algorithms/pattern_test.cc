@@ -154,6 +154,37 @@ TEST(PatternTest, HierarchicalComposesThreeSubCollectives) {
   for (const auto& b : buf) EXPECT_EQ(b, std::vector<float>(8, 4.0f));
 }
 
+// The form decides the path on even nodes: form=parallel two sub-collectives on every rank, form=leader three on
+// each node's leader (intra, inter among the leaders, intra) and two elsewhere; the outputs match.
+TEST(PatternTest, HierarchicalFormChoosesThePathOnEvenNodes) {
+  for (Collective c : {Collective::kAllgather, Collective::kReducescatter}) {
+    std::vector<std::vector<float>> outputs;
+    for (const char* text : {"hierarchical(form=parallel)", "hierarchical(form=leader)"}) {
+      auto cfg = Configuration::Parse(text);
+      ASSERT_TRUE(cfg.ok()) << cfg.status();
+      std::vector<std::vector<float>> send(4, std::vector<float>(12)), recv(4, std::vector<float>(12, -1));
+      for (size_t r = 0; r < 4; ++r) {
+        for (size_t i = 0; i < 12; ++i) send[r][i] = static_cast<float>(r * 100 + i);
+      }
+      auto res = RunGroup(4, Nodes({0, 0, 1, 1}), [&](int r, AlgorithmContext& ctx) {
+        CollectiveArgs a;
+        a.collective = c;
+        a.send = send[static_cast<size_t>(r)].data();
+        a.recv = recv[static_cast<size_t>(r)].data();
+        a.count = 3;
+        return registry::Run(a, *cfg, ctx);
+      });
+      const bool leader = cfg->form == HierForm::kLeader;
+      for (size_t r = 0; r < 4; ++r) {
+        ASSERT_TRUE(res[r].status.ok()) << res[r].status;
+        EXPECT_EQ(res[r].sub_collectives, leader && r % 2 == 0 ? 3 : 2) << text << " rank " << r;
+        outputs.push_back(recv[r]);
+      }
+    }
+    for (size_t r = 0; r < 4; ++r) EXPECT_EQ(outputs[r], outputs[r + 4]) << CollectiveName(c) << " rank " << r;
+  }
+}
+
 // Hierarchical allgather / reducescatter / broadcast: two sub-collectives on even nodes (the per-local-index
 // form), three or four through the leaders on uneven ones; every rank's output checked.
 TEST(PatternTest, HierarchicalAllgatherReducescatterBroadcastAreSubCollectives) {
@@ -249,6 +280,34 @@ TEST(RegistryTest, CandidatesAndDefaults) {
   }
   for (const Configuration& c : registry::Candidates(Collective::kAllreduce, "ring", nets)) {
     EXPECT_EQ(c.link.kind, LinkKind::kTcp) << c.ToString();
+  }
+}
+
+// Hierarchical allgather and reducescatter offer both forms to the sweep; CheckForm refuses form=parallel on uneven
+// nodes and any form but auto for the collectives with one form, naming it.
+TEST(RegistryTest, HierarchicalFormsAreCandidatesWhereTheyRun) {
+  const std::vector<LinkSpec> nets = {LinkSpec{LinkKind::kTcp, "10.77.1.0/24"}};
+  for (Collective c : {Collective::kAllgather, Collective::kReducescatter}) {
+    const std::vector<Configuration> hier = registry::Candidates(c, "hierarchical", nets);
+    ASSERT_EQ(hier.size(), 3u * 2) << CollectiveName(c);
+    for (size_t i = 0; i < hier.size(); ++i) {
+      EXPECT_EQ(hier[i].form, i % 2 == 0 ? HierForm::kParallel : HierForm::kLeader) << hier[i].ToString();
+      EXPECT_TRUE(registry::CheckForm(c, hier[i], Nodes({0, 0, 1, 1})).ok()) << hier[i].ToString();
+    }
+    const absl::Status uneven = registry::CheckForm(c, hier[0], Nodes({0, 0, 1}));
+    EXPECT_EQ(uneven.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(uneven.message().find("form=parallel"), absl::string_view::npos) << uneven;
+    EXPECT_NE(uneven.message().find("ranks per node here: 2, 1"), absl::string_view::npos) << uneven;
+    EXPECT_TRUE(registry::CheckForm(c, hier[1], Nodes({0, 0, 1})).ok());
+  }
+  for (Collective c : {Collective::kAllreduce, Collective::kBroadcast}) {
+    for (const Configuration& h : registry::Candidates(c, "hierarchical", nets)) {
+      EXPECT_EQ(h.form, HierForm::kAuto) << h.ToString();
+    }
+    const absl::Status one =
+        registry::CheckForm(c, *Configuration::Parse("hierarchical(form=leader)"), Nodes({0, 0, 1, 1}));
+    EXPECT_NE(one.message().find("form=leader"), absl::string_view::npos) << one;
+    EXPECT_NE(one.message().find("accepted: form=auto"), absl::string_view::npos) << one;
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace hccltune {
 namespace {
 
@@ -44,6 +46,27 @@ TEST(Configuration, EveryCatalogueEntryRoundTrips) {
   }
 }
 
+// A hierarchical form is printed only when it is not auto, so strings stored before it existed stay canonical.
+TEST(Configuration, HierarchicalFormParsesAndPrints) {
+  const std::string steps = "intra=ring(chunk=512K,channels=1,link=auto),inter=ring(chunk=512K,channels=1,link=auto)";
+  for (const auto& [text, form, canonical] :
+       {std::tuple{"hierarchical", HierForm::kAuto, "hierarchical(" + steps + ")"},
+        std::tuple{"hierarchical(form=auto)", HierForm::kAuto, "hierarchical(" + steps + ")"},
+        std::tuple{"hierarchical(form=Leader)", HierForm::kLeader, "hierarchical(" + steps + ",form=leader)"},
+        std::tuple{"hierarchical(inter=direct,form=parallel)", HierForm::kParallel,
+                   std::string("hierarchical(intra=ring(chunk=512K,channels=1,link=auto),inter=direct(channels=1,"
+                               "link=auto),form=parallel)")}}) {
+    auto c = Configuration::Parse(text);
+    ASSERT_TRUE(c.ok()) << text << ": " << c.status();
+    EXPECT_EQ(c->form, form) << text;
+    EXPECT_EQ(c->ToString(), canonical) << text;
+    EXPECT_EQ(*Configuration::Parse(c->ToString()), *c) << text;
+  }
+  EXPECT_FALSE(*Configuration::Parse("hierarchical(form=leader)") == *Configuration::Parse("hierarchical"));
+  EXPECT_FALSE(*Configuration::Parse("hierarchical(form=leader)") ==
+               *Configuration::Parse("hierarchical(form=parallel)"));
+}
+
 TEST(Configuration, EqualExactlyWhenCanonicalStringsAre) {
   EXPECT_EQ(*Configuration::Parse("ring(chunk=1M)"), *Configuration::Parse("ring(chunk=1024K,channels=1)"));
   EXPECT_FALSE(*Configuration::Parse("ring(chunk=1M)") == *Configuration::Parse("ring(chunk=2M)"));
@@ -67,6 +90,8 @@ TEST(Configuration, ErrorsNamePositionAndAccepted) {
       {"ring()x", "trailing"},
       {"hierarchical(intra=hierarchical)", "cannot nest"},
       {"dissemination(chunk=1M)", "accepted: link"},
+      {"hierarchical(form=tree)", "unknown form 'tree'; accepted: auto, parallel, leader"},
+      {"ring(form=leader)", "unknown parameter 'form' for ring"},
   };
   for (const auto& c : cases) {
     auto r = Configuration::Parse(c.text);

@@ -207,8 +207,10 @@ TEST(Selector, DefaultsAreValidOnEveryTopologyAndNodeRowsApplyAcrossNodes) {
         EXPECT_TRUE(registry::IsValid(c, choice.config->algorithm, world, topo).ok())
             << CollectiveName(c) << " " << world << " ranks on " << topo.num_nodes << " nodes, " << bytes
             << " B: " << choice.config->ToString();
+        EXPECT_TRUE(registry::CheckForm(c, *choice.config, topo).ok()) << choice.config->ToString();
         const Configuration* row = policies::BuiltinDefaults().Find(c, world, bytes, topo.num_nodes);
-        if (row != nullptr && registry::IsValid(c, row->algorithm, world, topo).ok()) {
+        if (row != nullptr && registry::IsValid(c, row->algorithm, world, topo).ok() &&
+            registry::CheckForm(c, *row, topo).ok()) {
           EXPECT_EQ(choice.config->ToString(), row->ToString()) << CollectiveName(c) << " " << bytes;
         }
       }
@@ -427,6 +429,58 @@ TEST(Selector, OverridesThatCannotRunHereAreErrors) {
   env.tune_algo = "allreduce:1M-=hierarchical";
   EXPECT_TRUE(Selector::Create(env, 4, OneNode(4)).ok());
   EXPECT_TRUE(Selector::Create(env, 4, TwoNodesOfTwo()).ok());
+}
+
+// The measured rows of hierarchical(form=leader) reducescatter apply on their node counts only: 4 x 2 at 64 KiB,
+// 2 x 4 at 256 KiB; one node of 8 and the neighbouring sizes keep the usual rows.
+TEST(Selector, LeaderFormRowsApplyOnTheirNodeCounts) {
+  const std::string leader =
+      absl::StrCat("hierarchical(intra=", kDefaultRing, ",inter=", kDefaultRing, ",form=leader)");
+  auto four = Selector::Create(Environment{}, 8, OnNodes({0, 0, 1, 1, 2, 2, 3, 3}));
+  auto two = Selector::Create(Environment{}, 8, OnNodes({0, 0, 0, 0, 1, 1, 1, 1}));
+  auto one = Selector::Create(Environment{}, 8, OneNode(8));
+  ASSERT_TRUE(four.ok() && two.ok() && one.ok());
+  const auto rs = [](Selector& s, uint64_t b) {
+    return s.Choose(Collective::kReducescatter, DataType::kFloat32, b).config->ToString();
+  };
+  EXPECT_EQ(rs(*four, 64 << 10), leader);
+  EXPECT_NE(rs(*four, 128 << 10), leader);
+  EXPECT_NE(rs(*four, 256 << 10), leader);
+  EXPECT_EQ(rs(*two, 256 << 10), leader);
+  EXPECT_NE(rs(*two, 64 << 10), leader);
+  EXPECT_NE(rs(*two, 512 << 10), leader);
+  EXPECT_NE(rs(*one, 256 << 10), leader);
+  EXPECT_NE(rs(*one, 64 << 10), leader);
+}
+
+// HCCL_TUNE_ALGO chooses hierarchical's form where it runs; form=parallel on uneven nodes, and a form for a
+// collective with one, are refused at init naming the rule and the form.
+TEST(Selector, HierarchicalFormOverrides) {
+  Environment env;
+  env.tune_algo =
+      "allgather:0-1M=hierarchical(form=leader),1M-=hierarchical(form=parallel)/"
+      "reducescatter:0-=hierarchical(inter=direct,form=leader)";
+  auto s = Selector::Create(env, 8, OnNodes({0, 0, 0, 0, 1, 1, 1, 1}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->Choose(Collective::kAllgather, DataType::kFloat32, 64 << 10).config->ToString(),
+            absl::StrCat("hierarchical(intra=", kDefaultRing, ",inter=", kDefaultRing, ",form=leader)"));
+  EXPECT_EQ(s->Choose(Collective::kAllgather, DataType::kFloat32, 4 << 20).config->form, HierForm::kParallel);
+  EXPECT_EQ(s->Choose(Collective::kReducescatter, DataType::kFloat32, 1 << 20).config->form, HierForm::kLeader);
+  // Uneven nodes keep the leader form: parallel is refused, leader and auto run.
+  auto uneven = Selector::Create(env, 3, OnNodes({0, 0, 1}));
+  ASSERT_FALSE(uneven.ok());
+  EXPECT_TRUE(Has(uneven.status(), "HCCL_TUNE_ALGO: allgather:1M-=hierarchical(")) << uneven.status();
+  EXPECT_TRUE(Has(uneven.status(), "form=parallel")) << uneven.status();
+  EXPECT_TRUE(Has(uneven.status(), "ranks per node here: 2, 1")) << uneven.status();
+  env.tune_algo = "allgather:0-=hierarchical(form=leader)";
+  EXPECT_TRUE(Selector::Create(env, 3, OnNodes({0, 0, 1})).ok());
+  // One node: every node has as many ranks, parallel runs (degenerate, only logged as pointless).
+  env.tune_algo = "allgather:0-=hierarchical(form=parallel)";
+  EXPECT_TRUE(Selector::Create(env, 4, OneNode(4)).ok());
+  env.tune_algo = "broadcast:0-=hierarchical(form=leader)";
+  auto one_form = Selector::Create(env, 4, TwoNodesOfTwo());
+  ASSERT_FALSE(one_form.ok());
+  EXPECT_TRUE(Has(one_form.status(), "broadcast's hierarchical has one form")) << one_form.status();
 }
 
 TEST(Selector, OverridesNamingMissingAlgorithmsAreErrors) {
