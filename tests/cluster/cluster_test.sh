@@ -13,6 +13,8 @@
 #                        --check over the fast network: the bytes that must cross nodes went over fast0, not slow0,
 #                        and (allgather, reducescatter) no node's fast0 sent more than (NODES-1)/NODES of the call's
 #                        bytes (plus TCP/IP framing). "colls": only that second part
+#   defaults NODES RPN   every collective's automatic choice (no table) across NODES x RPN ranks, 8 B to 1 MiB,
+#                        --check on every rank, no rank writing errors
 #   links                hccl-tune links across 2 x 2: shm inside a node, tcp between, fast >= 3x slow
 #   torch_links PY USERBASE
 #                        tests/python/links_test.py (hccl_tune_torch.LinkInspector) across 2 x 2 under interpreter
@@ -323,5 +325,25 @@ case $case_ in
     no_leftovers
     ;;
 
+  defaults)
+    # Every collective's automatic choice (built-in defaults, no table) across NODES x RPN ranks, 8 B to 1 MiB,
+    # --check on every rank (bench exits 3 on a mismatch; rank 0's rows say "check ok").
+    nodes=$1 rpn=$2
+    NODES_UP=$nodes
+    up --nodes "$nodes"
+    for coll in allreduce allgather allgatherv reducescatter broadcast reduce gather scatter alltoall alltoallv barrier; do
+      out=$("$root/deploy/cluster/launch.sh" --name "$NAME" --ranks-per-node "$rpn" --timeout 240 --out "$DIR/out" -- \
+        env HCCL_TUNE_DAEMON=off "$TUNE" bench --launched --coll "$coll" --min-bytes 8 --max-bytes 1M --iters 1 \
+        --warmup 1 --check) || fail "$coll across $nodes x $rpn"
+      rows=$(grep -c "check ok" <<<"$out" || true)
+      ((rows == 18)) || fail "$coll: $rows checked rows, expected 18 (8 B to 1 MiB): $out"
+      for ((r = 0; r < nodes * rpn; r++)); do
+        [[ ! -s $DIR/out/rank$r.err ]] || fail "$coll: rank $r wrote errors: $(cat "$DIR/out/rank$r.err")"
+      done
+      echo "$coll: $rows sizes checked on $((nodes * rpn)) ranks ($(grep "check ok" <<<"$out" | awk '{print $4}' | sort -u | paste -sd' '))"
+    done
+    "${CLUSTER[@]}" down --name "$NAME"
+    no_leftovers
+    ;;
   *) fail "unknown case '$case_'" ;;
 esac
