@@ -59,21 +59,21 @@ absl::StatusOr<JobDaemons> FindJobDaemons(const std::string& local, const std::s
       continue;
     }
     std::vector<std::string> tried;
+    bool reached = false;
     for (const std::string& address : node.addresses()) {
       const std::string target = absl::StrCat(address, ":", port);
       auto there = GetJobs(target, job_id, kProbeDeadline);
       if (there.ok()) {
         out.targets.push_back(target);
         AddRanks(*there, &covered);
-        tried.clear();
+        reached = true;
         break;
       }
       tried.push_back(std::string(there.status().message()));
     }
-    if (node.addresses().empty()) tried.push_back("it has no address on the networks between the nodes");
-    if (!tried.empty()) {
-      out.notes.push_back(absl::StrCat(NodeName(node), ": ", absl::StrJoin(tried, "; "), TlsHint()));
-    }
+    if (reached) continue;
+    if (tried.empty()) tried.push_back("it has no address on the networks between the nodes");
+    out.notes.push_back(absl::StrCat(NodeName(node), ": ", absl::StrJoin(tried, "; "), TlsHint()));
   }
   return out;
 }

@@ -54,7 +54,7 @@ class ShmDevice final : public Device, public SymmetricAllocator {
   // Maps the other local ranks' segments (names from the store) and logs the peers without single copy.
   absl::Status MapPeers(const std::vector<int>& local, absl::Time deadline);
   // Waits until every local peer has mapped this rank's segment (the count in its header), then unlinks it.
-  absl::Status AwaitMapped(size_t local);
+  absl::Status AwaitMapped(size_t local, absl::Time deadline);
 
   DeviceContext ctx_;
   int num_nodes_ = 1;
@@ -104,7 +104,7 @@ absl::Status ShmDevice::Start(const DeviceLayout& layout, const std::vector<std:
   domain_ = *std::move(shm);
   const absl::Time deadline = absl::Now() + absl::Seconds(ctx_.env.connect_timeout_s);
   if (absl::Status s = MapPeers(local, deadline); !s.ok()) return s;
-  return AwaitMapped(local.size());
+  return AwaitMapped(local.size(), deadline);
 }
 
 absl::Status ShmDevice::MapPeers(const std::vector<int>& local, absl::Time deadline) {
@@ -127,10 +127,9 @@ absl::Status ShmDevice::MapPeers(const std::vector<int>& local, absl::Time deadl
   return absl::OkStatus();
 }
 
-absl::Status ShmDevice::AwaitMapped(size_t local) {
+absl::Status ShmDevice::AwaitMapped(size_t local, absl::Time deadline) {
   // Each peer counts itself in this rank's segment header once it mapped it: waiting reads local memory, not the
   // store (every local rank polling rank 0's store server made the wait O(n) requests per poll on the node).
-  const absl::Time deadline = absl::Now() + absl::Seconds(ctx_.env.connect_timeout_s);
   absl::Duration pause = absl::Microseconds(50);
   for (int polls = 0; domain_->MappedBy() + 1 < local;) {
     if (++polls % 64 == 0) {  // a rank that failed its setup says so (Create)

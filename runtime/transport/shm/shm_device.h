@@ -5,8 +5,8 @@
 // fewest CPUs any local rank sees (containers of one pod may be shown different counts). Start, with more than
 // one rank on the node: sizes the rings (HCCL_BUFFSIZE, ShmRingBytes), sets the single-copy threshold
 // (HCCL_TUNE_SINGLE_COPY, or measured: cma_cost.h), creates this rank's segment, publishes its name ("shm/<rank>")
-// and maps the other local ranks' segments, then waits until every local rank has mapped (a counter,
-// "shm_mapped/<node>") and unlinks its name, so nothing is left in /dev/shm after a SIGKILL.
+// and maps the other local ranks' segments, then waits until every local peer has mapped its own segment (the
+// count in the segment's header) and unlinks its name, so nothing is left in /dev/shm after a SIGKILL.
 //
 // Thread-safety: as every Device.
 #pragma once

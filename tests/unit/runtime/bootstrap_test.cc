@@ -253,7 +253,7 @@ TEST(Bootstrap, TwoJobsOverOneStoreTheSecondWithRankOneFirst) {
     uint64_t t = 0;
     ASSERT_TRUE(absl::SimpleAtoi(*tag, &t));
     ASSERT_TRUE(store->Set(absl::StrCat("hccltune/world/job-", absl::Hex(t), "/abort"), "rank 0 aborted").ok());
-    // Rank 1 first: it finds the first job's tag, info, shm names and shm_mapped counter.
+    // Rank 1 first: it finds the first job's tag, info and shm names.
     for (const absl::Status& s : Job(store, 2, {500, 0})) EXPECT_TRUE(s.ok()) << s;
     for (const absl::Status& s : Job(store, 3, {300, 0, 100})) EXPECT_TRUE(s.ok()) << s;
   }
