@@ -61,6 +61,10 @@ class TunerService final : public v1::Tuner::WithRawCallbackMethod_GetTable<v1::
                            v1::GetActivityResponse* resp) override;
   grpc::Status PutLinks(grpc::ServerContext*, const v1::PutLinksRequest* req, v1::PutLinksResponse* resp) override;
   grpc::Status GetLinks(grpc::ServerContext*, const v1::GetLinksRequest* req, v1::LinksRecord* resp) override;
+  grpc::Status PutModel(grpc::ServerContext*, const v1::PutModelRequest* req, v1::PutModelResponse* resp) override;
+  grpc::Status GetModel(grpc::ServerContext*, const v1::GetModelRequest* req, v1::ModelRecord* resp) override;
+  grpc::Status ListModels(grpc::ServerContext*, const v1::ListModelsRequest* req,
+                          v1::ListModelsResponse* resp) override;
 
   // The job view (daemon/grpc_jobs_service.cc over daemon/job_table.h); FAILED_PRECONDITION without a job table.
   void set_jobs(JobTable* jobs) { jobs_ = jobs; }

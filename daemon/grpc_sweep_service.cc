@@ -31,6 +31,30 @@ grpc::Status TunerService::GetLinks(grpc::ServerContext* ctx, const v1::GetLinks
   return ToGrpc(h_->GetLinks(*req, resp));
 }
 
+grpc::Status TunerService::PutModel(grpc::ServerContext* ctx, const v1::PutModelRequest* req,
+                                    v1::PutModelResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "PutModel", &caller); !d.ok()) return d;
+  absl::Status s = h_->PutModel(*req, resp);
+  if (s.ok()) {
+    Audit(caller, "PutModel", absl::StrCat("class ", req->model().topology_class(), " version ", resp->version()));
+  }
+  return ToGrpc(s);
+}
+
+grpc::Status TunerService::GetModel(grpc::ServerContext* ctx, const v1::GetModelRequest* req, v1::ModelRecord* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "GetModel", &caller); !d.ok()) return d;
+  return ToGrpc(h_->GetModel(*req, resp));
+}
+
+grpc::Status TunerService::ListModels(grpc::ServerContext* ctx, const v1::ListModelsRequest* req,
+                                      v1::ListModelsResponse* resp) {
+  Caller caller;
+  if (grpc::Status d = Allow(ctx, "ListModels", &caller); !d.ok()) return d;
+  return ToGrpc(h_->ListModels(*req, resp));
+}
+
 grpc::Status TunerService::PutSweep(grpc::ServerContext* ctx, const v1::PutSweepRequest* req,
                                     v1::PutSweepResponse* resp) {
   Caller caller;

@@ -4,8 +4,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/predicted_table.h"
 #include "db/store_util.h"
 #include "hccltune/version.h"
+#include "model/profile.h"
 #include "rpc/proto_convert.h"
 #include "runtime/common/configuration.h"
 #include "runtime/common/fingerprint.h"
@@ -17,6 +19,7 @@ namespace {
 
 constexpr size_t kMaxCanonicalCache = 4096;
 constexpr size_t kMaxLegacyTopologies = 4096;
+constexpr size_t kMaxUnpredictable = 4096;
 // A reporter's client id ("host:pid/rank").
 constexpr size_t kMaxClientIdBytes = 256;
 
@@ -45,6 +48,48 @@ absl::StatusOr<std::shared_ptr<const db::Table>> TunerHandlers::Latest(const std
   absl::MutexLock lock(&mu_);
   if (generation == generation_) cache_[fp] = shared;  // no change raced with the read
   return shared;
+}
+
+absl::StatusOr<std::shared_ptr<const db::Table>> TunerHandlers::LatestOrPredicted(const db::Topology& topology) {
+  auto latest = Latest(topology.fingerprint);
+  if (!absl::IsNotFound(latest.status()) || topology.json.empty()) return latest;
+  uint64_t models = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = unpredictable_.find(topology.fingerprint);
+    if (it != unpredictable_.end() && it->second == models_generation_) return latest;
+    models = models_generation_;
+  }
+  if (absl::Status s = Predict(topology); !s.ok()) {
+    Log(LogLevel::kDebug, "no predicted table for ", topology.fingerprint, ": ", s.message());
+    absl::MutexLock lock(&mu_);
+    if (unpredictable_.size() >= kMaxUnpredictable) unpredictable_.clear();
+    unpredictable_[topology.fingerprint] = models;
+    return latest;
+  }
+  return Latest(topology.fingerprint);
+}
+
+absl::Status TunerHandlers::Predict(const db::Topology& topology) {
+  auto keys = CanonicalTopology(topology.json);
+  if (!keys.ok()) return keys.status();
+  auto shape = model::PredictableShape(keys->json);
+  if (!shape.ok()) return shape.status();
+  auto stored = store_->GetModel(keys->topology_class, 0);
+  if (!stored.ok()) return stored.status();
+  auto profile = model::ParseProfile(stored->profile_json,
+                                     absl::StrCat("model ", stored->version, " of class ", keys->topology_class));
+  if (!profile.ok()) return profile.status();
+  auto entries = PredictTable(*profile, stored->version, *shape);
+  if (!entries.ok()) return entries.status();
+  auto v = Publish(db::Topology{topology.fingerprint, keys->json, keys->topology_class}, *entries,
+                   db::PutOptions{.expected_version = -1});
+  if (absl::IsAborted(v.status())) return absl::OkStatus();  // a table was stored meanwhile: it is served
+  if (!v.ok()) return v.status();
+  Log(LogLevel::kInfo, "table ", topology.fingerprint, " (", shape->nodes, "x", shape->ranks_per_node,
+      ") predicted by model version ", stored->version, " of class ", keys->topology_class, ": ", entries->size(),
+      " entries");
+  return absl::OkStatus();
 }
 
 absl::StatusOr<db::Topology> TunerHandlers::Resolve(const v1::Topology& t) {
@@ -127,7 +172,7 @@ absl::StatusOr<std::shared_ptr<const std::string>> TunerHandlers::GetTableBytes(
     rpc::TableToProto(*t, req.world_size(), resp.mutable_table());
     return std::make_shared<const std::string>(resp.SerializeAsString());
   }
-  auto latest = Latest(topology->fingerprint);
+  auto latest = LatestOrPredicted(*topology);
   if (!latest.ok()) return latest.status();
   const db::Table& table = **latest;
   if (req.if_newer_than() != 0 && req.if_newer_than() >= table.version) {
@@ -159,7 +204,7 @@ absl::Status TunerHandlers::GetConfig(const v1::GetConfigRequest& req, v1::GetCo
   HT_RETURN_IF_ERROR(rpc::CheckBytesFromWire(req.bytes()));
   auto topology = Resolve(req.topology());
   if (!topology.ok()) return topology.status();
-  auto t = Latest(topology->fingerprint);
+  auto t = LatestOrPredicted(*topology);
   if (!t.ok()) return t.status();
   resp->set_table_version((*t)->version);
   const db::TunedEntry* e = db::FindEntry((*t)->entries, *coll, *dtype, req.world_size(), req.bytes());

@@ -73,6 +73,11 @@ class TunerHandlers {
   // Link measurements (daemon/links_handlers.cc): the newest link table per topology.
   absl::Status PutLinks(const v1::PutLinksRequest& req, v1::PutLinksResponse* resp);
   absl::Status GetLinks(const v1::GetLinksRequest& req, v1::LinksRecord* resp);
+  // Cost models (daemon/links_handlers.cc): a fitted profile per topology class, versioned by the store. A new
+  // model does not replace predicted tables already served; topologies first asked for after it get its predictions.
+  absl::Status PutModel(const v1::PutModelRequest& req, v1::PutModelResponse* resp);
+  absl::Status GetModel(const v1::GetModelRequest& req, v1::ModelRecord* resp);
+  absl::Status ListModels(const v1::ListModelsRequest& req, v1::ListModelsResponse* resp);
   // Tuning clients that reported live timings within the request's window.
   absl::Status GetActivity(const v1::GetActivityRequest& req, v1::GetActivityResponse* resp);
   // Receives every accepted batch of live samples (canonical configurations) besides the ingest queue, with the
@@ -114,6 +119,12 @@ class TunerHandlers {
   absl::Status AcceptBatch(const v1::TimingBatch& batch, v1::ReportTimingsResponse* resp, Role reporter);
   // The latest table of a topology, from the cache or the store. NotFound when there is none.
   absl::StatusOr<std::shared_ptr<const db::Table>> Latest(const std::string& fingerprint);
+  // Latest, but a topology with no table whose class has a cost model (and whose JSON the request carried) first
+  // gets the table the model predicts (daemon/predicted_table.h), stored as its first version. NotFound as Latest
+  // when nothing can be predicted.
+  absl::StatusOr<std::shared_ptr<const db::Table>> LatestOrPredicted(const db::Topology& topology);
+  // Stores the predicted table of `topology`; an error says why there is none.
+  absl::Status Predict(const db::Topology& topology);
   // The key a request's topology is stored under, with its JSON in the current format when the request had one
   // (see the file comment). Errors: an invalid fingerprint, a JSON that does not hash to it, a format this build
   // does not read.
@@ -142,6 +153,10 @@ class TunerHandlers {
   std::map<std::pair<std::string, int>, std::pair<int64_t, std::shared_ptr<const std::string>>> reply_cache_
       ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by every change; watchers wait on it
+  // Topologies for which nothing could be predicted, with the models_generation_ of that verdict (a new model
+  // lets them try again). Bounded.
+  std::map<std::string, uint64_t> unpredictable_ ABSL_GUARDED_BY(mu_);
+  uint64_t models_generation_ ABSL_GUARDED_BY(mu_) = 0;  // bumped by every PutModel
 
   ActivityTracker activity_;
 

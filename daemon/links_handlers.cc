@@ -1,5 +1,5 @@
-// TunerHandlers: link measurements (declared in daemon/handlers.h). The store validates what it keeps
-// (db::ValidateLinks); the handlers map the messages and name the RPC in their errors.
+// TunerHandlers: link measurements and cost models (declared in daemon/handlers.h). The store validates what it
+// keeps (db::ValidateLinks, db::ValidateModel); the handlers map the messages and name the RPC in their errors.
 #include "absl/strings/str_cat.h"
 #include "daemon/handlers.h"
 #include "db/store_util.h"
@@ -10,6 +10,15 @@ namespace {
 absl::Status Named(absl::string_view rpc, const absl::Status& s) {
   if (s.ok()) return s;
   return absl::Status(s.code(), absl::StrCat(rpc, ": ", s.message()));
+}
+
+void ModelToProto(const db::StoredModel& m, v1::ModelRecord* out) {
+  out->set_topology_class(m.topology_class);
+  out->set_version(m.version);
+  out->set_profile_json(m.profile_json);
+  out->set_source(m.source);
+  out->set_fitted_unix_ms(m.fitted_unix_ms);
+  out->set_stored_unix_ms(m.stored_unix_ms);
 }
 
 }  // namespace
@@ -29,6 +38,35 @@ absl::Status TunerHandlers::GetLinks(const v1::GetLinksRequest& req, v1::LinksRe
   resp->set_links_json(links->links_json);
   resp->set_measured_unix_ms(links->measured_unix_ms);
   resp->set_stored_unix_ms(links->stored_unix_ms);
+  return absl::OkStatus();
+}
+
+absl::Status TunerHandlers::PutModel(const v1::PutModelRequest& req, v1::PutModelResponse* resp) {
+  const v1::ModelRecord& r = req.model();
+  db::StoredModel m{r.topology_class(), 0, r.profile_json(), r.source(), r.fitted_unix_ms(), 0};
+  if (absl::Status s = db::ValidateModel(m); !s.ok()) return Named("PutModel", s);
+  auto v = store_->PutModel(m);
+  if (!v.ok()) return v.status();
+  {
+    absl::MutexLock lock(&mu_);
+    ++models_generation_;
+  }
+  resp->set_version(*v);
+  return absl::OkStatus();
+}
+
+absl::Status TunerHandlers::GetModel(const v1::GetModelRequest& req, v1::ModelRecord* resp) {
+  if (absl::Status s = db::ValidateTopologyClass(req.topology_class()); !s.ok()) return Named("GetModel", s);
+  auto m = store_->GetModel(req.topology_class(), req.version());
+  if (!m.ok()) return m.status();
+  ModelToProto(*m, resp);
+  return absl::OkStatus();
+}
+
+absl::Status TunerHandlers::ListModels(const v1::ListModelsRequest&, v1::ListModelsResponse* resp) {
+  auto all = store_->ListModels();
+  if (!all.ok()) return all.status();
+  for (const db::StoredModel& m : *all) ModelToProto(m, resp->add_models());
   return absl::OkStatus();
 }
 

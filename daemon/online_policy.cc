@@ -40,6 +40,7 @@ absl::string_view PolicyActionName(PolicyAction::Kind k) {
     case PolicyAction::Kind::kUnconfirmed: return "unconfirmed";
     case PolicyAction::Kind::kKeep: return "keep";
     case PolicyAction::Kind::kWithdraw: return "withdraw";
+    case PolicyAction::Kind::kBaseline: return "baseline";
   }
   return "?";
 }
@@ -117,6 +118,15 @@ std::optional<PolicyAction> OnlinePolicy::Judge(const std::string& fp, const db:
   PolicyAction a{PolicyAction::Kind::kKeep, fp, e.key, e.configuration, e.explore};
   a.baseline_us = e.rank_time_us > 0 ? e.rank_time_us : e.time_us;
   *out = e;
+  if (e.model_version > 0 && e.rank_time_us <= 0 && e.explore.empty()) {
+    // Predicted: the model's time is no baseline (its error is not a regression); the first live median is.
+    if (mine.us.size() < static_cast<size_t>(options_.min_samples)) return std::nullopt;
+    a.winner_live_us = Median(mine.us);
+    a.baseline_us = a.winner_live_us;
+    out->rank_time_us = a.winner_live_us;
+    a.kind = PolicyAction::Kind::kBaseline;
+    return a;
+  }
   if (e.explore.empty()) {
     st.plan_seen = absl::InfinitePast();
     if (now < st.cooldown_until) return std::nullopt;  // just decided: not judged again yet

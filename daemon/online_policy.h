@@ -84,7 +84,8 @@ absl::Status ValidateOnlinePolicyOptions(const OnlinePolicyOptions& o);
 
 // What an evaluation did to one entry (returned for tests and logged at info).
 struct PolicyAction {
-  enum class Kind : uint8_t { kExplore, kStaleNoCandidate, kSwitch, kUnconfirmed, kKeep, kWithdraw };
+  // kBaseline: a predicted entry (model_version > 0) got its first live measurement as its baseline.
+  enum class Kind : uint8_t { kExplore, kStaleNoCandidate, kSwitch, kUnconfirmed, kKeep, kWithdraw, kBaseline };
   Kind kind;
   std::string fingerprint;
   db::EntryKey key;
@@ -163,7 +164,7 @@ class OnlinePolicy {
 
   std::map<std::string, TopologyState> state_;  // Evaluate() only
   std::atomic<uint64_t> dropped_{0}, published_{0}, conflicts_{0};
-  static constexpr int kKinds = 6;  // PolicyAction::Kind values
+  static constexpr int kKinds = 7;  // PolicyAction::Kind values
   std::atomic<uint64_t> by_kind_[kKinds] = {};
   PeriodicWorker worker_;  // last member: stopped before the state it uses goes away
 };

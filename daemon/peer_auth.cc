@@ -25,7 +25,8 @@ const std::map<std::string, Role>& RpcRoles() {
       {"PutTable", Role::kTuner},       {"DeleteTable", Role::kTuner},     {"Rollback", Role::kTuner},
       {"PutSweep", Role::kTuner},       {"AddSweepSamples", Role::kTuner}, {"StartSweep", Role::kTuner},
       {"CancelSweep", Role::kTuner},    {"PutLinks", Role::kTuner},        {"Heartbeat", Role::kReader},
-      {"GetJobs", Role::kReader},       {"DumpJob", Role::kReader},
+      {"GetJobs", Role::kReader},       {"DumpJob", Role::kReader},        {"GetModel", Role::kReader},
+      {"ListModels", Role::kReader},    {"PutModel", Role::kTuner},
   };
   return *roles;
 }

@@ -207,6 +207,39 @@ absl::StatusOr<StoredLinks> InMemoryTuningStore::GetLinks(absl::string_view fing
   return it->second;
 }
 
+absl::StatusOr<int64_t> InMemoryTuningStore::PutModel(const StoredModel& model) {
+  if (absl::Status s = ValidateModel(model); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  auto& versions = models_[model.topology_class];
+  const int64_t version = versions.empty() ? 1 : versions.rbegin()->first + 1;
+  StoredModel& kept = versions[version];
+  kept = model;
+  kept.version = version;
+  kept.stored_unix_ms = NowUnixMs();
+  return version;
+}
+
+absl::StatusOr<StoredModel> InMemoryTuningStore::GetModel(absl::string_view topology_class, int64_t version) {
+  if (absl::Status s = ValidateTopologyClass(topology_class); !s.ok()) return s;
+  if (version < 0) return absl::InvalidArgumentError(absl::StrCat("model version ", version, " must not be negative"));
+  absl::MutexLock lock(&mu_);
+  auto it = models_.find(topology_class);
+  if (it == models_.end() || it->second.empty()) return ModelNotFound(topology_class, version);
+  if (version == 0) return it->second.rbegin()->second;
+  auto v = it->second.find(version);
+  if (v == it->second.end()) return ModelNotFound(topology_class, version);
+  return v->second;
+}
+
+absl::StatusOr<std::vector<StoredModel>> InMemoryTuningStore::ListModels() {
+  absl::MutexLock lock(&mu_);
+  std::vector<StoredModel> out;
+  for (const auto& [cls, versions] : models_) {
+    if (!versions.empty()) out.push_back(versions.rbegin()->second);
+  }
+  return out;
+}
+
 absl::StatusOr<Sweep> InMemoryTuningStore::GetSweep(absl::string_view id) {
   absl::MutexLock lock(&mu_);
   auto it = sweeps_.find(id);

@@ -35,6 +35,9 @@ class InMemoryTuningStore final : public TuningStore {
   absl::StatusOr<std::vector<SweepSample>> GetSweepSamples(absl::string_view sweep_id) override;
   absl::Status PutLinks(const StoredLinks& links) override;
   absl::StatusOr<StoredLinks> GetLinks(absl::string_view fingerprint) override;
+  absl::StatusOr<int64_t> PutModel(const StoredModel& model) override;
+  absl::StatusOr<StoredModel> GetModel(absl::string_view topology_class, int64_t version) override;
+  absl::StatusOr<std::vector<StoredModel>> ListModels() override;
   absl::StatusOr<StoreInfo> Info() override;
 
  private:
@@ -67,6 +70,8 @@ class InMemoryTuningStore final : public TuningStore {
   std::map<std::string, std::map<LiveKey, LiveDelta>, std::less<>> live_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, SweepState, std::less<>> sweeps_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, StoredLinks, std::less<>> links_ ABSL_GUARDED_BY(mu_);
+  // Class -> version -> model.
+  std::map<std::string, std::map<int64_t, StoredModel>, std::less<>> models_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace hccltune::db

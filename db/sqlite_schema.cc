@@ -181,6 +181,19 @@ CREATE TABLE links(
   stored_ms INTEGER NOT NULL
 );
 )sql",
+    // 4 -> 5: cost models per topology class, and entries predicted by one.
+    R"sql(
+CREATE TABLE models(
+  class TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  json TEXT NOT NULL,
+  source TEXT NOT NULL,
+  fitted_ms INTEGER NOT NULL,
+  stored_ms INTEGER NOT NULL,
+  PRIMARY KEY(class, version)
+) WITHOUT ROWID;
+ALTER TABLE entries ADD COLUMN model_version INTEGER NOT NULL DEFAULT 0;
+)sql",
 };
 static_assert(sizeof(kSqliteMigrations) / sizeof(kSqliteMigrations[0]) == kSchemaVersion);
 

@@ -39,13 +39,15 @@ absl::StatusOr<DataType> ColumnDtype(Stmt& st, int c) {
   return v;
 }
 
-// rank_time_us, stale, explore, explore_every, explore_calls from column `first` on (schema 2).
+// rank_time_us, stale, explore, explore_every, explore_calls (schema 2) and model_version (schema 5) from column
+// `first` on.
 void ReadOnlineColumns(Stmt& st, int first, TunedEntry* e) {
   e->rank_time_us = st.Real(first);
   e->stale = st.Int(first + 1) != 0;
   e->explore = st.Text(first + 2);
   e->explore_every = static_cast<uint32_t>(st.Int(first + 3));
   e->explore_calls = static_cast<uint32_t>(st.Int(first + 4));
+  e->model_version = st.Int(first + 5);
 }
 
 class SqliteTuningStore final : public TuningStore {
@@ -77,6 +79,9 @@ class SqliteTuningStore final : public TuningStore {
   absl::StatusOr<std::vector<SweepSample>> GetSweepSamples(absl::string_view sweep_id) override;
   absl::Status PutLinks(const StoredLinks& links) override;
   absl::StatusOr<StoredLinks> GetLinks(absl::string_view fingerprint) override;
+  absl::StatusOr<int64_t> PutModel(const StoredModel& model) override;
+  absl::StatusOr<StoredModel> GetModel(absl::string_view topology_class, int64_t version) override;
+  absl::StatusOr<std::vector<StoredModel>> ListModels() override;
   absl::StatusOr<StoreInfo> Info() override;
 
  private:
@@ -327,7 +332,7 @@ absl::StatusOr<std::vector<TunedEntry>> SqliteTuningStore::EntriesLocked(absl::s
   PREP(st,
        "SELECT collective, dtype, world_size, min_bytes, max_bytes, configuration, time_us, busbw_gbps, samples, "
        "runner_up, margin, default_margin, sweep_id, library_version, measured_ms, rank_time_us, stale, explore, "
-       "explore_every, explore_calls FROM entries WHERE fingerprint = ? AND version = ?");
+       "explore_every, explore_calls, model_version FROM entries WHERE fingerprint = ? AND version = ?");
   st.Bind(1, fp).Bind(2, version);
   std::vector<TunedEntry> out;
   while (true) {
@@ -387,8 +392,8 @@ absl::StatusOr<int64_t> SqliteTuningStore::PutLocked(absl::string_view fp, const
     PREP(ins,
          "INSERT INTO entries(fingerprint, version, collective, dtype, world_size, min_bytes, max_bytes, "
          "configuration, time_us, busbw_gbps, samples, runner_up, margin, default_margin, sweep_id, "
-         "library_version, measured_ms, rank_time_us, stale, explore, explore_every, explore_calls) "
-         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+         "library_version, measured_ms, rank_time_us, stale, explore, explore_every, explore_calls, model_version) "
+         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     ins.Bind(1, fp).Bind(2, version).Bind(3, CollectiveName(e.key.collective)).Bind(4, DataTypeName(e.key.dtype));
     ins.Bind(5, static_cast<int64_t>(e.key.world_size)).Bind(6, static_cast<int64_t>(e.key.range.min));
     if (e.key.range.max == kUnbounded) {
@@ -400,7 +405,7 @@ absl::StatusOr<int64_t> SqliteTuningStore::PutLocked(absl::string_view fp, const
     ins.Bind(12, e.runner_up).Bind(13, e.margin).Bind(14, e.default_margin).Bind(15, e.sweep_id);
     ins.Bind(16, e.library_version).Bind(17, e.measured_unix_ms).Bind(18, e.rank_time_us);
     ins.Bind(19, static_cast<int64_t>(e.stale)).Bind(20, e.explore).Bind(21, static_cast<int64_t>(e.explore_every));
-    ins.Bind(22, static_cast<int64_t>(e.explore_calls));
+    ins.Bind(22, static_cast<int64_t>(e.explore_calls)).Bind(23, e.model_version);
     HT_RETURN_IF_ERROR(ins.Run());
   }
   // Keep the newest max_versions.
@@ -458,12 +463,12 @@ absl::StatusOr<std::optional<TunedEntry>> SqliteTuningStore::Lookup(absl::string
   if (bytes > kMaxBytes) return absl::InvalidArgumentError(absl::StrCat("bytes ", bytes, " is absurd"));
   absl::MutexLock lock(&mu_);
   HT_ASSIGN_OR_RETURN(v, ResolveVersionLocked(fp, version));
-  PREP(
-      st,
-      "SELECT min_bytes, max_bytes, configuration, time_us, busbw_gbps, samples, runner_up, margin, default_margin, "
-      "sweep_id, library_version, measured_ms, rank_time_us, stale, explore, explore_every, explore_calls FROM entries "
-      "WHERE fingerprint = ? AND version = ? AND collective = ? "
-      "AND dtype = ? AND world_size = ? AND min_bytes <= ? ORDER BY min_bytes DESC LIMIT 1");
+  PREP(st,
+       "SELECT min_bytes, max_bytes, configuration, time_us, busbw_gbps, samples, runner_up, margin, default_margin, "
+       "sweep_id, library_version, measured_ms, rank_time_us, stale, explore, explore_every, explore_calls, "
+       "model_version FROM entries "
+       "WHERE fingerprint = ? AND version = ? AND collective = ? "
+       "AND dtype = ? AND world_size = ? AND min_bytes <= ? ORDER BY min_bytes DESC LIMIT 1");
   st.Bind(1, fp).Bind(2, v).Bind(3, CollectiveName(collective)).Bind(4, DataTypeName(dtype));
   st.Bind(5, static_cast<int64_t>(world_size)).Bind(6, static_cast<int64_t>(bytes));
   HT_ASSIGN_OR_RETURN(row, st.Step());
@@ -667,6 +672,50 @@ absl::StatusOr<StoredLinks> SqliteTuningStore::GetLinks(absl::string_view finger
   HT_ASSIGN_OR_RETURN(row, st.Step());
   if (!row) return absl::NotFoundError(absl::StrCat("no link measurement stored for topology ", fingerprint));
   return StoredLinks{std::string(fingerprint), st.Text(0), st.Int(1), st.Int(2)};
+}
+
+absl::StatusOr<int64_t> SqliteTuningStore::PutModel(const StoredModel& m) {
+  HT_RETURN_IF_ERROR(ValidateModel(m));
+  absl::MutexLock lock(&mu_);
+  // One statement: the next version of the class is computed where it is inserted.
+  PREP(st,
+       "INSERT INTO models(class, version, json, source, fitted_ms, stored_ms) SELECT ?1, "
+       "COALESCE(MAX(version), 0) + 1, ?2, ?3, ?4, ?5 FROM models WHERE class = ?1 RETURNING version");
+  st.Bind(1, m.topology_class).Bind(2, m.profile_json).Bind(3, m.source).Bind(4, m.fitted_unix_ms);
+  st.Bind(5, NowUnixMs());
+  HT_ASSIGN_OR_RETURN(row, st.Step());
+  if (!row) return absl::InternalError("storing a model returned no version");
+  const int64_t version = st.Int(0);
+  HT_ASSIGN_OR_RETURN(done, st.Step());  // finish the statement so the insert is complete
+  (void)done;
+  return version;
+}
+
+absl::StatusOr<StoredModel> SqliteTuningStore::GetModel(absl::string_view topology_class, int64_t version) {
+  HT_RETURN_IF_ERROR(ValidateTopologyClass(topology_class));
+  if (version < 0) return absl::InvalidArgumentError(absl::StrCat("model version ", version, " must not be negative"));
+  absl::MutexLock lock(&mu_);
+  PREP(st,
+       "SELECT version, json, source, fitted_ms, stored_ms FROM models WHERE class = ?1 AND (?2 = 0 OR version = ?2) "
+       "ORDER BY version DESC LIMIT 1");
+  st.Bind(1, topology_class).Bind(2, version);
+  HT_ASSIGN_OR_RETURN(row, st.Step());
+  if (!row) return ModelNotFound(topology_class, version);
+  return StoredModel{std::string(topology_class), st.Int(0), st.Text(1), st.Text(2), st.Int(3), st.Int(4)};
+}
+
+absl::StatusOr<std::vector<StoredModel>> SqliteTuningStore::ListModels() {
+  absl::MutexLock lock(&mu_);
+  PREP(st,
+       "SELECT class, version, json, source, fitted_ms, stored_ms FROM models m WHERE version = "
+       "(SELECT MAX(version) FROM models WHERE class = m.class) ORDER BY class");
+  std::vector<StoredModel> out;
+  while (true) {
+    HT_ASSIGN_OR_RETURN(row, st.Step());
+    if (!row) break;
+    out.push_back(StoredModel{st.Text(0), st.Int(1), st.Text(2), st.Text(3), st.Int(4), st.Int(5)});
+  }
+  return out;
 }
 
 absl::StatusOr<Sweep> SqliteTuningStore::GetSweep(absl::string_view id) {

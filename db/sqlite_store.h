@@ -18,7 +18,7 @@
 namespace hccltune::db {
 
 // Schema version this build writes.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 // PRAGMA application_id of an hccl-tune database ("HCTU").
 inline constexpr int32_t kApplicationId = 0x48435455;
 

@@ -123,6 +123,7 @@ absl::StatusOr<std::vector<TunedEntry>> NormalizeEntries(absl::Span<const TunedE
       if (!std::isfinite(v)) return absl::InvalidArgumentError("entry holds a non-finite measurement");
     }
     if (e.rank_time_us < 0) return absl::InvalidArgumentError("entry rank_time_us must not be negative");
+    if (e.model_version < 0) return absl::InvalidArgumentError("entry model_version must not be negative");
     if (!e.explore.empty()) {
       auto ex = Canonical(e.explore, "exploration");
       if (!ex.ok()) return ex.status();
@@ -205,6 +206,7 @@ std::string ContentHash(absl::Span<const TunedEntry> entries) {
       absl::StrAppend(&text, absl::StrFormat("\t%.17g\t", e.rank_time_us), e.stale ? 1 : 0, "\t", e.explore, "\t",
                       e.explore_every, "\t", e.explore_calls);
     }
+    if (e.model_version != 0) absl::StrAppend(&text, "\tmodel ", e.model_version);
     text += "\n";
   }
   return Sha256Hex(text);
@@ -264,6 +266,26 @@ absl::Status ValidateLinks(const StoredLinks& l) {
   if (links == j.end() || !links->is_array())
     return absl::InvalidArgumentError("link table: \"links\" must be an array");
   return absl::OkStatus();
+}
+
+absl::Status ValidateModel(const StoredModel& m) {
+  if (absl::Status st = ValidateTopologyClass(m.topology_class); !st.ok()) return st;
+  if (absl::Status st = CheckTextBytes(m.profile_json, kMaxTopologyJsonBytes, "model profile JSON"); !st.ok()) {
+    return st;
+  }
+  if (absl::Status st = CheckTextBytes(m.source, kMaxTextBytes, "model source"); !st.ok()) return st;
+  if (m.fitted_unix_ms <= 0) return absl::InvalidArgumentError("model: the fitting time must be > 0");
+  nlohmann::json j = nlohmann::json::parse(m.profile_json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat("model for class ", m.topology_class, ": not a JSON object"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ModelNotFound(absl::string_view topology_class, int64_t version) {
+  if (version == 0)
+    return absl::NotFoundError(absl::StrCat("no cost model stored for topology class ", topology_class));
+  return absl::NotFoundError(absl::StrCat("topology class ", topology_class, " has no model version ", version));
 }
 
 ByteRange SizeBucket(uint64_t bytes) {

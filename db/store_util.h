@@ -38,6 +38,11 @@ absl::StatusOr<std::vector<TunedEntry>> NormalizeEntries(absl::Span<const TunedE
 // What a store checks of a link table: the fingerprint, the JSON's size (kMaxLinksJsonBytes) and shape (an
 // object with an integer "ranks" in [2, kMaxWorldSize] and an array "links"), a measurement time > 0.
 absl::Status ValidateLinks(const StoredLinks& links);
+// A model to store: a valid class, a JSON object of at most kMaxTopologyJsonBytes, a source of at most
+// kMaxTextBytes, a fitting time > 0.
+absl::Status ValidateModel(const StoredModel& model);
+// The NotFound every store returns for a class without a model (version 0) or without that version.
+absl::Status ModelNotFound(absl::string_view topology_class, int64_t version);
 
 // Canonical order: collective, dtype, world size, range min.
 bool EntryKeyLess(const EntryKey& a, const EntryKey& b);

@@ -36,6 +36,7 @@ json EntryToJson(const TunedEntry& e) {
     j["explore_every"] = e.explore_every;
     j["explore_calls"] = e.explore_calls;
   }
+  if (e.model_version != 0) j["model_version"] = e.model_version;
   return j;
 }
 
@@ -116,6 +117,9 @@ absl::StatusOr<TunedEntry> EntryFromJson(const json& j, const std::string& where
     HT_FIELD(e.explore, std::string, j, "explore", where);
     HT_FIELD(e.explore_every, uint32_t, j, "explore_every", where);
     HT_FIELD(e.explore_calls, uint32_t, j, "explore_calls", where);
+  }
+  if (j.contains("model_version")) {
+    HT_FIELD(e.model_version, int64_t, j, "model_version", where);
   }
   return e;
 }

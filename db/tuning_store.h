@@ -82,6 +82,9 @@ struct TunedEntry {
   std::string explore;  // canonical string, empty = no plan
   uint32_t explore_every = 0;
   uint32_t explore_calls = 0;
+  // Where the entry came from: 0 = measured (a sweep, the online policy); N > 0 = predicted by version N of the
+  // cost model stored for the topology's class (StoredModel), never measured.
+  int64_t model_version = 0;
 
   friend bool operator==(const TunedEntry&, const TunedEntry&) = default;
 };
@@ -194,6 +197,19 @@ struct StoredLinks {
   friend bool operator==(const StoredLinks&, const StoredLinks&) = default;
 };
 
+// A cost model fitted for one topology class (model/profile.h's JSON). Each PutModel of a class stores the next
+// version (numbers only grow); every version is kept, so a model version named by predicted entries stays readable.
+struct StoredModel {
+  std::string topology_class;  // 16 lower-case hex digits
+  int64_t version = 0;         // set by the store
+  std::string profile_json;    // a JSON object (the model layer reads it)
+  std::string source;          // what it was fitted from, for people ("sweeps s1 s2"); at most kMaxTextBytes
+  int64_t fitted_unix_ms = 0;  // > 0
+  int64_t stored_unix_ms = 0;  // set by the store
+
+  friend bool operator==(const StoredModel&, const StoredModel&) = default;
+};
+
 struct StoreInfo {
   std::string path;  // empty for the in-memory store
   uint64_t db_bytes = 0;
@@ -252,6 +268,14 @@ class TuningStore {
   virtual absl::Status PutLinks(const StoredLinks& links) = 0;
   // NotFound naming the fingerprint when nothing was stored for it.
   virtual absl::StatusOr<StoredLinks> GetLinks(absl::string_view fingerprint) = 0;
+
+  // --- cost models ---
+  // Stores `model` (ValidateModel; its version is ignored) as the next version of its class; returns the version.
+  virtual absl::StatusOr<int64_t> PutModel(const StoredModel& model) = 0;
+  // version 0 = latest. NotFound naming the class (and version) when there is none.
+  virtual absl::StatusOr<StoredModel> GetModel(absl::string_view topology_class, int64_t version) = 0;
+  // The latest version of every class, by class.
+  virtual absl::StatusOr<std::vector<StoredModel>> ListModels() = 0;
 
   virtual absl::StatusOr<StoreInfo> Info() = 0;
 };

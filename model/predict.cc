@@ -5,9 +5,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "model/formula.h"
 #include "runtime/algorithms/registry.h"
 #include "runtime/common/configuration.h"
+#include "runtime/common/fingerprint.h"
 
 namespace hccltune::model {
 namespace {
@@ -113,6 +115,22 @@ absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective 
   auto t = CostTerms(c, algorithm, chunk, shape, bytes, profile.nics_per_node, profile.cores_per_node);
   if (!t.ok()) return t.status();
   return Evaluate(*t, profile);
+}
+
+absl::StatusOr<Shape> PredictableShape(const std::string& topology_json) {
+  auto d = ParseTopologyJson(topology_json);
+  if (!d.ok()) return absl::FailedPreconditionError(absl::StrCat("topology JSON: ", d.status().message()));
+  if (d->runtime != kOwnRuntime) {
+    return absl::FailedPreconditionError(absl::StrCat("a table of ", d->runtime, " is never predicted"));
+  }
+  if (d->ranks_per_node.empty()) return absl::FailedPreconditionError("topology without nodes");
+  for (int k : d->ranks_per_node) {
+    if (k != d->ranks_per_node.front()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("uneven ranks per node (", absl::StrJoin(d->ranks_per_node, ","), ") are not predicted"));
+    }
+  }
+  return Shape{static_cast<int>(d->ranks_per_node.size()), d->ranks_per_node.front()};
 }
 
 std::vector<Candidate> RankCandidates(const ClusterProfile& profile, Collective c, const Shape& shape, uint64_t bytes) {

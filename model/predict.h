@@ -29,6 +29,10 @@ struct Shape {
   int ranks() const { return nodes * ranks_per_node; }
 };
 
+// The shape of a topology JSON (runtime/common/fingerprint.h). FailedPrecondition naming why when the model
+// predicts nothing for it: uneven ranks per node, a peer runtime's topology, an unreadable JSON.
+absl::StatusOr<Shape> PredictableShape(const std::string& topology_json);
+
 struct Candidate {
   std::string config;  // canonical configuration (the algorithm's defaults)
   double seconds = 0;

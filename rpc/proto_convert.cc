@@ -55,6 +55,7 @@ void EntryToProto(const db::TunedEntry& e, v1::TableEntry* out) {
   out->set_explore(e.explore);
   out->set_explore_every(e.explore_every);
   out->set_explore_calls(e.explore_calls);
+  out->set_model_version(e.model_version);
 }
 
 absl::StatusOr<db::TunedEntry> EntryFromProto(const v1::TableEntry& p) {
@@ -84,6 +85,7 @@ absl::StatusOr<db::TunedEntry> EntryFromProto(const v1::TableEntry& p) {
   e.explore = p.explore();
   e.explore_every = p.explore_every();
   e.explore_calls = p.explore_calls();
+  e.model_version = p.model_version();
   return e;
 }
 

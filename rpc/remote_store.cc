@@ -217,6 +217,46 @@ absl::StatusOr<db::StoredLinks> RemoteTuningStore::GetLinks(absl::string_view fi
   return db::StoredLinks{resp.fingerprint(), resp.links_json(), resp.measured_unix_ms(), resp.stored_unix_ms()};
 }
 
+namespace {
+
+db::StoredModel ModelFromProto(const v1::ModelRecord& r) {
+  return db::StoredModel{r.topology_class(), r.version(),        r.profile_json(),
+                         r.source(),         r.fitted_unix_ms(), r.stored_unix_ms()};
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> RemoteTuningStore::PutModel(const db::StoredModel& model) {
+  v1::PutModelRequest req;
+  v1::ModelRecord* r = req.mutable_model();
+  r->set_topology_class(model.topology_class);
+  r->set_profile_json(model.profile_json);
+  r->set_source(model.source);
+  r->set_fitted_unix_ms(model.fitted_unix_ms);
+  v1::PutModelResponse resp;
+  if (absl::Status s = FromGrpc(stub_->PutModel(Context().get(), req, &resp), target_); !s.ok()) return s;
+  return resp.version();
+}
+
+absl::StatusOr<db::StoredModel> RemoteTuningStore::GetModel(absl::string_view topology_class, int64_t version) {
+  v1::GetModelRequest req;
+  req.set_topology_class(std::string(topology_class));
+  req.set_version(version);
+  v1::ModelRecord resp;
+  if (absl::Status s = FromGrpc(stub_->GetModel(Context().get(), req, &resp), target_); !s.ok()) return s;
+  return ModelFromProto(resp);
+}
+
+absl::StatusOr<std::vector<db::StoredModel>> RemoteTuningStore::ListModels() {
+  v1::ListModelsResponse resp;
+  if (absl::Status s = FromGrpc(stub_->ListModels(Context().get(), v1::ListModelsRequest(), &resp), target_); !s.ok()) {
+    return s;
+  }
+  std::vector<db::StoredModel> out;
+  for (const v1::ModelRecord& r : resp.models()) out.push_back(ModelFromProto(r));
+  return out;
+}
+
 absl::StatusOr<db::Sweep> RemoteTuningStore::GetSweep(absl::string_view id) {
   v1::GetSweepRequest req;
   req.set_id(std::string(id));

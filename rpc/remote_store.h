@@ -1,7 +1,7 @@
 // RemoteTuningStore: the table part of the TuningStore contract, served by hccl-tuned over gRPC. Tools take a
 // TuningStore& and work the same on a daemon (`--daemon TARGET`) and on a file (`--db PATH`). Sweeps (rows and raw
-// samples) and link measurements go to the daemon's database; live statistics are not offered remotely (Unimplemented:
-// the runtime streams them with ReportTimings); the daemon's own Status is DaemonStatus().
+// samples), link measurements and cost models go to the daemon's database; live statistics are not offered remotely
+// (Unimplemented: the runtime streams them with ReportTimings); the daemon's own Status is DaemonStatus().
 //
 // Mixed versions: tables are keyed by topology fingerprint format 2. A daemon of format 1 (StatusResponse without
 // topology_format) is refused writes of tables (PutTable: FailedPrecondition naming both versions — its format-1
@@ -49,6 +49,9 @@ class RemoteTuningStore final : public db::TuningStore {
   absl::StatusOr<std::vector<db::SweepSample>> GetSweepSamples(absl::string_view sweep_id) override;
   absl::Status PutLinks(const db::StoredLinks& links) override;
   absl::StatusOr<db::StoredLinks> GetLinks(absl::string_view fingerprint) override;
+  absl::StatusOr<int64_t> PutModel(const db::StoredModel& model) override;
+  absl::StatusOr<db::StoredModel> GetModel(absl::string_view topology_class, int64_t version) override;
+  absl::StatusOr<std::vector<db::StoredModel>> ListModels() override;
   absl::StatusOr<db::StoreInfo> Info() override;
 
   absl::StatusOr<v1::StatusResponse> DaemonStatus();

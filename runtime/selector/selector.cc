@@ -20,6 +20,7 @@ absl::string_view ChoiceSourceName(ChoiceSource s) {
     case ChoiceSource::kTable: return "table";
     case ChoiceSource::kDefault: return "default";
     case ChoiceSource::kExplore: return "explore";
+    case ChoiceSource::kPredicted: return "predicted";
   }
   return "default";
 }
@@ -29,6 +30,7 @@ std::string TunedTable::Serialize() const {
   for (const TunedEntry& e : entries) {
     absl::StrAppend(&out, CollectiveName(e.collective), " ", DataTypeName(e.dtype), " ", e.world_size, " ", e.bytes.min,
                     " ", e.bytes.max, " ", e.config.ToString(), "\n");
+    if (e.model_version != 0) absl::StrAppend(&out, "predicted ", e.model_version, "\n");
     if (e.explore) {
       absl::StrAppend(&out, "explore ", e.explore_every, " ", e.explore_calls, " ", e.explore->ToString(), "\n");
     }
@@ -47,6 +49,14 @@ absl::StatusOr<TunedTable> TunedTable::Deserialize(absl::string_view text) {
     first = 3;
   }
   for (size_t i = first; i < lines.size(); ++i) {
+    if (absl::StartsWith(lines[i], "predicted ")) {
+      if (t.entries.empty() || t.entries.back().model_version != 0 ||
+          !absl::SimpleAtoi(lines[i].substr(10), &t.entries.back().model_version) ||
+          t.entries.back().model_version <= 0) {
+        return absl::DataLossError(absl::StrCat("tuned table: bad model version '", lines[i], "'"));
+      }
+      continue;
+    }
     if (absl::StartsWith(lines[i], "explore ")) {
       std::vector<absl::string_view> f = absl::StrSplit(lines[i], absl::MaxSplits(' ', 3));
       auto cfg = f.size() == 4 ? Configuration::Parse(f[3]) : absl::InvalidArgumentError("fields");
@@ -238,6 +248,7 @@ void Selector::SetTable(std::shared_ptr<const TunedTable> table, bool explore) {
       }
     }
     Slot slot{e.bytes.min, e.bytes.max, &e.config, plan, e.explore_every, e.explore_calls};
+    slot.predicted = e.model_version > 0;
     // HCCL_ALGO pinned one step of a hierarchical configuration: the other is this entry's, the usual choice.
     const UsualStep usual = hccl_usual_[static_cast<size_t>(e.collective)];
     if (usual != UsualStep::kNone && e.config.algorithm == "hierarchical") {
@@ -274,7 +285,7 @@ const Selector::Slot* Selector::FindSlot(Collective c, DataType dtype, uint64_t 
 
 Selector::Choice Selector::ChooseForCall(Collective c, DataType dtype, uint64_t bytes) const {
   Choice choice = Choose(c, dtype, bytes);
-  if (choice.source != ChoiceSource::kTable) return choice;
+  if (choice.source != ChoiceSource::kTable && choice.source != ChoiceSource::kPredicted) return choice;
   const Slot* slot = FindSlot(c, dtype, bytes);
   if (slot == nullptr || slot->explore == nullptr) return choice;
   const uint64_t k = ++slot->calls;
@@ -287,7 +298,7 @@ Selector::Choice Selector::ChooseForCall(Collective c, DataType dtype, uint64_t 
 
 bool Selector::Repeats(Collective c, DataType dtype, uint64_t bytes, const Choice& choice) const {
   if (choice.source == ChoiceSource::kExplore) return false;
-  if (choice.source != ChoiceSource::kTable) return true;
+  if (choice.source != ChoiceSource::kTable && choice.source != ChoiceSource::kPredicted) return true;
   const Slot* slot = FindSlot(c, dtype, bytes);
   return slot == nullptr || slot->explore == nullptr;
 }
@@ -304,7 +315,9 @@ Selector::Choice Selector::Choose(Collective c, DataType dtype, uint64_t bytes) 
     }
     return {&*hccl_algo_[ci], ChoiceSource::kHcclAlgo};
   }
-  if (const Slot* slot = FindSlot(c, dtype, bytes)) return {slot->config, ChoiceSource::kTable};
+  if (const Slot* slot = FindSlot(c, dtype, bytes)) {
+    return {slot->config, slot->predicted ? ChoiceSource::kPredicted : ChoiceSource::kTable};
+  }
   if (const Configuration* cfg = defaults_.Find(c, world_, bytes, topo_.num_nodes)) {
     return {cfg, ChoiceSource::kDefault};
   }

@@ -42,6 +42,8 @@ struct TunedEntry {
   std::optional<Configuration> explore;
   uint32_t explore_every = 0;
   uint32_t explore_calls = 0;
+  // 0: measured; N > 0: predicted by version N of the cost model (the choice's source is then `predicted`).
+  int64_t model_version = 0;
 };
 
 // A topology's tuned table as the daemon serves it.
@@ -50,13 +52,14 @@ struct TunedTable {
   std::string content_hash;
   std::vector<TunedEntry> entries;
 
-  // A compact text form used to hand the table to every rank (one entry per line, a plan on the line after
-  // its entry).
+  // A compact text form used to hand the table to every rank (one entry per line; its model version and its plan,
+  // when it has them, on lines after it).
   std::string Serialize() const;
   static absl::StatusOr<TunedTable> Deserialize(absl::string_view text);
 };
 
-enum class ChoiceSource : uint8_t { kCall, kTuneAlgo, kHcclAlgo, kTable, kDefault, kExplore };
+// kTable: a measured entry of the tuned table; kPredicted: an entry the cost model predicted (docs/MODEL.md).
+enum class ChoiceSource : uint8_t { kCall, kTuneAlgo, kHcclAlgo, kTable, kDefault, kExplore, kPredicted };
 absl::string_view ChoiceSourceName(ChoiceSource s);
 
 class Selector {
@@ -126,6 +129,7 @@ class Selector {
     // HCCL_ALGO's configuration with this (hierarchical) entry's step where HCCL_ALGO left the step to the
     // usual choice; null = none.
     const Configuration* hccl = nullptr;
+    bool predicted = false;  // the entry came from the cost model
   };
   // Which step of HCCL_ALGO's hierarchical configuration is left to the usual choice.
   enum class UsualStep : uint8_t { kNone, kIntra, kInter };

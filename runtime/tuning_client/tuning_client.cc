@@ -63,6 +63,7 @@ absl::StatusOr<std::shared_ptr<const TunedTable>> TableFromProto(const v1::Table
     out.bytes.min = e.key().min_bytes();
     out.bytes.max = e.key().max_bytes() == 0 ? kUnbounded : e.key().max_bytes();
     out.config = *std::move(cfg);
+    out.model_version = e.model_version() > 0 ? e.model_version() : 0;
     if (!e.explore().empty()) {
       auto plan = Configuration::Parse(e.explore());
       if (plan.ok() && e.explore_every() >= 2 && e.explore_calls() > 0) {

@@ -8,6 +8,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "model/predict.h"
+#include "model/profile.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/fingerprint.h"
 #include "tuner/cli/commands.h"
@@ -57,6 +59,34 @@ absl::Status ListClass(db::TuningStore& store, const std::string& where, const s
   return absl::OkStatus();
 }
 
+// `get --explain`: every candidate's predicted time for the call, from the cost model of the topology's class (the
+// version that predicted the entry, else the latest).
+absl::Status Explain(db::TuningStore& store, const std::string& fp, int64_t version, const db::TunedEntry* entry,
+                     Collective c, uint64_t bytes) {
+  auto table = store.GetTable(fp, version);
+  if (!table.ok()) return table.status();
+  auto keys = CanonicalTopology(table->topology.json);
+  if (!keys.ok()) return keys.status();
+  auto shape = model::PredictableShape(keys->json);
+  if (!shape.ok()) return shape.status();
+  auto stored = store.GetModel(keys->topology_class, entry != nullptr ? entry->model_version : 0);
+  if (!stored.ok()) return stored.status();
+  auto profile = model::ParseProfile(stored->profile_json, absl::StrCat("model version ", stored->version));
+  if (!profile.ok()) return profile.status();
+  if (shape->nodes > 1 && !profile->inter_known) {
+    return absl::FailedPreconditionError(absl::StrCat("model version ", stored->version, " of class ",
+                                                      keys->topology_class, " never measured a network between nodes"));
+  }
+  std::cout << absl::StrFormat("predicted by model version %d of class %s (%s) for %s of %s on %dx%d:\n",
+                               stored->version, keys->topology_class, profile->name, CollectiveName(c),
+                               FormatBytes(bytes), shape->nodes, shape->ranks_per_node);
+  for (const model::Candidate& k : model::RankCandidates(*profile, c, *shape, bytes)) {
+    const bool chosen = entry != nullptr && k.config == entry->configuration;
+    std::cout << absl::StrFormat("  %12.2f us  %s%s\n", k.seconds * 1e6, k.config, chosen ? "  <- the entry" : "");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterGet(CLI::App& app, int* exit_code) {
@@ -67,6 +97,7 @@ void RegisterGet(CLI::App& app, int* exit_code) {
     int world = 0;
     int64_t version = 0;
     bool json = false;
+    bool explain = false;
   };
   auto a = std::make_shared<Args>();
   AddStoreFlags(cmd, &a->store);
@@ -81,6 +112,10 @@ void RegisterGet(CLI::App& app, int* exit_code) {
   auto* by_class = cmd->add_option("--class", a->topology_class,
                                    "List the tables of this topology class instead (16 hex digits, as show prints)");
   auto* json = cmd->add_flag("--json", a->json, "With --class: print JSON");
+  auto* explain =
+      cmd->add_flag("--explain", a->explain,
+                    "Also print every candidate's time as the cost model of the topology's class predicts it");
+  explain->excludes(by_class);
   for (CLI::Option* o : lookup) o->excludes(by_class);
   json->needs(by_class);
   cmd->callback([a, exit_code] {
@@ -124,10 +159,12 @@ void RegisterGet(CLI::App& app, int* exit_code) {
     }
     const db::TunedEntry& x = **e;
     std::cout << x.configuration << "\n";
-    std::cerr << absl::StrFormat("range %s  time %.2f us  busbw %.2f GB/s  margin %.1f%%  runner-up %s\n",
+    std::cerr << absl::StrFormat("range %s  time %.2f us  busbw %.2f GB/s  margin %.1f%%  runner-up %s  source %s\n",
                                  FormatByteRange(x.key.range), x.time_us, x.busbw_gbps, 100 * x.margin,
-                                 x.runner_up.empty() ? "-" : x.runner_up);
-    *exit_code = 0;
+                                 x.runner_up.empty() ? "-" : x.runner_up, EntrySource(x));
+    absl::Status s =
+        a->explain ? Explain(*opened->store, a->topology, a->version, &x, *coll, *bytes) : absl::OkStatus();
+    *exit_code = s.ok() ? 0 : ReportError(s);
   });
 }
 

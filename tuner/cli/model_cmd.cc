@@ -1,19 +1,29 @@
 // `hccl-tune model fit | check | show`: the cost model's profile fitted to the sweeps of a store, checked against
 // them, and shown (model/fit.h, model/check.h; docs/MODEL.md).
-//   fit   (--db F | --daemon T) [--sweep ID]... --out PROFILE [--name N] [--nics-per-node K] [--cores-per-node C]
-//   check (--db F | --daemon T) [--sweep ID]... --profile PROFILE [--json]
-//   show  --profile PROFILE
+//   fit   (--db F | --daemon T) [--sweep ID]... (--out PROFILE | --store) [--name N] [--nics-per-node K]
+//         [--cores-per-node C]
+//   check (--db F | --daemon T) [--sweep ID]... (--profile PROFILE | --class C [--model-version V]) [--json]
+//   show  --profile PROFILE | (--db F | --daemon T) [--class C [--model-version V]]
+// --store keeps the fitted profile in the store as the next model version of each topology class the sweeps ran
+// on: hccl-tuned predicts the tables of that class's unmeasured topologies from it (docs/MODEL.md).
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "db/store_util.h"
 #include "model/check.h"
 #include "model/fit.h"
 #include "nlohmann/json.hpp"
+#include "runtime/common/fingerprint.h"
 #include "runtime/common/sizes.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
@@ -25,6 +35,9 @@ struct ModelArgs {
   StoreFlags store;
   std::vector<std::string> sweeps;
   std::string out, profile, name = "fitted";
+  bool store_model = false;
+  std::string topology_class;
+  int64_t model_version = 0;
   int nics = 1;
   int cores = static_cast<int>(std::thread::hardware_concurrency());
   bool json = false;
@@ -50,11 +63,20 @@ absl::StatusOr<model::Shape> SweepShape(const db::Sweep& row) {
   return model::Shape{static_cast<int>(rpn.size()), rpn[0].get<int>()};
 }
 
-// Every sample of the named sweeps (all when none named), with its sweep's shape.
-absl::StatusOr<std::vector<model::Measurement>> ReadMeasurements(const ModelArgs& a, size_t* used_sweeps) {
-  auto opened = OpenStore(a.store);
-  if (!opened.ok()) return opened.status();
-  db::TuningStore& store = *opened->store;
+// The topology class of a sweep's row ("" when its topology cannot be read).
+std::string SweepClass(const db::Sweep& row) {
+  const auto params = nlohmann::json::parse(row.params_json, nullptr, false);
+  if (!params.is_object() || !params.contains("topology") || !params["topology"].is_string()) return "";
+  auto keys = CanonicalTopology(params["topology"].get<std::string>());
+  return keys.ok() ? keys->topology_class : "";
+}
+
+// Every sample of the named sweeps (all when none named) in `store`, with its sweep's shape; the topology classes
+// and ids of the sweeps used into `classes` and `ids`.
+absl::StatusOr<std::vector<model::Measurement>> ReadMeasurements(const ModelArgs& a, db::TuningStore& store,
+                                                                 const std::string& where,
+                                                                 std::set<std::string>* classes,
+                                                                 std::vector<std::string>* ids) {
   std::vector<db::Sweep> rows;
   if (a.sweeps.empty()) {
     auto all = store.ListSweeps();
@@ -68,7 +90,6 @@ absl::StatusOr<std::vector<model::Measurement>> ReadMeasurements(const ModelArgs
     }
   }
   std::vector<model::Measurement> out;
-  *used_sweeps = 0;
   for (const db::Sweep& row : rows) {
     auto shape = SweepShape(row);
     if (!shape.ok()) {
@@ -77,14 +98,15 @@ absl::StatusOr<std::vector<model::Measurement>> ReadMeasurements(const ModelArgs
     }
     auto samples = store.GetSweepSamples(row.id);
     if (!samples.ok()) return samples.status();
-    ++*used_sweeps;
+    ids->push_back(row.id);
+    if (std::string c = SweepClass(row); !c.empty()) classes->insert(c);
     for (const db::SweepSample& s : *samples) {
       out.push_back({s.collective, s.configuration, *shape, s.bytes, s.time_us * 1e-6});
     }
   }
   if (out.empty()) {
     return absl::NotFoundError(
-        absl::StrCat("no sweep samples in ", opened->where, a.sweeps.empty() ? "" : " for the named sweeps"));
+        absl::StrCat("no sweep samples in ", where, a.sweeps.empty() ? "" : " for the named sweeps"));
   }
   return out;
 }
@@ -105,19 +127,77 @@ void PrintProfile(const model::ClusterProfile& p) {
               p.cores_per_node);
 }
 
+// Stores `profile` as the next model version of every class in `classes`.
+absl::Status StoreModel(db::TuningStore& store, const model::ClusterProfile& profile,
+                        const std::set<std::string>& classes, const std::vector<std::string>& ids) {
+  if (classes.empty()) return absl::NotFoundError("the sweeps used recorded no readable topology: nothing to store");
+  std::string source = absl::StrCat("fit of ", ids.size(), " sweeps: ", absl::StrJoin(ids, " "));
+  if (source.size() > db::kMaxTextBytes) source = source.substr(0, db::kMaxTextBytes - 3) + "...";
+  for (const std::string& c : classes) {
+    auto v = store.PutModel(db::StoredModel{c, 0, model::ProfileToJson(profile), source, db::NowUnixMs(), 0});
+    if (!v.ok()) return v.status();
+    std::printf("stored as model version %lld of topology class %s\n", static_cast<long long>(*v), c.c_str());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunFit(const ModelArgs& a) {
   if (a.nics < 1 || a.cores < 0) return absl::InvalidArgumentError("need --nics-per-node >= 1, --cores-per-node >= 0");
-  size_t sweeps = 0;
-  auto ms = ReadMeasurements(a, &sweeps);
+  if (a.out.empty() && !a.store_model) return absl::InvalidArgumentError("model fit needs --out PROFILE or --store");
+  auto opened = OpenStore(a.store);
+  if (!opened.ok()) return opened.status();
+  std::set<std::string> classes;
+  std::vector<std::string> ids;
+  auto ms = ReadMeasurements(a, *opened->store, opened->where, &classes, &ids);
   if (!ms.ok()) return ms.status();
   auto fit = model::Fit(*ms, {a.name, a.nics, a.cores});
   if (!fit.ok()) return fit.status();
-  std::ofstream f(a.out);
-  f << model::ProfileToJson(fit->profile) << "\n";
-  if (!f) return absl::UnavailableError(absl::StrCat("cannot write ", a.out));
-  std::printf("fitted %zu one-node and %zu multi-node points from %zu sweeps (%zu samples unusable) -> %s\n",
-              fit->intra_points, fit->inter_points, sweeps, fit->skipped, a.out.c_str());
+  std::printf("fitted %zu one-node and %zu multi-node points from %zu sweeps (%zu samples unusable)\n",
+              fit->intra_points, fit->inter_points, ids.size(), fit->skipped);
   PrintProfile(fit->profile);
+  if (!a.out.empty()) {
+    std::ofstream f(a.out);
+    f << model::ProfileToJson(fit->profile) << "\n";
+    if (!f) return absl::UnavailableError(absl::StrCat("cannot write ", a.out));
+    std::printf("written to %s\n", a.out.c_str());
+  }
+  return a.store_model ? StoreModel(*opened->store, fit->profile, classes, ids) : absl::OkStatus();
+}
+
+// The profile to check or show: --profile FILE, else the stored model of --class (version --model-version).
+absl::StatusOr<model::ClusterProfile> LoadProfile(const ModelArgs& a, db::TuningStore* store) {
+  if (!a.profile.empty()) return model::ReadProfileFile(a.profile);
+  if (a.topology_class.empty()) return absl::InvalidArgumentError("need --profile FILE or --class CLASS");
+  if (store == nullptr) return absl::InvalidArgumentError("--class needs a store (--db or --daemon)");
+  auto m = store->GetModel(a.topology_class, a.model_version);
+  if (!m.ok()) return m.status();
+  return model::ParseProfile(m->profile_json, absl::StrCat("model version ", m->version, " of ", a.topology_class));
+}
+
+// `model show` without --profile: the stored models (the latest of each class, or one class's).
+absl::Status ShowStored(const ModelArgs& a) {
+  auto opened = OpenStore(a.store);
+  if (!opened.ok()) return opened.status();
+  std::vector<db::StoredModel> models;
+  if (!a.topology_class.empty()) {
+    auto m = opened->store->GetModel(a.topology_class, a.model_version);
+    if (!m.ok()) return m.status();
+    models.push_back(*std::move(m));
+  } else {
+    auto all = opened->store->ListModels();
+    if (!all.ok()) return all.status();
+    models = *std::move(all);
+  }
+  if (models.empty()) std::printf("no cost models in %s\n", opened->where.c_str());
+  for (const db::StoredModel& m : models) {
+    auto p = model::ParseProfile(m.profile_json, absl::StrCat("model version ", m.version));
+    std::printf(
+        "class %s  model version %lld  fitted %s  (%s)\n", m.topology_class.c_str(), static_cast<long long>(m.version),
+        absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(m.fitted_unix_ms), absl::UTCTimeZone()).c_str(),
+        m.source.c_str());
+    if (!p.ok()) return p.status();
+    PrintProfile(*p);
+  }
   return absl::OkStatus();
 }
 
@@ -164,10 +244,13 @@ void PrintCheck(const model::CheckReport& r) {
 }
 
 absl::Status RunCheck(const ModelArgs& a) {
-  auto profile = model::ReadProfileFile(a.profile);
+  auto opened = OpenStore(a.store);
+  if (!opened.ok()) return opened.status();
+  auto profile = LoadProfile(a, opened->store.get());
   if (!profile.ok()) return profile.status();
-  size_t sweeps = 0;
-  auto ms = ReadMeasurements(a, &sweeps);
+  std::set<std::string> classes;
+  std::vector<std::string> ids;
+  auto ms = ReadMeasurements(a, *opened->store, opened->where, &classes, &ids);
   if (!ms.ok()) return ms.status();
   const model::CheckReport r = model::Check(*profile, *ms);
   if (r.buckets.empty()) return absl::NotFoundError("no measurement the profile can predict");
@@ -190,7 +273,9 @@ void RegisterModel(CLI::App& app, int* exit_code) {
   auto* fit = cmd->add_subcommand("fit", "Fit a profile to the sweeps of a store");
   AddStoreFlags(fit, &a->store);
   fit->add_option("--sweep", a->sweeps, "Only these sweeps (repeatable; default: every sweep)");
-  fit->add_option("--out", a->out, "Write the fitted profile (JSON) here")->required();
+  fit->add_option("--out", a->out, "Write the fitted profile (JSON) here");
+  fit->add_flag("--store", a->store_model,
+                "Store the profile as the next model version of each topology class the sweeps ran on");
   fit->add_option("--name", a->name, "The profile's name")->capture_default_str();
   fit->add_option("--nics-per-node", a->nics, "NICs a node's ranks shared in the sweeps")->capture_default_str();
   fit->add_option("--cores-per-node", a->cores, "Cores the ranks of a node shared in the sweeps (0: not counted)")
@@ -199,12 +284,20 @@ void RegisterModel(CLI::App& app, int* exit_code) {
   auto* check = cmd->add_subcommand("check", "Predicted against every stored measurement, per bucket");
   AddStoreFlags(check, &a->store);
   check->add_option("--sweep", a->sweeps, "Only these sweeps (repeatable; default: every sweep)");
-  check->add_option("--profile", a->profile, "The profile to check")->required();
+  auto* check_profile = check->add_option("--profile", a->profile, "The profile to check");
+  auto* check_class = check->add_option("--class", a->topology_class, "Check this class's stored model instead");
+  check_profile->excludes(check_class);
+  check->add_option("--model-version", a->model_version, "With --class: this version (default latest)");
   check->add_flag("--json", a->json, "Every bucket and the summary as JSON");
   check->callback([a, exit_code] { Finish(RunCheck(*a), exit_code); });
-  auto* show = cmd->add_subcommand("show", "A profile's parameters in plain units");
-  show->add_option("--profile", a->profile, "The profile")->required();
+  auto* show = cmd->add_subcommand("show", "A profile's parameters in plain units, or the stored models");
+  auto* show_profile = show->add_option("--profile", a->profile, "A profile file");
+  AddStoreFlags(show, &a->store);
+  auto* show_class = show->add_option("--class", a->topology_class, "Only this class's stored model");
+  show->add_option("--model-version", a->model_version, "With --class: this version (default latest)");
+  show_profile->excludes(show_class);
   show->callback([a, exit_code] {
+    if (a->profile.empty()) return Finish(ShowStored(*a), exit_code);
     auto p = model::ReadProfileFile(a->profile);
     if (p.ok()) PrintProfile(*p);
     Finish(p.status(), exit_code);

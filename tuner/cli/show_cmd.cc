@@ -63,13 +63,13 @@ void RegisterShow(CLI::App& app, int* exit_code) {
                                    t.topology.fingerprint,
                                    t.topology.topology_class.empty() ? "-" : t.topology.topology_class, t.version,
                                    t.entries.size(), t.content_hash.substr(0, 16), t.topology.json);
-      std::cout << absl::StrFormat("  %-13s %-5s %6s %-12s %10s %9s %7s  %s\n", "coll", "dtype", "world", "bytes",
-                                   "time_us", "busbw", "margin", "configuration");
+      std::cout << absl::StrFormat("  %-13s %-5s %6s %-12s %10s %9s %7s  %-12s %s\n", "coll", "dtype", "world", "bytes",
+                                   "time_us", "busbw", "margin", "source", "configuration");
       for (const db::TunedEntry& e : t.entries) {
-        std::cout << absl::StrFormat("  %-13s %-5s %6d %-12s %10.2f %9.2f %6.1f%%  %s\n",
+        std::cout << absl::StrFormat("  %-13s %-5s %6d %-12s %10.2f %9.2f %6.1f%%  %-12s %s\n",
                                      CollectiveName(e.key.collective), DataTypeName(e.key.dtype), e.key.world_size,
                                      FormatByteRange(e.key.range), e.time_us, e.busbw_gbps, 100 * e.margin,
-                                     e.configuration);
+                                     EntrySource(e), e.configuration);
       }
     }
     *exit_code = 0;

@@ -41,6 +41,10 @@ absl::StatusOr<OpenedStore> OpenStore(const StoreFlags& flags) {
   return out;
 }
 
+std::string EntrySource(const db::TunedEntry& e) {
+  return e.model_version > 0 ? absl::StrCat("predicted:", e.model_version) : "measured";
+}
+
 int ReportError(const absl::Status& status) {
   std::fprintf(stderr, "hccl-tune: %s\n", std::string(status.message()).c_str());
   // A rank of a local job also tells its spawner (a no-op elsewhere).

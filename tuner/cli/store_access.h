@@ -28,6 +28,9 @@ struct OpenedStore {
 
 absl::StatusOr<OpenedStore> OpenStore(const StoreFlags& flags);
 
+// Where a stored entry came from, as `show` and `get` print it: "measured", or "predicted:N" (model version N).
+std::string EntrySource(const db::TunedEntry& e);
+
 // Prints "hccl-tune: <message>" to stderr; returns the exit code for the status (1, or 2 for bad input).
 int ReportError(const absl::Status& status);
 

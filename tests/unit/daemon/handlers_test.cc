@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <map>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "db/memory_store.h"
 #include "rpc/proto_convert.h"
 #include "runtime/common/configuration.h"
+#include "runtime/common/fingerprint.h"
 #include "tests/unit/db/test_util.h"
 
 namespace hccltune::daemon {
@@ -159,6 +162,86 @@ TEST_F(HandlersTest, LinksAreStoredAndServedPerTopology) {
   get.set_fingerprint(topo_.fingerprint);
   ASSERT_TRUE(h_.GetLinks(get, &got).ok());
   EXPECT_EQ(got.links_json(), put.links().links_json());
+}
+
+// A cost model of the profile JSON `json` stored for the class of `topo` through the RPC.
+int64_t StoreModel(TunerHandlers& h, const db::Topology& topo, const std::string& json) {
+  v1::PutModelRequest req;
+  req.mutable_model()->set_topology_class(topo.topology_class);
+  req.mutable_model()->set_profile_json(json);
+  req.mutable_model()->set_source("test");
+  req.mutable_model()->set_fitted_unix_ms(1000);
+  v1::PutModelResponse resp;
+  EXPECT_TRUE(h.PutModel(req, &resp).ok());
+  return resp.version();
+}
+
+v1::GetTableRequest TableRequest(const db::Topology& topo) {
+  v1::GetTableRequest req;
+  req.mutable_topology()->set_fingerprint(topo.fingerprint);
+  req.mutable_topology()->set_json(topo.json);
+  return req;
+}
+
+constexpr char kNodeOnlyProfile[] =
+    R"({"name":"here","intra":{"latency_us":1,"message_us":0.2,"bandwidth_GBps":5},"reduce_GBps":5})";
+constexpr char kClusterProfile[] = R"({"name":"net","intra":{"latency_us":1,"message_us":0.2,"bandwidth_GBps":5},)"
+                                   R"("inter":{"latency_us":20,"message_us":2,"bandwidth_GBps":1},"reduce_GBps":5})";
+
+// A topology nobody measured gets the table its class's model predicts; every entry says so, holds no
+// measurement, and covers every collective and dtype without gaps. A measured table is never replaced.
+TEST_F(HandlersTest, AnUnmeasuredTopologyGetsItsClassModelsPrediction) {
+  const db::Topology three = MakeTopology(1, 3);
+  v1::GetTableResponse resp;
+  EXPECT_EQ(h_.GetTable(TableRequest(three), &resp).code(), absl::StatusCode::kNotFound);  // no model yet
+  const db::Topology two = MakeTopology(1, 2);
+  ASSERT_EQ(two.topology_class, three.topology_class);
+  Put(two, {MakeEntry(Collective::kAllreduce, 2, 0, kUnbounded, "ring")});
+  ASSERT_EQ(StoreModel(h_, three, kNodeOnlyProfile), 1);
+  ASSERT_EQ(StoreModel(h_, three, kNodeOnlyProfile), 2);
+
+  absl::Status s = h_.GetTable(TableRequest(three), &resp);
+  ASSERT_TRUE(s.ok()) << s;
+  const v1::Table& t = resp.table();
+  EXPECT_EQ(t.version(), 1);
+  std::map<std::pair<std::string, std::string>, uint64_t> covered_to;  // (collective, dtype) -> end of coverage
+  for (const v1::TableEntry& e : t.entries()) {
+    EXPECT_EQ(e.model_version(), 2);
+    EXPECT_EQ(e.samples(), 0u);
+    EXPECT_EQ(e.rank_time_us(), 0);
+    EXPECT_GT(e.time_us(), 0);
+    EXPECT_EQ(e.key().world_size(), 3);
+    EXPECT_TRUE(Configuration::Parse(e.configuration()).ok()) << e.configuration();
+    uint64_t& end = covered_to[{e.key().collective(), e.key().dtype()}];
+    EXPECT_EQ(e.key().min_bytes(), end) << e.key().collective();  // no gap, no overlap
+    end = e.key().max_bytes() == 0 ? kUnbounded : e.key().max_bytes();
+  }
+  EXPECT_EQ(covered_to.size(), static_cast<size_t>((kNumCollectives - 1) * kNumDataTypes));  // all but sendrecv
+  for (const auto& [key, end] : covered_to) EXPECT_EQ(end, kUnbounded) << key.first;
+
+  // The measured table of the class's other topology stays as it was.
+  ASSERT_TRUE(h_.GetTable(TableRequest(two), &resp).ok());
+  ASSERT_EQ(resp.table().entries_size(), 1);
+  EXPECT_EQ(resp.table().entries(0).model_version(), 0);
+}
+
+// No prediction across nodes from a model that never measured a network, nor for uneven nodes; a model stored
+// later is used for a topology refused before.
+TEST_F(HandlersTest, NothingIsPredictedWhatTheModelNeverMeasured) {
+  const db::Topology cluster = MakeTopology(2, 2);
+  ASSERT_EQ(StoreModel(h_, cluster, kNodeOnlyProfile), 1);
+  v1::GetTableResponse resp;
+  EXPECT_EQ(h_.GetTable(TableRequest(cluster), &resp).code(), absl::StatusCode::kNotFound);
+  ASSERT_EQ(StoreModel(h_, cluster, kClusterProfile), 2);
+  absl::Status s = h_.GetTable(TableRequest(cluster), &resp);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_GT(resp.table().entries_size(), 0);
+  EXPECT_EQ(resp.table().entries(0).model_version(), 2);
+
+  db::Topology uneven = MakeTopology(2, 2);
+  uneven.json = absl::StrReplaceAll(uneven.json, {{"[2,2]", "[1,2]"}});
+  uneven.fingerprint = Sha256Hex(uneven.json).substr(0, 16);
+  EXPECT_EQ(h_.GetTable(TableRequest(uneven), &resp).code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(HandlersTest, BadInputGetsProperCodes) {

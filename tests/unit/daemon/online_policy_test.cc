@@ -87,6 +87,39 @@ TEST_F(OnlinePolicyTest, HealthyAndTooFewSamplesChangeNothing) {
   EXPECT_EQ(policy_->versions_published(), 0u);
 }
 
+// A predicted entry's time is the model's, not a measurement: live calls 3x slower than predicted are no
+// regression. The first live median becomes the baseline; regressions are judged against it afterwards.
+TEST_F(OnlinePolicyTest, APredictedEntryTakesItsFirstLiveMedianAsBaseline) {
+  auto t = store_.GetTable(topo_.fingerprint, 0);
+  ASSERT_TRUE(t.ok());
+  std::vector<db::TunedEntry> entries = t->entries;
+  for (db::TunedEntry& e : entries) {
+    e.model_version = 4;
+    e.rank_time_us = 0;
+    e.samples = 0;
+  }
+  ASSERT_TRUE(store_.PutTable(topo_, entries, db::PutOptions{}).ok());
+  Feed(kRing, 36, 10);  // fewer than min_samples: nothing yet
+  EXPECT_TRUE(Eval().empty());
+  Feed(kRing, 36, 30);  // 3x the predicted 12 us
+  auto actions = Eval();
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, PolicyAction::Kind::kBaseline);
+  EXPECT_DOUBLE_EQ(actions[0].baseline_us, 36);
+  db::TunedEntry now = Latest();
+  EXPECT_DOUBLE_EQ(now.rank_time_us, 36);
+  EXPECT_EQ(now.model_version, 4);  // still predicted: only its baseline was measured
+  EXPECT_FALSE(now.stale);
+  EXPECT_TRUE(now.explore.empty());
+  Feed(kRing, 38, 40);  // within 1.2x of the live baseline
+  EXPECT_TRUE(Eval(absl::Now() + absl::Seconds(options_.cooldown_s + 1)).empty());
+  Feed(kRing, 90, 40);  // a real regression against it
+  actions = Eval(absl::Now() + absl::Seconds(options_.cooldown_s + 1));
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, PolicyAction::Kind::kExplore);
+  EXPECT_DOUBLE_EQ(actions[0].baseline_us, 36);
+}
+
 TEST_F(OnlinePolicyTest, RegressionPublishesPlanThenFasterCandidateWins) {
   Feed(kRing, 25, 40);  // 2.5x the per-rank baseline, sustained
   auto actions = Eval();

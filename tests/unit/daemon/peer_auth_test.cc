@@ -26,11 +26,11 @@ TEST(PeerAuth, EveryRpcOfTheServiceHasExactlyTheRolesTable) {
   for (const auto& [rpc, role] : RpcRoles()) EXPECT_TRUE(methods.contains(rpc)) << rpc << " is not an RPC";
   // The writes are the tuner's, the reads and live reports the reader's.
   for (const char* w : {"PutTable", "Rollback", "DeleteTable", "PutSweep", "AddSweepSamples", "StartSweep",
-                        "CancelSweep", "PutLinks"}) {
+                        "CancelSweep", "PutLinks", "PutModel"}) {
     EXPECT_EQ(RpcRoles().at(w), Role::kTuner) << w;
   }
   for (const char* r : {"GetTable", "WatchTable", "ReportTimings", "Status", "GetActivity", "WatchSweep", "Heartbeat",
-                        "GetJobs", "DumpJob"}) {
+                        "GetJobs", "DumpJob", "GetModel", "ListModels"}) {
     EXPECT_EQ(RpcRoles().at(r), Role::kReader) << r;
   }
 }

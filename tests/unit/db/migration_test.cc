@@ -51,7 +51,11 @@ std::string Dump(const std::string& path, const std::map<std::string, std::strin
   std::string out;
   for (const char* sql :
        {"SELECT fingerprint, version, content_hash, created_ms FROM table_versions ORDER BY 1, 2",
-        "SELECT * FROM entries ORDER BY fingerprint, version, collective, dtype, world_size, min_bytes",
+        // The columns of schema 2 (later schemas add columns with defaults).
+        "SELECT fingerprint, version, collective, dtype, world_size, min_bytes, max_bytes, configuration, time_us, "
+        "busbw_gbps, samples, runner_up, margin, default_margin, sweep_id, library_version, measured_ms, rank_time_us, "
+        "stale, explore, explore_every, explore_calls FROM entries ORDER BY fingerprint, version, collective, dtype, "
+        "world_size, min_bytes",
         "SELECT fingerprint, collective, dtype, world_size, bucket_min, configuration, count, sum_us, hex(histogram), "
         "last_seen_ms FROM live_stats ORDER BY 1, 2, 3, 4, 5, 6",
         "SELECT id, status, progress, started_ms, finished_ms, message FROM sweeps ORDER BY id",

@@ -571,6 +571,78 @@ TYPED_TEST(TuningStoreConformance, LinksRefuseBadInputNamingIt) {
   EXPECT_EQ(this->store_->GetLinks("nope").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TYPED_TEST(TuningStoreConformance, ModelsGetTheNextVersionOfTheirClassAndAllAreKept) {
+  const std::string cls = "0123456789abcdef", other = "fedcba9876543210";
+  auto none = this->store_->GetModel(cls, 0);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(none.status().message().find(cls), std::string::npos) << none.status();
+
+  StoredModel first{cls, 99, R"({"name":"a"})", "sweeps s1", 1000, 0};
+  auto v1 = this->store_->PutModel(first);
+  ASSERT_TRUE(v1.ok()) << v1.status();
+  EXPECT_EQ(*v1, 1);  // the version given is ignored
+  auto v2 = this->store_->PutModel(StoredModel{cls, 0, R"({"name":"b"})", "sweeps s2", 2000, 0});
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  EXPECT_EQ(*v2, 2);
+  ASSERT_EQ(*this->store_->PutModel(StoredModel{other, 0, R"({"name":"c"})", "", 3000, 0}), 1);
+
+  auto latest = this->store_->GetModel(cls, 0);
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->version, 2);
+  EXPECT_EQ(latest->profile_json, R"({"name":"b"})");
+  EXPECT_EQ(latest->source, "sweeps s2");
+  EXPECT_EQ(latest->fitted_unix_ms, 2000);
+  EXPECT_GT(latest->stored_unix_ms, 0);
+  auto old = this->store_->GetModel(cls, 1);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->profile_json, R"({"name":"a"})");
+  auto missing = this->store_->GetModel(cls, 7);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("version 7"), std::string::npos) << missing.status();
+
+  auto all = this->store_->ListModels();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].topology_class, cls);
+  EXPECT_EQ((*all)[0].version, 2);
+  EXPECT_EQ((*all)[1].topology_class, other);
+}
+
+TYPED_TEST(TuningStoreConformance, ModelsRefuseBadInputNamingIt) {
+  const std::string cls = "0123456789abcdef";
+  const std::pair<StoredModel, std::string> bad[] = {
+      {{"xyz", 0, "{}", "", 1, 0}, "class"},
+      {{cls, 0, "[1]", "", 1, 0}, "not a JSON object"},
+      {{cls, 0, "{}", "", 0, 0}, "fitting time"},
+      {{cls, 0, "{}", std::string(kMaxTextBytes + 1, 'x'), 1, 0}, "model source"},
+  };
+  for (const auto& [model, what] : bad) {
+    auto v = this->store_->PutModel(model);
+    EXPECT_EQ(v.status().code(), absl::StatusCode::kInvalidArgument) << what;
+    EXPECT_NE(v.status().message().find(what), std::string::npos) << v.status();
+  }
+  EXPECT_EQ(this->store_->GetModel(cls, 0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(this->store_->GetModel(cls, -1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TYPED_TEST(TuningStoreConformance, PredictedEntriesKeepTheirModelVersion) {
+  Topology topo = MakeTopology(2);
+  auto entries = ThreeEntries();
+  entries[0].model_version = 3;  // ring from 64 KiB: second in canonical order
+  ASSERT_TRUE(this->store_->PutTable(topo, entries, {}).ok());
+  auto t = this->store_->GetTable(topo.fingerprint, 0);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->entries.size(), 3u);
+  EXPECT_EQ(t->entries[0].model_version, 0);
+  EXPECT_EQ(t->entries[1].model_version, 3);
+  auto found = this->store_->Lookup(topo.fingerprint, entries[0].key.collective, entries[0].key.dtype,
+                                    entries[0].key.world_size, entries[0].key.range.min, 0);
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((*found)->model_version, 3);
+  entries[0].model_version = -1;
+  EXPECT_EQ(this->store_->PutTable(topo, entries, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TYPED_TEST(TuningStoreConformance, InfoCountsLatestVersions) {
   Topology topo = MakeTopology(2);
   ASSERT_TRUE(this->store_->PutTable(topo, ThreeEntries(), {}).ok());

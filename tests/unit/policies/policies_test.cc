@@ -512,5 +512,33 @@ TEST(TunedTable, SerializeRoundTrip) {
   EXPECT_FALSE(TunedTable::Deserialize("garbage").ok());
 }
 
+// An entry the cost model predicted keeps its model version through the ranks' copy of the table, and the choice
+// it makes is reported as `predicted`, not `table`.
+TEST(TunedTable, APredictedEntryIsChosenAsPredicted) {
+  TunedTable t;
+  t.version = 2;
+  t.entries.push_back(
+      {Collective::kAllreduce, DataType::kFloat32, 4, {0, 4096}, *Configuration::Parse("recursive_doubling")});
+  t.entries.push_back(
+      {Collective::kAllreduce, DataType::kFloat32, 4, {4096, kUnbounded}, *Configuration::Parse("ring")});
+  t.entries[1].model_version = 5;
+  auto back = TunedTable::Deserialize(t.Serialize());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->entries[0].model_version, 0);
+  EXPECT_EQ(back->entries[1].model_version, 5);
+  EXPECT_FALSE(TunedTable::Deserialize("hccltune-table 1\n2\npredicted 3\n").ok());  // no entry before it
+  Environment plain;
+  auto s = Selector::Create(plain, 4, OneNode(4));
+  ASSERT_TRUE(s.ok()) << s.status();
+  s->SetTable(std::make_shared<TunedTable>(*back));
+  auto c = s->Choose(Collective::kAllreduce, DataType::kFloat32, 64);
+  EXPECT_EQ(c.source, ChoiceSource::kTable);
+  c = s->Choose(Collective::kAllreduce, DataType::kFloat32, 1 << 20);
+  EXPECT_EQ(c.source, ChoiceSource::kPredicted);
+  EXPECT_EQ(c.config->algorithm, "ring");
+  EXPECT_EQ(ChoiceSourceName(c.source), "predicted");
+  EXPECT_EQ(s->ChooseForCall(Collective::kAllreduce, DataType::kFloat32, 1 << 20).source, ChoiceSource::kPredicted);
+}
+
 }  // namespace
 }  // namespace hccltune

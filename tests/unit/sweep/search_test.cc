@@ -373,6 +373,9 @@ class RacingStore final : public db::TuningStore {
   }
   absl::Status PutLinks(const db::StoredLinks& l) override { return inner_.PutLinks(l); }
   absl::StatusOr<db::StoredLinks> GetLinks(absl::string_view f) override { return inner_.GetLinks(f); }
+  absl::StatusOr<int64_t> PutModel(const db::StoredModel& m) override { return inner_.PutModel(m); }
+  absl::StatusOr<db::StoredModel> GetModel(absl::string_view c, int64_t v) override { return inner_.GetModel(c, v); }
+  absl::StatusOr<std::vector<db::StoredModel>> ListModels() override { return inner_.ListModels(); }
   absl::StatusOr<db::StoreInfo> Info() override { return inner_.Info(); }
   int puts = 0;
 
