@@ -27,6 +27,8 @@ PACKAGES=(
   dpkg-dev lintian
   # PyTorch backend (python/) for /usr/bin/python3: torch 1.13, its C++ headers, pybind11
   python3-torch libtorch-dev pybind11-dev python3-dev
+  # tests/perf/init_time.sh: Gloo from C++ (hccltune-init-time-gloo), init time against hccl-tune's
+  libgloo-dev
   # hccl-tune sweep --runtime openmpi|mpich: both MPI libraries, their compiler wrappers (the MPI bench is built with
   # each), and ltrace for the test that watches which Open MPI algorithm function a rules file makes run
   openmpi-bin libopenmpi-dev mpich libmpich-dev ltrace

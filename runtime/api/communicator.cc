@@ -74,6 +74,7 @@ absl::StatusOr<std::unique_ptr<CommImpl>> CommImpl::Init(int rank, int size, std
 }
 
 absl::Status CommImpl::Setup() {
+  const absl::Time t0 = absl::Now();
   endpoints_.emplace(rank_, size_, &devices_, absl::Seconds(env_.exec_timeout_s), [this] { return CallProbe(); });
   RankExchange exchange(rank_, size_, env_, store_);
   absl::Status s = exchange.Run([this](uint64_t tag, const std::shared_ptr<Store>& store) -> absl::StatusOr<RankInfo> {
@@ -83,6 +84,7 @@ absl::Status CommImpl::Setup() {
     return MakeDevices();
   });
   if (!s.ok()) return s;
+  const absl::Time t_exchange = absl::Now();
   infos_ = std::move(exchange.infos());
   if (env_.fr_entries > 0) {
     recorder_ = std::make_unique<FlightRecorder>(
@@ -94,6 +96,7 @@ absl::Status CommImpl::Setup() {
   }
   SetupLayout();
   if (s = StartDevices(); !s.ok()) return s;
+  const absl::Time t_devices = absl::Now();
   DescribeTopology();
   if (recorder_) {
     recorder_->SetJobFacts({fingerprint_, infos_[static_cast<size_t>(rank_)].node,
@@ -115,6 +118,11 @@ absl::Status CommImpl::Setup() {
   }
   prealloc_bytes_ = env_.buffsize_bytes;
   if (s = SetupTuning(); !s.ok()) return s;
+  const absl::Time t_end = absl::Now();
+  Log(LogLevel::kDebug, "rank ", rank_, " init phases (ms): rank exchange and devices made ",
+      absl::ToDoubleMilliseconds(t_exchange - t0), ", devices started ",
+      absl::ToDoubleMilliseconds(t_devices - t_exchange), ", selector and tuning ",
+      absl::ToDoubleMilliseconds(t_end - t_devices));
   Log(LogLevel::kInfo, "rank ", rank_, "/", size_, " communicator '", name_, "' ready: ", topo_.num_nodes, " node(s), ",
       local_ranks_.size(), " local, topology ", fingerprint_, " ", topology_json_);
   return absl::OkStatus();

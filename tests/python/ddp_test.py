@@ -1,6 +1,6 @@
-"""DDP for 20 steps on backend hccltune, one rank of a job started by launch.py. Asserts that the process group
-really is hccl-tune's (not a gloo fallback), that every rank ends with bit-identical parameters, and that they
-equal a gloo run's (same model, same data, same ranks) within float tolerance."""
+"""DDP for 20 steps (or the first argument's) on backend hccltune, one rank of a job started by launch.py. Asserts
+that the process group really is hccl-tune's (not a gloo fallback), that every rank ends with bit-identical
+parameters, and that they equal a gloo run's (same model, same data, same ranks) within float tolerance."""
 
 import os
 import sys
@@ -17,6 +17,8 @@ class Args:
 
 
 def main():
+    if len(sys.argv) > 1:
+        Args.steps = int(sys.argv[1])
     torch.set_num_threads(1)
     dist.init_process_group("hccltune")
     import hccl_tune_torch

@@ -115,6 +115,32 @@ TEST(ShmTransport, RingLargerThanBuffer) {
   }
 }
 
+// A peer's segment is mapped once its owner finished it: before Create it is Unavailable (retry), after it OK (and
+// again a no-op), and a segment of another layout is a FailedPrecondition naming it, never a wait.
+TEST(ShmTransport, MapPeerWaitsForTheSegmentAndNamesAMismatch) {
+  const std::vector<int> ranks = {0, 1};
+  const std::string prefix = absl::StrCat("hccltune-test-mappeer-", ::getpid());
+  auto zero = ShmDomain::Create(0, ranks, 64 * 1024, prefix, RingOnly());
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  const std::string name1 = absl::StrCat("/", prefix, "-1");
+  absl::Status early = (*zero)->MapPeer(1, name1);
+  EXPECT_TRUE(absl::IsUnavailable(early)) << early;
+  auto one = ShmDomain::Create(1, ranks, 64 * 1024, prefix, RingOnly());
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_TRUE((*zero)->MapPeer(1, name1).ok());
+  EXPECT_TRUE((*zero)->MapPeer(1, name1).ok());
+  EXPECT_TRUE((*one)->MapPeer(0, (*zero)->segment_name()).ok());
+  EXPECT_NE((*zero)->pair(1), nullptr);
+  auto other = ShmDomain::Create(1, ranks, 128 * 1024, prefix + "-other", RingOnly());
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto lone = ShmDomain::Create(0, ranks, 64 * 1024, prefix + "-lone", RingOnly());
+  ASSERT_TRUE(lone.ok()) << lone.status();
+  absl::Status mismatch = (*lone)->MapPeer(1, (*other)->segment_name());
+  EXPECT_EQ(mismatch.code(), absl::StatusCode::kFailedPrecondition) << mismatch;
+  EXPECT_NE(mismatch.message().find("does not match this rank's layout"), std::string::npos) << mismatch;
+  for (auto* d : {zero->get(), one->get(), other->get(), lone->get()}) d->Unlink();
+}
+
 TEST(ShmTransport, SizeMismatchIsNamedError) {
   auto doms = MakeShm(2, 64 * 1024);
   StreamEndpoint a(0, ShmPairs(*doms[0], 2, 0), doms[0]->doorbell(), absl::Seconds(5));

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/host.h"
 #include "runtime/common/json_field.h"
@@ -26,7 +27,11 @@ class ShmDevice final : public Device, public SymmetricAllocator {
 
   LinkKind kind() const override { return LinkKind::kShm; }
   Scope scope() const override { return Scope::kNode; }
-  std::string Block() const override { return nlohmann::json{{"cpus", HostCpus()}}.dump(); }
+  // The CPUs this rank sees and the name its segment will have (Start creates it): a peer maps it once it is
+  // there, without asking the store for it.
+  std::string Block() const override {
+    return nlohmann::json{{"cpus", HostCpus()}, {"segment", absl::StrCat("/", SegmentPrefix(), "-", ctx_.rank)}}.dump();
+  }
   absl::Status Start(const DeviceLayout& layout, const std::vector<std::string>& blocks) override;
   absl::Status CheckLink(const LinkSpec& link, bool intra_step) const override {
     (void)link;
@@ -51,8 +56,10 @@ class ShmDevice final : public Device, public SymmetricAllocator {
  private:
   // The single-copy options for `local` ranks on this node (HCCL_TUNE_SINGLE_COPY, or measured).
   ShmOptions SingleCopyOptions(int local) const;
-  // Maps the other local ranks' segments (names from the store) and logs the peers without single copy.
-  absl::Status MapPeers(const std::vector<int>& local, absl::Time deadline);
+  std::string SegmentPrefix() const { return absl::StrCat("hccltune-", ::getpid(), "-", absl::Hex(ctx_.tag)); }
+  // Maps the other local ranks' segments (rank -> name, from their blocks) as each is ready, and logs the peers
+  // without single copy.
+  absl::Status MapPeers(const std::map<int, std::string>& names, absl::Time deadline);
   // Waits until every local peer has mapped this rank's segment (the count in its header), then unlinks it.
   absl::Status AwaitMapped(size_t local, absl::Time deadline);
 
@@ -65,6 +72,7 @@ ShmOptions ShmDevice::SingleCopyOptions(int local) const {
   const Environment& env = ctx_.env;
   ShmOptions options;
   options.single_copy = env.single_copy;
+  options.populate_rings = !Oversubscribed(local);
   if (env.single_copy_min_bytes > 0) {
     options.single_copy_min_bytes = static_cast<size_t>(std::min<uint64_t>(env.single_copy_min_bytes, SIZE_MAX));
     Log(LogLevel::kInfo, "rank ", ctx_.rank, ": single copy from ", options.single_copy_min_bytes,
@@ -92,32 +100,54 @@ absl::Status ShmDevice::Start(const DeviceLayout& layout, const std::vector<std:
   // HCCL_BUFFSIZE is shared by the inbound rings (common/host.h: at most 4 MiB each, 1 MiB when this
   // communicator's ranks on the node take turns on its CPUs), at the fewest CPUs any local rank sees.
   int cpus = HostCpus();
+  std::map<int, std::string> names;
   for (int r : local) {
     auto j = nlohmann::json::parse(blocks[static_cast<size_t>(r)], nullptr, false);
     const int theirs = j.is_object() ? JsonOr(j, "cpus", 0) : 0;
     if (theirs > 0) cpus = std::min(cpus, theirs);
+    if (r == ctx_.rank) continue;
+    names[r] = j.is_object() ? JsonOr(j, "segment", "") : "";
+    if (names[r].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("shm: rank ", r, "'s address block names no segment: '", blocks[static_cast<size_t>(r)], "'"));
+    }
   }
   const size_t ring = ShmRingBytes(ctx_.env.buffsize_bytes, static_cast<int>(local.size()), cpus);
-  auto shm = ShmDomain::Create(ctx_.rank, local, ring, absl::StrCat("hccltune-", ::getpid(), "-", absl::Hex(ctx_.tag)),
-                               SingleCopyOptions(static_cast<int>(local.size())));
+  auto shm =
+      ShmDomain::Create(ctx_.rank, local, ring, SegmentPrefix(), SingleCopyOptions(static_cast<int>(local.size())));
   if (!shm.ok()) return shm.status();
   domain_ = *std::move(shm);
   const absl::Time deadline = absl::Now() + absl::Seconds(ctx_.env.connect_timeout_s);
-  if (absl::Status s = MapPeers(local, deadline); !s.ok()) return s;
+  if (absl::Status s = MapPeers(names, deadline); !s.ok()) return s;
   return AwaitMapped(local.size(), deadline);
 }
 
-absl::Status ShmDevice::MapPeers(const std::vector<int>& local, absl::Time deadline) {
-  Store& store = *ctx_.store;
-  if (absl::Status s = store.Set(absl::StrCat("shm/", ctx_.rank), domain_->segment_name()); !s.ok()) return s;
-  std::map<int, std::string> names;
-  for (int r : local) {
-    if (r == ctx_.rank) continue;
-    auto n = GetUntil(store, absl::StrCat("shm/", r), deadline, ctx_.probe);
-    if (!n.ok()) return n.status();
-    names[r] = *n;
+absl::Status ShmDevice::MapPeers(const std::map<int, std::string>& names, absl::Time deadline) {
+  // Each peer's segment is mapped once its owner finished it (MapPeer: Unavailable before), retried from /dev/shm
+  // itself: no store request per peer (n - 1 gets per rank through the store's one server made this O(n^2)
+  // requests per node).
+  std::map<int, std::string> pending = names;
+  absl::Duration pause = absl::Microseconds(50);
+  for (int polls = 1;; ++polls) {
+    for (auto it = pending.begin(); it != pending.end();) {
+      absl::Status s = domain_->MapPeer(it->first, it->second);
+      if (!s.ok() && !absl::IsUnavailable(s)) return s;
+      it = s.ok() ? pending.erase(it) : std::next(it);
+    }
+    if (pending.empty()) break;
+    if (polls % 64 == 0) {  // a rank that failed its setup says so (Create)
+      if (absl::Status a = ctx_.probe(); !a.ok()) return a;
+    }
+    if (absl::Now() > deadline) {
+      std::vector<int> missing;
+      for (const auto& [r, unused] : pending) missing.push_back(r);
+      return absl::DeadlineExceededError(absl::StrCat("rank ", ctx_.rank, ": the shared memory of local ranks ",
+                                                      absl::StrJoin(missing, ", "), " never appeared within ",
+                                                      ctx_.env.connect_timeout_s, " s (HCCL_CONNECT_TIMEOUT)"));
+    }
+    absl::SleepFor(pause);
+    pause = std::min(pause * 2, absl::Milliseconds(2));
   }
-  if (absl::Status s = domain_->MapPeers(names); !s.ok()) return s;
   for (const auto& [r, unused] : names) {
     if (absl::Status cma = domain_->SingleCopyStatus(r); !cma.ok()) {
       Log(LogLevel::kInfo, "rank ", ctx_.rank, ": large messages from rank ", r,

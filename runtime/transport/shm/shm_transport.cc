@@ -577,15 +577,18 @@ absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std
     ::shm_unlink(d->name_.c_str());
     return ShmSpaceError(err, d->name_, d->map_bytes_, local_ranks.size(), d->ring_bytes_);
   }
-  void* p = ::mmap(nullptr, d->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* p = ::mmap(nullptr, d->map_bytes_, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | (options.populate_rings ? MAP_POPULATE : 0), fd, 0);
   ::close(fd);
   if (p == MAP_FAILED) {
     absl::Status s = Errno("cannot map segment", d->name_);
     ::shm_unlink(d->name_.c_str());
     return s;
   }
-  PrefaultForWriting(p, d->map_bytes_);  // nothing is in it yet
   auto* seg = static_cast<Segment*>(p);
+  // Nothing is in it yet. The header, ring controls and mailbox always; the rings when they are populated.
+  PrefaultForWriting(
+      p, options.populate_rings ? d->map_bytes_ : Segment::Offset() + local_ranks.size() * sizeof(RingControl));
   seg->owner_rank = rank;
   seg->owner_pid = static_cast<int32_t>(::getpid());
   seg->num_local = static_cast<uint32_t>(local_ranks.size());
@@ -601,7 +604,11 @@ absl::StatusOr<std::unique_ptr<ShmDomain>> ShmDomain::Create(int rank, const std
   // first pass, 9 with the rings warmed here, 8 in steady state). Restarting an empty ring at its start instead
   // (so small messages reuse a few lines) was slower in steady state: 12 us, each line then moves between the two
   // cores' caches on every message.
-  std::memset(seg->rings(), 0, (local_ranks.size() - 1) * d->ring_bytes_);
+  if (options.populate_rings) {
+    std::memset(seg->rings(), 0, (local_ranks.size() - 1) * d->ring_bytes_);
+  } else {
+    PopulateShared(seg->mailbox(), 2 * kMailboxSlotBytes, /*write=*/true);
+  }
   std::atomic_ref<uint64_t>(seg->magic).store(kSegmentMagic, std::memory_order_release);
   d->own_ = seg;
   d->doorbell_ = std::make_unique<ShmDoorbell>(&seg->bell);
@@ -627,62 +634,90 @@ void ShmDomain::Unlink() {
 }
 
 absl::Status ShmDomain::MapPeers(const std::map<int, std::string>& names) {
+  for (const auto& [peer, name] : names) {
+    if (absl::Status s = MapPeer(peer, name); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ShmDomain::Segment*> ShmDomain::OpenReady(int peer, const std::string& name) const {
+  int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == ENOENT) return absl::UnavailableError(absl::StrCat("rank ", peer, " has not created ", name));
+  if (fd < 0) return Errno(absl::StrCat("cannot open rank ", peer, "'s segment"), name);
+  struct stat st {};
+  const bool sized = ::fstat(fd, &st) == 0 && st.st_size > 0;
+  if (sized && static_cast<size_t>(st.st_size) != map_bytes_) {
+    ::close(fd);
+    return LayoutMismatch(peer, name);
+  }
+  // Not MAP_POPULATE: of a peer's segment this rank touches the header, the ring controls, its own inbound ring
+  // there and the mailbox, not the other n - 2 rings; populating them all made every rank map n - 1 whole
+  // segments, O(n^2) page-table work per node at init (32 ranks with 1 MiB rings on 2 CPUs: seconds).
+  void* p = sized ? ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  ::close(fd);
+  if (!sized) return absl::UnavailableError(absl::StrCat("rank ", peer, " has not sized ", name));
+  if (p == MAP_FAILED) return Errno(absl::StrCat("cannot map rank ", peer, "'s segment"), name);
+  auto* seg = static_cast<Segment*>(p);
+  // The owner stores the magic last (Create): before it, the segment is still being set up.
+  if (std::atomic_ref<uint64_t>(seg->magic).load(std::memory_order_acquire) != kSegmentMagic) {
+    ::munmap(p, map_bytes_);
+    return absl::UnavailableError(absl::StrCat("rank ", peer, " has not finished ", name));
+  }
+  if (seg->owner_rank != peer || seg->ring_bytes != ring_bytes_ || seg->num_local != local_ranks_.size()) {
+    ::munmap(p, map_bytes_);
+    return LayoutMismatch(peer, name);
+  }
+  return seg;
+}
+
+absl::Status ShmDomain::LayoutMismatch(int peer, const std::string& name) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("shm: segment ", name, " of rank ", peer,
+                   " does not match this rank's layout (different HCCL_BUFFSIZE or ranks per node on the two ranks?)"));
+}
+
+absl::Status ShmDomain::MapPeer(int peer, const std::string& name) {
   auto pos = [this](int r) {
     return static_cast<size_t>(std::find(local_ranks_.begin(), local_ranks_.end(), r) - local_ranks_.begin());
   };
-  for (const auto& [peer, name] : names) {
-    if (peer == rank_) continue;
-    int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0) return Errno(absl::StrCat("cannot open rank ", peer, "'s segment"), name);
-    // Not MAP_POPULATE: of a peer's segment this rank touches the header, the ring controls, its own inbound ring
-    // there and the mailbox, not the other n - 2 rings; populating them all made every rank map n - 1 whole
-    // segments, O(n^2) page-table work per node at init (32 ranks with 1 MiB rings on 2 CPUs: seconds).
-    void* p = ::mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ::close(fd);
-    if (p == MAP_FAILED) return Errno(absl::StrCat("cannot map rank ", peer, "'s segment"), name);
-    PopulateShared(p, Segment::Offset() + local_ranks_.size() * sizeof(RingControl), /*write=*/true);
-    auto* seg = static_cast<Segment*>(p);
-    if (seg->magic != kSegmentMagic || seg->owner_rank != peer || seg->ring_bytes != ring_bytes_ ||
-        seg->num_local != local_ranks_.size()) {
-      ::munmap(p, map_bytes_);
-      return absl::FailedPreconditionError(absl::StrCat(
-          "shm: segment ", name, " of rank ", peer,
-          " does not match this rank's layout (different HCCL_BUFFSIZE or ranks per node on the two ranks?)"));
+  if (peer == rank_ || peers_.count(peer) != 0) return absl::OkStatus();
+  auto ready = OpenReady(peer, name);
+  if (!ready.ok()) return ready.status();
+  Segment* seg = *ready;
+  PopulateShared(seg, Segment::Offset() + local_ranks_.size() * sizeof(RingControl), /*write=*/true);
+  peers_[peer] = seg;
+  const size_t me = pos(rank_), them = pos(peer);
+  // Write-fault the ring this rank writes into now, else each first write to one of its pages takes a minor
+  // fault (even MAP_POPULATE maps a shared mapping's pages for reading only) — a 2-rank 64 KiB allreduce ran at 19 us
+  // for its first ~64 calls (one pass through a 4 MiB ring) and 8 us after. The ring is empty, and only
+  // this rank writes it.
+  if (options_.populate_rings) PrefaultForWriting(seg->ring(me), ring_bytes_);
+  PopulateShared(seg->mailbox(), 2 * kMailboxSlotBytes, /*write=*/false);
+  std::atomic_ref<uint32_t>(seg->mapped_by).fetch_add(1, std::memory_order_acq_rel);
+  pairs_[peer] = std::make_unique<ShmPair>(
+      peer, seg->owner_pid, &seg->controls()[me], seg->ring(me), &own_->controls()[them], own_->ring(them), ring_bytes_,
+      &seg->bell, static_cast<int>(local_ranks_.size()), options_.single_copy_min_bytes, options_.single_copy_max_bytes,
+      seg->owner_cpu >= 0 && seg->owner_cpu == own_->owner_cpu);
+  // Single copy: can this rank read the peer's memory? Read the peer's segment header at the peer's own
+  // address and compare it with what the mapping shows (a pid from another namespace reads something else).
+  absl::Status cma = absl::OkStatus();
+  if (!single_copy_off_.empty()) {
+    cma = absl::FailedPreconditionError(single_copy_off_);
+  } else {
+    uint64_t probe[2] = {0, 0};
+    const int err = ReadRemote(seg->owner_pid, seg->owner_addr, probe, sizeof(probe));
+    if (err != 0) {
+      const int scope = YamaScope();
+      cma = absl::PermissionDeniedError(absl::StrCat(
+          "the kernel refused to let rank ", rank_, " read rank ", peer, "'s memory (pid ", seg->owner_pid,
+          "): ", std::strerror(err), scope >= 1 ? absl::StrCat("; Yama ptrace_scope is ", scope) : std::string()));
+    } else if (probe[0] != kSegmentMagic || static_cast<int32_t>(probe[1]) != peer) {
+      cma = absl::FailedPreconditionError(absl::StrCat("pid ", seg->owner_pid, " of rank ", peer,
+                                                       " is not the same process in this rank's pid namespace"));
     }
-    peers_[peer] = seg;
-    const size_t me = pos(rank_), them = pos(peer);
-    // Write-fault the ring this rank writes into now, else each first write to one of its pages takes a minor
-    // fault (even MAP_POPULATE maps a shared mapping's pages for reading only) — a 2-rank 64 KiB allreduce ran at 19 us
-    // for its first ~64 calls (one pass through a 4 MiB ring) and 8 us after. The ring is empty, and only
-    // this rank writes it.
-    PrefaultForWriting(seg->ring(me), ring_bytes_);
-    PopulateShared(seg->mailbox(), 2 * kMailboxSlotBytes, /*write=*/false);
-    std::atomic_ref<uint32_t>(seg->mapped_by).fetch_add(1, std::memory_order_acq_rel);
-    pairs_[peer] = std::make_unique<ShmPair>(
-        peer, seg->owner_pid, &seg->controls()[me], seg->ring(me), &own_->controls()[them], own_->ring(them),
-        ring_bytes_, &seg->bell, static_cast<int>(local_ranks_.size()), options_.single_copy_min_bytes,
-        options_.single_copy_max_bytes, seg->owner_cpu >= 0 && seg->owner_cpu == own_->owner_cpu);
-    // Single copy: can this rank read the peer's memory? Read the peer's segment header at the peer's own
-    // address and compare it with what the mapping shows (a pid from another namespace reads something else).
-    absl::Status cma = absl::OkStatus();
-    if (!single_copy_off_.empty()) {
-      cma = absl::FailedPreconditionError(single_copy_off_);
-    } else {
-      uint64_t probe[2] = {0, 0};
-      const int err = ReadRemote(seg->owner_pid, seg->owner_addr, probe, sizeof(probe));
-      if (err != 0) {
-        const int scope = YamaScope();
-        cma = absl::PermissionDeniedError(absl::StrCat(
-            "the kernel refused to let rank ", rank_, " read rank ", peer, "'s memory (pid ", seg->owner_pid,
-            "): ", std::strerror(err), scope >= 1 ? absl::StrCat("; Yama ptrace_scope is ", scope) : std::string()));
-      } else if (probe[0] != kSegmentMagic || static_cast<int32_t>(probe[1]) != peer) {
-        cma = absl::FailedPreconditionError(absl::StrCat("pid ", seg->owner_pid, " of rank ", peer,
-                                                         " is not the same process in this rank's pid namespace"));
-      }
-    }
-    own_->controls()[them].reader_cma.store(cma.ok() ? kCmaOk : kCmaRefused, std::memory_order_release);
-    single_copy_[peer] = cma;
   }
+  own_->controls()[them].reader_cma.store(cma.ok() ? kCmaOk : kCmaRefused, std::memory_order_release);
+  single_copy_[peer] = cma;
   return absl::OkStatus();
 }
 

@@ -52,6 +52,12 @@ struct ShmOptions {
   // HCCL_TUNE_SINGLE_COPY=<size>.
   size_t single_copy_min_bytes = 8u << 10;
   size_t single_copy_max_bytes = SIZE_MAX;  // no upper limit (tests narrow the window)
+  // Whether Create maps, write-faults and zeroes this rank's inbound rings, and MapPeer write-faults the ring this
+  // rank writes in each peer's segment, at init (warm first calls); else their pages fault in on first use. The
+  // device turns it off when the node's ranks outnumber its CPUs: then the ranks populate their rings one CPU
+  // after another, the node's whole shm (16 MiB x ranks) is paged in serially, and that dominated init (32 ranks
+  // on 2 CPUs: about 1 s of 1.5). Either way Create reserves every page (posix_fallocate).
+  bool populate_rings = true;
 };
 
 // Bytes of one mailbox slot (two per rank): room for the endpoint's slot header and a block of up to
@@ -76,8 +82,12 @@ class ShmDomain {
   ~ShmDomain();
 
   const std::string& segment_name() const { return name_; }
-  // Maps the segment of every other local rank (rank -> segment name).
+  // Maps the segment of every other local rank (rank -> segment name); MapPeer for each.
   absl::Status MapPeers(const std::map<int, std::string>& names);
+  // Maps local rank `peer`'s segment `name` (once; again is a no-op). Unavailable while its owner has not finished
+  // creating it (absent, not sized yet, or its magic not yet stored), so a caller may retry without any other
+  // signal that it is ready; FailedPrecondition when it does not match this rank's layout.
+  absl::Status MapPeer(int peer, const std::string& name);
   // Whether this rank reads `peer`'s large messages by single copy (probed in MapPeers): OK, or why not
   // (turned off, refused by the kernel, Yama). Informational: the wire protocol works either way.
   absl::Status SingleCopyStatus(int peer) const;
@@ -98,6 +108,9 @@ class ShmDomain {
 
  private:
   ShmDomain() = default;
+  // Opens and maps `name` when its owner has finished it (MapPeer's Unavailable otherwise) and checks its layout.
+  absl::StatusOr<Segment*> OpenReady(int peer, const std::string& name) const;
+  static absl::Status LayoutMismatch(int peer, const std::string& name);
   int rank_ = 0;
   std::vector<int> local_ranks_;
   size_t ring_bytes_ = 0;
