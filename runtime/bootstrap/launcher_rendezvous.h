@@ -28,11 +28,11 @@
 
 namespace hccltune {
 
-// A store client that owns the server it talks to (when this rank serves), so the server lives as long as the
-// communicators that use it.
+// A store client that owns (or shares) the server it talks to (when this rank serves), so the server lives at least
+// as long as the communicators that use it.
 class ServedStore final : public Store {
  public:
-  ServedStore(std::unique_ptr<TcpStoreServer> server, std::shared_ptr<Store> client)
+  ServedStore(std::shared_ptr<TcpStoreServer> server, std::shared_ptr<Store> client)
       : server_(std::move(server)), client_(std::move(client)) {}
   absl::Status Set(const std::string& k, const std::string& v) override { return client_->Set(k, v); }
   absl::StatusOr<std::string> Get(const std::string& k, absl::Duration t) override { return client_->Get(k, t); }
@@ -42,7 +42,7 @@ class ServedStore final : public Store {
   bool serving() const { return server_ != nullptr; }
 
  private:
-  std::unique_ptr<TcpStoreServer> server_;
+  std::shared_ptr<TcpStoreServer> server_;
   std::shared_ptr<Store> client_;
 };
 

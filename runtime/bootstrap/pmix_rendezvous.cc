@@ -197,17 +197,18 @@ absl::Status Agree(const Environment& env, const char* what, std::optional<int>&
   return absl::OkStatus();
 }
 
-// What one exchange found: the process's facts, and rank 0's published value.
+// What one exchange found: the process's facts, rank 0's published value, and (on rank 0) its server.
 struct PmixKnown {
   PmixFacts facts;
   std::string value;
+  std::shared_ptr<TcpStoreServer> server;
 };
 
 // Steps 1-4 of the header: `serve` starts rank 0's store and returns its port (rank 0 only).
 absl::StatusOr<PmixKnown> PmixExchange(const Environment& env, const std::function<absl::StatusOr<int>()>& serve) {
   auto session = PmixSession::Open();
   if (!session.ok()) return session.status();
-  PmixKnown known{(*session)->facts(), ""};
+  PmixKnown known{(*session)->facts(), "", nullptr};
   if (known.facts.rank == 0) {
     auto port = serve();
     if (!port.ok()) return port.status();
@@ -245,35 +246,34 @@ absl::StatusOr<Environment> ApplyPmixFacts(const Environment& env, const PmixFac
   return out;
 }
 
+// Rank 0's server is kept for the life of the process (never destroyed, as the address is): every later
+// communicator from the environment uses it too, under a new tag. Serving the port again after the first
+// communicator is gone would race: a rank could reach the old server while it shuts down.
 absl::StatusOr<LaunchedRendezvous> PmixRendezvous(const Environment& env) {
   static absl::Mutex mu;
   static std::optional<PmixKnown>& known = *new std::optional<PmixKnown>;  // once PMIx gave it; never destroyed
   absl::MutexLock lock(&mu);
   auto auth = LoadJobAuth(env);
   if (!auth.ok()) return auth.status();
-  std::unique_ptr<TcpStoreServer> served;
-  // All interfaces: rank 0 publishes every address it has, and each rank picks the one on its own subnet.
-  auto serve = [&](int port) -> absl::StatusOr<int> {
-    auto server = TcpStoreServer::Start("0.0.0.0", port, {}, *auth);
-    if (!server.ok()) return server.status();
-    served = *std::move(server);
-    return served->port();
-  };
   if (!known) {
-    auto got = PmixExchange(env, [&] { return serve(0); });
+    std::shared_ptr<TcpStoreServer> served;
+    // All interfaces: rank 0 publishes every address it has, and each rank picks the one on its own subnet.
+    auto got = PmixExchange(env, [&]() -> absl::StatusOr<int> {
+      auto server = TcpStoreServer::Start("0.0.0.0", 0, {}, *auth);
+      if (!server.ok()) return server.status();
+      served = *std::move(server);
+      return served->port();
+    });
     if (!got.ok()) return got.status();
     known = *std::move(got);
+    known->server = std::move(served);
   }
   auto resolved = ApplyPmixFacts(env, known->facts);
   if (!resolved.ok()) return resolved.status();
   auto where = ChoosePmixAddress(known->value, ListInterfaces());
   if (!where.ok()) return where.status();
-  if (known->facts.rank == 0 && served == nullptr) {
-    auto again = serve(where->port);
-    if (!again.ok()) return again.status();
-  }
   Log(LogLevel::kInfo, "rank ", known->facts.rank, ": ", env.launcher, " rendezvous at ", where->host, ":", where->port,
-      " (", resolved->launcher_rdzv_origin, ")", served ? ", served by this rank" : "");
+      " (", resolved->launcher_rdzv_origin, ")", known->server ? ", served by this rank" : "");
   auto client = ConnectTcpStore(where->host, where->port, absl::Seconds(env.connect_timeout_s), *auth);
   if (!client.ok()) {
     return absl::Status(client.status().code(),
@@ -281,7 +281,7 @@ absl::StatusOr<LaunchedRendezvous> PmixRendezvous(const Environment& env) {
                                      " (published through PMIx as '", known->value, "') did not answer within ",
                                      env.connect_timeout_s, " s (HCCL_CONNECT_TIMEOUT): ", client.status().message()));
   }
-  return LaunchedRendezvous{std::make_shared<ServedStore>(std::move(served), *client), *std::move(resolved)};
+  return LaunchedRendezvous{std::make_shared<ServedStore>(known->server, *client), *std::move(resolved)};
 }
 
 }  // namespace hccltune

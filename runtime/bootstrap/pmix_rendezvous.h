@@ -13,8 +13,9 @@
 //   4. PMIx_Finalize as soon as the address is known (PmixSession is RAII); the store's rank exchange then names
 //      any rank that never joined.
 //
-// A second rendezvous in the process reuses the first one's facts and address (the server is finalized by then);
-// rank 0 serves the same port again.
+// A second rendezvous in the process reuses the first one's facts and address (the PMIx server is finalized by
+// then) and rank 0's store server, which lives as long as the process: each communicator's keys are under its own
+// tag (runtime/api/rank_exchange), so communicators from the environment may follow or overlap one another.
 //
 // Thread-safety: PmixRendezvous serialises callers; PmixSession is for one thread.
 #pragma once

@@ -11,11 +11,14 @@
 #                   with Open MPI's own variables removed (PMIx alone gives rank, size and local facts)
 #   mpirun_derived: mpirun with HCCL_TUNE_PMIX=off: the host and port derived from mpirun's URI and job id
 #   mpiexec:        MPICH's mpiexec (hydra): PMI-1
-# Usage: launched_bench.sh srun|srun_pmix|mpirun|mpirun_derived|mpiexec HCCL_TUNE_BINARY [RANKS]
+# With TWO_COMMUNICATORS (tests/launchers/two_communicators.cc), a job whose every rank creates a second communicator
+# from the environment beside the first, then a third after both (the launcher's rendezvous reused in one process).
+# Usage: launched_bench.sh srun|srun_pmix|mpirun|mpirun_derived|mpiexec HCCL_TUNE_BINARY [RANKS [TWO_COMMUNICATORS]]
 set -euo pipefail
 launcher=$1
 bin=$(readlink -f "$2")
 n=${3:-4}
+two=${4:+$(readlink -f "$4")}
 here=$(cd "$(dirname "$0")" && pwd)
 if [[ $launcher == srun* && -z ${HCT_IN_SLURM_CLUSTER:-} ]]; then
   HCT_IN_SLURM_CLUSTER=1 exec "$here/slurm_cluster.sh" "$0" "$@"
@@ -68,6 +71,16 @@ rows=$(grep -c "check ok" "$d/out.0" || true)
 ((rows == 7)) || { cat "$d/out.0"; fail "rank 0 reported $rows checked rows, expected 7 (1K to 64K)"; }
 ! grep -q "CHECK FAILED" "$d/out.0" || fail "a check failed"
 echo "$launcher -n $n: every rank ok, $rows rows checked in $((SECONDS - start)) s; rank 1: $(grep -o "$name rendezvous at.*" "$d/err.1" | head -n 1)"
+
+if [[ -n $two ]]; then
+  rm -f "$d"/*.[0-9]*
+  launch "$n" "$two" || fail "two communicators: $launcher exited $?"
+  for ((r = 0; r < n; r++)); do
+    grep -q "rank $r: 3 communicators of $n ranks, every result correct" "$d/out.$r" ||
+      fail "two communicators: rank $r did not report 3 correct: $(tail -n 1 "$d/err.$r")"
+  done
+  echo "$launcher -n $n: a second communicator beside the first, then a third, in each rank: every result correct"
+fi
 
 # PMIx alone (as under prterun): Open MPI's own variables removed, rank, size and the local facts come from the
 # PMIx server.
