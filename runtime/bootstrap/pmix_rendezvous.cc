@@ -28,8 +28,7 @@ bool PmixBuilt() { return HCCL_TUNE_HAVE_PMIX; }
 namespace {
 
 absl::Status PmixError(absl::string_view call, const std::string& nspace, pmix_status_t rc) {
-  return absl::UnavailableError(absl::StrCat(call, " failed", nspace.empty() ? "" : " (PMIx namespace ", nspace,
-                                             nspace.empty() ? "" : ")", ": ", PMIx_Error_string(rc)));
+  return absl::UnavailableError(absl::StrCat(call, " failed (PMIx namespace ", nspace, "): ", PMIx_Error_string(rc)));
 }
 
 // An integer-valued PMIx value (the job-level facts come as uint32 or uint16).
@@ -67,7 +66,12 @@ absl::StatusOr<int> GetNumber(const pmix_proc_t& proc, const char* key) {
 absl::StatusOr<std::unique_ptr<PmixSession>> PmixSession::Open() {
   pmix_proc_t me;
   const pmix_status_t rc = PMIx_Init(&me, nullptr, 0);
-  if (rc != PMIX_SUCCESS) return PmixError("PMIx_Init", "", rc);
+  if (rc != PMIX_SUCCESS) {
+    return absl::UnavailableError(absl::StrCat(
+        "PMIx_Init failed: ", PMIx_Error_string(rc),
+        " (PMIX_NAMESPACE and PMIX_RANK are set, but no PMIx server accepted this process; HCCL_TUNE_PMIX=off "
+        "uses the rendezvous derived from the launcher's variables)"));
+  }
   std::unique_ptr<PmixSession> s(new PmixSession());  // finalizes from here on
   s->facts_.nspace = me.nspace;
   s->facts_.rank = static_cast<int>(me.rank);
