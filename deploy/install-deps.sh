@@ -32,8 +32,11 @@ PACKAGES=(
   # hccl-tune sweep --runtime openmpi|mpich: both MPI libraries, their compiler wrappers (the MPI bench is built with
   # each), and ltrace for the test that watches which Open MPI algorithm function a rules file makes run
   openmpi-bin libopenmpi-dev mpich libmpich-dev ltrace
-  # tests/launchers/: a one-node Slurm started by the test (srun, slurmctld, slurmd, sinfo) and its munge
+  # tests/launchers/: a one-node Slurm started by the test (srun, slurmctld, slurmd, sinfo; its pmix plugin for
+  # srun --mpi=pmix) and its munge
   slurm-wlm munge
+  # the rendezvous through a launcher's PMIx server (runtime/bootstrap/pmix_rendezvous.cc): optional at build time
+  libpmix-dev
   # hccl-tuned's /metrics endpoint (daemon/metrics_http.cc): an embedded HTTP server; its test scrapes it with a
   # real Prometheus server
   libcivetweb-dev prometheus

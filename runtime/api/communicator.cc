@@ -455,6 +455,13 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateServed(int rank, int size, s
   if (!c.ok() && store->serving()) absl::SleepFor(kServerLinger);
   return c;
 }
+
+// Whether the rendezvous is the launcher's: no explicit setting (HCCL_TUNE_STORE, HCCL_TUNE_MASTER_ADDR/PORT,
+// MASTER_ADDR/PORT) and a launcher that implies one.
+bool UsesLauncherRendezvous(const Environment& env) {
+  return env.store.empty() && env.master_addr.empty() && !env.master_port && env.launcher_master_addr.empty() &&
+         !env.launcher_master_port && HasLauncherRendezvous(env);
+}
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(const Environment& env) {
@@ -465,10 +472,17 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(cons
     if (absl::Status s = ApplyRankTableFromEnvironment(&from_table); !s.ok()) return s;
     return FromEnvironment(from_table);
   }
-  if (!env.rank || !env.world_size) {
+  // A PMIx server alone gives the world size at its rendezvous (runtime/bootstrap/pmix_rendezvous.h).
+  const bool pmix_alone = env.launcher == "pmix" && UsesLauncherRendezvous(env);
+  if ((!env.rank || !env.world_size) && !pmix_alone) {
     return absl::InvalidArgumentError(
         "env:// bootstrap needs this rank and the world size: set RANK and WORLD_SIZE (torchrun), or run under "
-        "mpirun (OMPI_COMM_WORLD_RANK/SIZE) or srun (SLURM_PROCID/SLURM_NTASKS)");
+        "mpirun (OMPI_COMM_WORLD_RANK/SIZE), srun (SLURM_PROCID/SLURM_NTASKS) or a PMIx server (PMIX_RANK)");
+  }
+  if (UsesLauncherRendezvous(env)) {
+    auto launched = ConnectLauncherRendezvous(env);
+    if (!launched.ok()) return launched.status();
+    return CreateServed(*launched->env.rank, *launched->env.world_size, launched->store, launched->env);
   }
   const int rank = *env.rank, size = *env.world_size;
   const absl::Duration timeout = absl::Seconds(env.connect_timeout_s);
@@ -507,11 +521,6 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::FromEnvironment(cons
             "HCCL_TUNE_MASTER_PORT)"));
       }
       port = *env.launcher_master_port + 1;
-    }
-    if (host.empty() && port == 0 && HasLauncherRendezvous(env)) {
-      auto launched = ConnectLauncherRendezvous(env);
-      if (!launched.ok()) return launched.status();
-      return CreateServed(rank, size, *launched, env);
     }
     if (host.empty() || port == 0) {
       return absl::InvalidArgumentError(

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "runtime/bootstrap/pmix_rendezvous.h"
 #include "runtime/common/job_auth.h"
 #include "runtime/common/logging.h"
 #include "runtime/net/interfaces.h"
@@ -163,14 +164,8 @@ absl::StatusOr<std::shared_ptr<ServedStore>> PmiRendezvous(const Environment& en
   return std::make_shared<ServedStore>(std::move(served), *client);
 }
 
-}  // namespace
-
-bool HasLauncherRendezvous(const Environment& env) {
-  if (env.launcher == "mpich") return env.pmi_fd.has_value();
-  return !env.launcher_rdzv_host.empty() && env.launcher_rdzv_port.has_value();
-}
-
-absl::StatusOr<std::shared_ptr<ServedStore>> ConnectLauncherRendezvous(const Environment& env) {
+// Slurm and Open MPI: the derived host and port; MPICH: PMI-1.
+absl::StatusOr<std::shared_ptr<ServedStore>> ConnectDerivedRendezvous(const Environment& env) {
   if (env.launcher == "mpich") return PmiRendezvous(env);
   const std::string& host = env.launcher_rdzv_host;
   const int port = env.launcher_rdzv_port.value_or(0);
@@ -203,6 +198,26 @@ absl::StatusOr<std::shared_ptr<ServedStore>> ConnectLauncherRendezvous(const Env
                                                                : ""));
   }
   return std::make_shared<ServedStore>(std::move(server), *client);
+}
+
+}  // namespace
+
+bool HasLauncherRendezvous(const Environment& env) {
+  if (env.launcher == "mpich") return env.pmi_fd.has_value();
+  if (env.launcher_pmix && PmixBuilt()) return true;
+  return !env.launcher_rdzv_host.empty() && env.launcher_rdzv_port.has_value();
+}
+
+absl::StatusOr<LaunchedRendezvous> ConnectLauncherRendezvous(const Environment& env) {
+  if (env.launcher_pmix && PmixBuilt()) return PmixRendezvous(env);
+  if (env.launcher_pmix) {
+    Log(LogLevel::kInfo, "rank ", env.rank.value_or(0),
+        ": the launcher runs a PMIx server (PMIX_NAMESPACE=", env.pmix_namespace,
+        "), but this build has no PMIx client: the ", env.launcher, " rendezvous is derived");
+  }
+  auto store = ConnectDerivedRendezvous(env);
+  if (!store.ok()) return store.status();
+  return LaunchedRendezvous{*std::move(store), env};
 }
 
 }  // namespace hccltune

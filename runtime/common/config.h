@@ -117,9 +117,9 @@ struct Environment {
   RdmaEnv rdma;
 
   // --- launchers (torchrun, Open MPI, MPICH, Slurm; runtime/common/launcher_env.h) ---
-  // After precedence torchrun > Open MPI > MPICH > Slurm.
+  // After precedence torchrun > Open MPI > MPICH > Slurm > PMIx alone.
   std::optional<int> rank, world_size, local_rank, local_world_size;
-  std::string launcher;  // "torchrun", "openmpi", "mpich", "slurm" or ""
+  std::string launcher;  // "torchrun", "openmpi", "mpich", "slurm", "pmix" or ""
   // The launcher's job id as KIND:ID (docs/CONVENTIONS.md, Job id; LauncherJobId in launcher_env.h), "" = none.
   std::string launcher_job_id;
   // The rendezvous the launcher implies when neither HCCL_TUNE_MASTER_ADDR nor MASTER_ADDR is set
@@ -131,6 +131,14 @@ struct Environment {
   std::string launcher_rdzv_origin;  // the variables it came from, for messages
   std::string slurmd_nodename;       // SLURMD_NODENAME: the node this Slurm task runs on
   std::optional<int> pmi_fd;         // PMI_FD: the PMI-1 connection of MPICH's mpiexec (hydra)
+  // PMIx: PMIX_NAMESPACE and PMIX_RANK, which a launcher running a PMIx server for this process exports (srun
+  // --mpi=pmix, Open MPI's mpirun). HCCL_TUNE_PMIX: "auto" (default) or "off". launcher_pmix: the rendezvous goes
+  // through that server (PMIx present, not off, and the launcher is Open MPI, Slurm or PMIx alone), in place of
+  // the derived host and port (runtime/bootstrap/pmix_rendezvous.h).
+  std::string pmix_namespace;
+  std::optional<int> pmix_rank;
+  bool pmix_off = false;
+  bool launcher_pmix = false;
   // HCCL_TUNE_PORT_RANGE: where a derived rendezvous port lies, and (only when set) the TCP data listeners' ports.
   int port_range_lo = kDefaultPortRangeLo, port_range_hi = kDefaultPortRangeHi;
   bool port_range_set = false;  // HCCL_TUNE_PORT_RANGE was given

@@ -98,13 +98,34 @@ absl::Status ReadOmpiRendezvous(const Environment::Source& src, Environment& e) 
 
 // Which launcher started this process: torchrun (RANK, or WORLD_SIZE alone), Open MPI (OMPI_COMM_WORLD_RANK),
 // MPICH's hydra (PMI_RANK with MPI_LOCALRANKID: Slurm's own PMI-2 sets PMI_RANK too, never MPI_LOCALRANKID),
-// Slurm (SLURM_PROCID).
+// Slurm (SLURM_PROCID), a PMIx server alone (PMIX_RANK with PMIX_NAMESPACE: prterun, or any launcher whose own
+// variables are gone).
 std::string DetectLauncher(const Environment::Source& src) {
   if (src("RANK") || src("WORLD_SIZE")) return "torchrun";
   if (src("OMPI_COMM_WORLD_RANK")) return "openmpi";
   if (src("PMI_RANK") && src("MPI_LOCALRANKID")) return "mpich";
   if (src("SLURM_PROCID")) return "slurm";
+  if (src("PMIX_RANK") && src("PMIX_NAMESPACE")) return "pmix";
   return "";
+}
+
+// PMIX_NAMESPACE, PMIX_RANK and HCCL_TUNE_PMIX; whether the rendezvous goes through the PMIx server: Open MPI's
+// and Slurm's (srun --mpi=pmix) and a PMIx server alone, unless HCCL_TUNE_PMIX=off. Alone, the rank is PMIX_RANK;
+// the world size and the local facts come from the server (runtime/bootstrap/pmix_rendezvous.h).
+absl::Status ReadPmix(const Environment::Source& src, Environment& e) {
+  if (auto v = src("HCCL_TUNE_PMIX")) {
+    const std::string mode = absl::AsciiStrToLower(absl::StripAsciiWhitespace(*v));
+    if (mode != "auto" && mode != "off") return Bad("HCCL_TUNE_PMIX", *v, "auto (the default) or off");
+    e.pmix_off = mode == "off";
+  }
+  auto ns = FirstSet(src, {"PMIX_NAMESPACE"});
+  if (ns) e.pmix_namespace = ns->second;
+  HT_RETURN_IF_ERROR(ReadOptInt(src, "PMIX_RANK", 0, kMaxRanks - 1, e.pmix_rank));
+  const bool present = !e.pmix_namespace.empty() && e.pmix_rank.has_value();
+  e.launcher_pmix =
+      present && !e.pmix_off && (e.launcher == "openmpi" || e.launcher == "slurm" || e.launcher == "pmix");
+  if (e.launcher == "pmix") e.rank = e.pmix_rank;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -244,6 +265,7 @@ absl::Status ReadLauncherEnvironment(const Environment::Source& src, Environment
     HT_RETURN_IF_ERROR(ReadSlurmLocalSize(src, e));
     HT_RETURN_IF_ERROR(ReadSlurmRendezvous(src, e));
   }
+  HT_RETURN_IF_ERROR(ReadPmix(src, e));
   if (e.rank && e.world_size && *e.rank >= *e.world_size) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", *e.rank, " from ", e.launcher, " is not below the world size ", *e.world_size));

@@ -1,4 +1,4 @@
-// What a launcher (torchrun, Open MPI's mpirun, MPICH's mpiexec, Slurm's srun) tells a rank through its
+// What a launcher (torchrun, Open MPI's mpirun, MPICH's mpiexec, Slurm's srun, a PMIx server) tells a rank through its
 // environment: rank, world size, local rank and size, and the rendezvous it implies when no MASTER_ADDR is set
 // (docs/LAUNCHING.md). The parsers are pure functions over strings; ReadLauncherEnvironment reads the variables
 // through an Environment::Source (the process environment only via runtime/common/config).
@@ -43,8 +43,10 @@ int DerivedPort(absl::string_view job, int lo, int hi);
 // torchrun:none@MASTER_ADDR:MASTER_PORT); "" when none is set.
 std::string LauncherJobId(const Environment::Source& src);
 
-// Reads the launcher variables into `e` (rank, world_size, local_rank, local_world_size, launcher and the
-// launcher_rdzv_* fields), in order of precedence: torchrun, Open MPI, MPICH (hydra), Slurm.
+// Reads the launcher variables into `e` (rank, world_size, local_rank, local_world_size, launcher, the
+// launcher_rdzv_* fields and the PMIx ones), in order of precedence: torchrun, Open MPI, MPICH (hydra), Slurm, a
+// PMIx server alone. Open MPI's and Slurm's derived rendezvous is filled in even when launcher_pmix says the PMIx
+// server carries it instead: a build without PMIx falls back to it.
 absl::Status ReadLauncherEnvironment(const Environment::Source& src, Environment& e);
 
 }  // namespace hccltune

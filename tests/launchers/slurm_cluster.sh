@@ -2,6 +2,7 @@
 # A one-node Slurm cluster for tests: generates munge.key and slurm.conf in a temporary directory, starts
 # munged, slurmctld and slurmd (as root, in the foreground of background jobs), waits until the node is idle,
 # runs the given command with SLURM_CONF pointing at the cluster, then stops everything and removes the directory.
+# mpi.conf beside slurm.conf keeps the PMIx plugin's files (srun --mpi=pmix) in that directory too.
 # The node oversubscribes (SlurmdParameters=config_overrides and CPUs=64), so `srun -n 8` runs on 2 cores.
 #
 # Usage: tests/launchers/slurm_cluster.sh COMMAND [ARGS...]     (the command's exit status is the script's)
@@ -78,7 +79,10 @@ NodeName=$node CPUs=64 State=UNKNOWN
 PartitionName=test Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE
 ${SLURM_CLUSTER_CONF_EXTRA:-}
 CONF
-mkdir -p "$dir/state" "$dir/spool"
+# srun --mpi=pmix: the PMIx plugin's client directories under the cluster's directory, not /tmp/spmix_appdir_UID_JOB.STEP,
+# which a cluster started earlier (its job ids also count from 1) may have left behind.
+echo "PMIxCliTmpDirBase=$dir/pmix" >"$dir/mpi.conf"
+mkdir -p "$dir/state" "$dir/spool" "$dir/pmix"
 export SLURM_CONF=$dir/slurm.conf
 
 for _ in $(seq 100); do [[ -S $dir/munge.sock ]] && break; sleep 0.1; done

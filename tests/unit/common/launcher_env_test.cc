@@ -212,3 +212,85 @@ TEST(LauncherEnv, JobIdFromEachLauncher) {
 
 }  // namespace
 }  // namespace hccltune
+
+namespace hccltune {
+namespace {
+
+// PMIx: Open MPI's and Slurm's rendezvous goes through their PMIx server when PMIX_NAMESPACE and PMIX_RANK are
+// set (the derived one is still filled in, for a build without PMIx); HCCL_TUNE_PMIX=off keeps the derived one;
+// torchrun and MPICH never use it; PMIx alone is a launcher of its own.
+TEST(LauncherEnv, PmixPrecedence) {
+  const Vars pmix = {{"PMIX_NAMESPACE", "1211105281"}, {"PMIX_RANK", "1"}};
+  auto with = [&pmix](Vars v) {
+    v.insert(pmix.begin(), pmix.end());
+    return v;
+  };
+  const Vars ompi = {{"OMPI_COMM_WORLD_RANK", "1"},
+                     {"OMPI_COMM_WORLD_SIZE", "2"},
+                     {"OMPI_MCA_ess_base_jobid", "1211105281"},
+                     {"OMPI_MCA_orte_hnp_uri", "1211105280.0;tcp://192.0.2.2:50385"}};
+  auto o = Environment::LoadFrom(with(ompi));
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->launcher, "openmpi");
+  EXPECT_TRUE(o->launcher_pmix);
+  EXPECT_EQ(o->pmix_namespace, "1211105281");
+  EXPECT_EQ(*o->pmix_rank, 1);
+  EXPECT_EQ(o->launcher_rdzv_host, "192.0.2.2");  // the fallback stays
+  auto plain = Environment::LoadFrom(ompi);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->launcher_pmix);
+  Vars off = with(ompi);
+  off["HCCL_TUNE_PMIX"] = " OFF ";
+  auto o_off = Environment::LoadFrom(off);
+  ASSERT_TRUE(o_off.ok()) << o_off.status();
+  EXPECT_FALSE(o_off->launcher_pmix);
+  off["HCCL_TUNE_PMIX"] = "auto";
+  EXPECT_TRUE(Environment::LoadFrom(off)->launcher_pmix);
+
+  // srun --mpi=pmix.
+  auto s = Environment::LoadFrom(with({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "vm"}}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->launcher, "slurm");
+  EXPECT_TRUE(s->launcher_pmix);
+  // torchrun (first) and MPICH keep their own rendezvous.
+  auto t = Environment::LoadFrom(with({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "1"}}));
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->launcher, "torchrun");
+  EXPECT_FALSE(t->launcher_pmix);
+  auto m = Environment::LoadFrom(with({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"}}));
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->launcher, "mpich");
+  EXPECT_FALSE(m->launcher_pmix);
+
+  // PMIx alone: the rank from PMIX_RANK; the world size comes from the server later.
+  auto alone = Environment::LoadFrom(pmix);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  EXPECT_EQ(alone->launcher, "pmix");
+  EXPECT_TRUE(alone->launcher_pmix);
+  EXPECT_EQ(*alone->rank, 1);
+  EXPECT_FALSE(alone->world_size.has_value());
+  auto alone_off = Environment::LoadFrom(Vars{{"PMIX_NAMESPACE", "ns"}, {"PMIX_RANK", "0"}, {"HCCL_TUNE_PMIX", "off"}});
+  ASSERT_TRUE(alone_off.ok());
+  EXPECT_FALSE(alone_off->launcher_pmix);
+  // A namespace without a rank (or the reverse) is no PMIx server.
+  auto half = Environment::LoadFrom(Vars{{"PMIX_NAMESPACE", "ns"}});
+  ASSERT_TRUE(half.ok());
+  EXPECT_EQ(half->launcher, "");
+  EXPECT_FALSE(half->launcher_pmix);
+}
+
+TEST(LauncherEnv, BadPmixValuesNamed) {
+  const std::pair<Vars, const char*> cases[] = {
+      {{{"HCCL_TUNE_PMIX", "on"}}, "HCCL_TUNE_PMIX='on' is invalid: expected auto (the default) or off"},
+      {{{"PMIX_NAMESPACE", "ns"}, {"PMIX_RANK", "x"}}, "PMIX_RANK='x'"},
+      {{{"PMIX_NAMESPACE", "ns"}, {"PMIX_RANK", "-1"}}, "PMIX_RANK='-1'"},
+  };
+  for (const auto& [vars, want] : cases) {
+    auto e = Environment::LoadFrom(vars);
+    ASSERT_FALSE(e.ok()) << want;
+    EXPECT_NE(e.status().message().find(want), std::string::npos) << e.status();
+  }
+}
+
+}  // namespace
+}  // namespace hccltune
