@@ -62,12 +62,13 @@ std::shared_ptr<gloo::rendezvous::Context> Connect(const hccltune::Environment& 
   }
   auto served = hccltune::ConnectLauncherRendezvous(env);
   if (!served.ok()) throw std::runtime_error(std::string(served.status().message()));
-  *store = *served;
-  const absl::Duration timeout = absl::Seconds(env.connect_timeout_s);
+  *store = served->store;
+  const hccltune::Environment& joined = served->env;  // rank and size as the rendezvous confirmed them
+  const absl::Duration timeout = absl::Seconds(joined.connect_timeout_s);
   GlooStore gloo_store(*store, timeout);
   gloo::transport::tcp::attr attr("127.0.0.1");
   auto device = gloo::transport::tcp::CreateDevice(attr);
-  auto context = std::make_shared<gloo::rendezvous::Context>(*env.rank, *env.world_size);
+  auto context = std::make_shared<gloo::rendezvous::Context>(*joined.rank, *joined.world_size);
   context->setTimeout(absl::ToChronoMilliseconds(timeout));
   context->connectFullMesh(gloo_store, device);
   return context;
