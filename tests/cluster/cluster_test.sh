@@ -51,8 +51,11 @@ teardown() {
 no_leftovers() {
   if ip netns list | awk '{print $1}' | grep -E "^$NAME-"; then fail "namespaces of $NAME left behind"; fi
   [[ ! -e $DIR ]] || fail "$DIR left behind"
+  if compgen -G "/etc/netns/$NAME-*" >/dev/null; then fail "hosts files of $NAME left in /etc/netns"; fi
+  if compgen -G "/tmp/hct-slurm-$NAME.*" >/dev/null; then fail "the Slurm of $NAME left its directory"; fi
   if pgrep -f -- "--socket $DIR/" >/dev/null; then fail "hccl-tuned of $NAME left running"; fi
-  echo "no leftovers: no namespace, directory or daemon of $NAME"
+  if pgrep -f -- "/tmp/hct-slurm-$NAME\\." >/dev/null; then fail "Slurm daemons of $NAME left running"; fi
+  echo "no leftovers: no namespace, hosts file, directory or daemon of $NAME"
 }
 
 up() {
@@ -321,6 +324,17 @@ case $case_ in
     grep -q "rank 2: storing the winners on this node" "$DIR/out/rank2.err" ||
       fail "rank 2 did not say why node 1 has no table: $(cat "$DIR/out/rank2.err")"
     echo "node 1's daemon stopped: the sweep exits $rc; rank 2: $(grep -m1 'storing the winners' "$DIR/out/rank2.err")"
+    "${CLUSTER[@]}" down --name "$NAME"
+    no_leftovers
+    ;;
+
+  job | sweep_launched)
+    # Multi-node jobs under real launchers (tests/cluster/multinode.sh): ARGS = LAUNCHER NODES RPN [PY USERBASE].
+    NODES_UP=$2
+    opts=()
+    [[ $case_ == sweep_launched ]] && opts=(--default-net slow)
+    up --nodes "$2" "${opts[@]}"
+    "$here/multinode.sh" "${case_%_launched}" "$root" "$NAME" "$TUNE" "$@"
     "${CLUSTER[@]}" down --name "$NAME"
     no_leftovers
     ;;
