@@ -198,7 +198,8 @@ node_up() {
 
 # /etc/netns/NAME-nK/hosts: the host's /etc/hosts, then every node's name at its fast0 address.
 write_hosts() {
-  local d=/etc/netns/$(node_ns "$1") j
+  local d j
+  d=/etc/netns/$(node_ns "$1")
   mkdir -p "$d"
   {
     cat /etc/hosts

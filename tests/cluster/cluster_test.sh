@@ -30,6 +30,12 @@
 #                        dumps on every rank, whose links_used shows the bytes on slow0; `hccl-tune doctor` ranks the
 #                        links finding first with HCCL_SOCKET_IFNAME=fast0 and link=tcp@FAST; the same job with the fast
 #                        network as the default route gets no finding above info
+#   job LAUNCHER NODES RPN [PY USERBASE]
+#                        a job across NODES x RPN started by a real launcher (mpirun, srun, torchrun) with no rendezvous
+#                        setting: bench --check and links on every rank, DDP under torchrun with PY (multinode.sh)
+#   sweep_launched LAUNCHER NODES RPN
+#                        a launched sweep under LAUNCHER, slow network as the default route: every node's daemon holds
+#                        the same table, its winners on the fast subnet (multinode.sh)
 # Exit 77 (skip) when not root, unless CI=true (then the cluster must build: failure).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -9,7 +9,8 @@
 #   job LAUNCHER NODES RPN [PY USERBASE]
 #       `hccl-tune bench --launched --check` (allreduce 1 KiB to 1 MiB): every rank exits 0 on the node the launcher
 #       placed it (RPN ranks on each of NODES hosts), reports a communicator of NODES node(s) with RPN local and (mpirun,
-#       srun) the launcher's rendezvous; rank 0 prints 11 checked rows. torchrun with PY: tests/python/ddp_test.py on
+#       srun) the launcher's rendezvous; rank 0 prints 11 checked rows. Then `hccl-tune links --launched`: shm
+#       inside a node, tcp on fast0 between, each node's measurement in its own daemon. torchrun with PY: tests/python/ddp_test.py on
 #       backend hccltune (build tree's package in USERBASE), every rank's parameters equal to gloo's
 #   sweep LAUNCHER NODES RPN
 #       a launched sweep (ring and hierarchical, both networks; the cluster's default route is the slow network)
@@ -92,6 +93,20 @@ case $case_ in
     ((rows == 11)) || { cat "$OUT/out.0"; fail "rank 0 reported $rows checked rows, expected 11 (1K to 1M)"; }
     echo "$launcher across $nodes x $rpn: every rank ok on its node, $rows rows checked in $((SECONDS - start)) s;" \
       "rank $((world - 1)) on $(cat "$OUT/host.$((world - 1))"): $(grep -o "rank $((world - 1))/.*local" "$OUT/err.$((world - 1))")"
+    # hccl-tune links: shm inside a node, tcp on fast0 between nodes; each node's local rank 0 stores the
+    # measurement in its own node's daemon.
+    launch "$launcher" "$nodes" "$rpn" "$TUNE" links --launched --json || fail "$launcher links across $nodes x $rpn"
+    check_ranks "$nodes" "$rpn"
+    q() { jq -r "$1" "$OUT/out.0"; }
+    [[ $(q '[.links[] | select(.src == 0 and .dst == 1 and .default)][0].type') == shm ]] || fail "links: 0-1 is not shm"
+    [[ $(q "[.links[] | select(.src == 0 and .dst == $rpn and .default)][0].interface") == fast0 ]] ||
+      fail "links: 0-$rpn (across nodes) is not tcp on fast0"
+    for ((k = 0; k < nodes; k++)); do
+      grep -q "rank $((k * rpn)): stored in daemon unix:$DIR/n$k/tuned.sock" "$OUT/err.$((k * rpn))" "$OUT/out.$((k * rpn))" ||
+        fail "links: node $k's measurement is not in its daemon"
+    done
+    echo "$launcher links across $nodes x $rpn: 0-1 shm, 0-$rpn tcp on fast0 ($(q "[.links[] | select(.src == 0 and
+      .dst == $rpn and .default)][0].bandwidth_gbps") Gbit/s), stored in all $nodes daemons"
     if [[ -n $py ]]; then
       start=$SECONDS
       launch "$launcher" "$nodes" "$rpn" env PYTHONUSERBASE="$userbase" OMP_NUM_THREADS=1 "$py" \
