@@ -33,6 +33,7 @@
 #   job LAUNCHER NODES RPN [PY USERBASE]
 #                        a job across NODES x RPN started by a real launcher (mpirun, srun, torchrun) with no rendezvous
 #                        setting: bench --check and links on every rank, DDP under torchrun with PY (multinode.sh)
+#   away NODES RPN       mpirun on node 0 of NODES+1, every rank on the others, MASTER_ADDR exported (multinode.sh)
 #   sweep_launched LAUNCHER NODES RPN
 #                        a launched sweep under LAUNCHER, slow network as the default route: every node's daemon holds
 #                        the same table, its winners on the fast subnet (multinode.sh)
@@ -334,12 +335,13 @@ case $case_ in
     no_leftovers
     ;;
 
-  job | sweep_launched)
-    # Multi-node jobs under real launchers (tests/cluster/multinode.sh): ARGS = LAUNCHER NODES RPN [PY USERBASE].
-    NODES_UP=$2
-    opts=()
-    [[ $case_ == sweep_launched ]] && opts=(--default-net slow)
-    up --nodes "$2" "${opts[@]}"
+  job | sweep_launched | away)
+    # Multi-node jobs under real launchers (tests/cluster/multinode.sh): ARGS = LAUNCHER NODES RPN [PY USERBASE],
+    # away: NODES RPN (one more node, for mpirun alone).
+    opts=(--nodes "${2:-}")
+    [[ $case_ == sweep_launched ]] && opts+=(--default-net slow)
+    [[ $case_ == away ]] && opts=(--nodes $(($1 + 1)))
+    up "${opts[@]}"
     "$here/multinode.sh" "${case_%_launched}" "$root" "$NAME" "$TUNE" "$@"
     "${CLUSTER[@]}" down --name "$NAME"
     no_leftovers

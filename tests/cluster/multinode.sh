@@ -15,6 +15,9 @@
 #   sweep LAUNCHER NODES RPN
 #       a launched sweep (ring and hierarchical, both networks; the cluster's default route is the slow network)
 #       leaves every node's daemon with the same table, whose winners use the fast subnet
+#   away NODES RPN
+#       mpirun on node 0 with every rank on nodes 1..NODES (mpirun's host runs none): `-x MASTER_ADDR=NAME-n1
+#       -x MASTER_PORT=29500` gives the rendezvous; bench --check on every rank (the cluster has NODES + 1 nodes)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 case_=$1 root=$2 NAME=$3 TUNE=$4
@@ -23,6 +26,8 @@ DIR=/tmp/hccl-tune-cluster/$NAME
 CLUSTER=("$root/deploy/cluster/cluster.sh")
 TORCHRUN=${TORCHRUN:-/usr/bin/torchrun}
 OUT=$DIR/out
+FIRST=0            # the first node with ranks: nodes FIRST..FIRST+NODES-1 run the job
+declare -a MPIRUN_EXTRA=()
 jobs_=0
 
 fail() {
@@ -42,9 +47,10 @@ launch() {
   jobs_=$((jobs_ + 1))
   case $launcher in
     mpirun)
-      for ((k = 0; k < nodes; k++)); do hosts+=${hosts:+,}$NAME-n$k:$rpn; done
+      for ((k = FIRST; k < FIRST + nodes; k++)); do hosts+=${hosts:+,}$NAME-n$k:$rpn; done
       timeout 240 "${CLUSTER[@]}" exec --name "$NAME" 0 -- mpirun.openmpi --allow-run-as-root --oversubscribe \
-        --mca plm_rsh_agent "$root/deploy/cluster/rsh.sh" --host "$hosts" -np $((nodes * rpn)) "${run[@]}" ;;
+        --mca plm_rsh_agent "$root/deploy/cluster/rsh.sh" --host "$hosts" -np $((nodes * rpn)) "${MPIRUN_EXTRA[@]}" \
+        "${run[@]}" ;;
     srun)
       timeout 240 "$here/slurm_nodes.sh" "$NAME" "$nodes" srun -N "$nodes" --ntasks-per-node "$rpn" "${run[@]}" ;;
     torchrun)
@@ -61,13 +67,13 @@ launch() {
   esac
 }
 
-# check_ranks NODES RPN: every rank exited 0, RPN of them on each node's host.
+# check_ranks NODES RPN: every rank exited 0, RPN of them on each node's host (nodes FIRST..).
 check_ranks() {
   local nodes=$1 rpn=$2 r k n
   for ((r = 0; r < nodes * rpn; r++)); do
     [[ $(cat "$OUT/rc.$r" 2>/dev/null) == 0 ]] || fail "rank $r exited $(cat "$OUT/rc.$r" 2>/dev/null || echo '(never ran)')"
   done
-  for ((k = 0; k < nodes; k++)); do
+  for ((k = FIRST; k < FIRST + nodes; k++)); do
     n=$(grep -lx "$NAME-n$k" "$OUT"/host.* | wc -l)
     ((n == rpn)) || fail "node $k ($NAME-n$k) ran $n ranks, expected $rpn"
   done
@@ -148,5 +154,22 @@ case $case_ in
     echo "$launcher sweep across $nodes x $rpn in $((SECONDS - start)) s: every rank ok, all $nodes daemons hold" \
       "table $fp with the same entries (winners on $fast)"
     ;;
-  *) fail "unknown case '$case_' (job or sweep)" ;;
+  away)
+    # mpirun on node 0, every rank on nodes 1..NODES: mpirun's host runs no rank, so its rendezvous (on that host)
+    # has no server; MASTER_ADDR/MASTER_PORT, exported to the ranks with -x, name rank 0's node instead.
+    nodes=$1 rpn=$2 FIRST=1 world=$(($1 * $2)) start=$SECONDS
+    MPIRUN_EXTRA=(-x "MASTER_ADDR=$NAME-n1" -x MASTER_PORT=29500)
+    launch mpirun "$nodes" "$rpn" env HCCL_TUNE_LOG_LEVEL=info "$TUNE" bench --launched --coll allreduce \
+      --min-bytes 1K --max-bytes 1M --iters 2 --warmup 1 --check || fail "mpirun on a node with no rank"
+    check_ranks "$nodes" "$rpn"
+    for ((r = 0; r < world; r++)); do
+      grep -q "rank $r/$world communicator 'world' ready: $nodes node(s), $rpn local" "$OUT/err.$r" ||
+        fail "rank $r did not report a communicator of $world ranks on $nodes nodes, $rpn local"
+    done
+    rows=$(grep -c "check ok" "$OUT/out.0" || true)
+    ((rows == 11)) || { cat "$OUT/out.0"; fail "rank 0 reported $rows checked rows, expected 11 (1K to 1M)"; }
+    echo "mpirun on node 0, ranks on nodes 1-$nodes with -x MASTER_ADDR=$NAME-n1: every rank ok, $rows rows" \
+      "checked in $((SECONDS - start)) s"
+    ;;
+  *) fail "unknown case '$case_' (job, sweep or away)" ;;
 esac
