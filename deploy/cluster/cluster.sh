@@ -11,6 +11,12 @@
 # (node egress on fast0/slow0, switch egress on fK/sK). Node identity follows docs/CONVENTIONS.md: each namespace
 # is its own node, with no extra setting.
 #
+# Host names: node K is host NAME-nK. `up` writes /etc/netns/NAME-nK/hosts (the host's /etc/hosts plus every node's
+# name at its fast0 address), which `ip netns exec` mounts over /etc/hosts inside that node, and `exec` runs its
+# command in a UTS namespace whose host name is NAME-nK: launchers that name hosts (torchrun's c10d rendezvous,
+# mpirun --host, Slurm's NodeName) see one host per node, as on a real cluster. deploy/cluster/rsh.sh is the
+# ssh-like agent (`rsh.sh NAME-nK COMMAND...`) that mpirun's --mca plm_rsh_agent takes to start daemons on nodes.
+#
 # Each node runs `hccl-tuned --socket DIR/nK/tuned.sock --db DIR/nK/tuning.db` inside its namespace, and
 # DIR/nK.env holds the environment its ranks need (HCCL_TUNE_DAEMON); files are shared by all namespaces.
 #
@@ -128,6 +134,7 @@ stop_daemon() {
 # Kills what still runs inside namespace $1 (processes started there by this cluster's users), then removes it.
 remove_ns() {
   local ns=$1 pids
+  remove_hosts "$ns"
   ns_exists "$ns" || return 0
   pids=$(ip netns pids "$ns" 2>/dev/null || true)
   if [[ -n $pids ]]; then
@@ -176,6 +183,7 @@ node_up() {
     shape "$sw" "$port" "$rate"
   done
   mkdir -p "$DIR/n$k"
+  write_hosts "$k"
   printf 'HCCL_TUNE_DAEMON=unix:%s\n' "$DIR/n$k/tuned.sock" >"$DIR/n$k.env"
   if ! daemon_alive "$k"; then
     rm -f "$DIR/n$k/tuned.sock"
@@ -186,6 +194,22 @@ node_up() {
       "${extra[@]}" </dev/null >>"$DIR/n$k/tuned.log" 2>&1 &
     echo $! >"$DIR/n$k/tuned.pid"
   fi
+}
+
+# /etc/netns/NAME-nK/hosts: the host's /etc/hosts, then every node's name at its fast0 address.
+write_hosts() {
+  local d j
+  d=/etc/netns/$(node_ns "$1")
+  mkdir -p "$d"
+  {
+    cat /etc/hosts
+    for ((j = 0; j < NODES; j++)); do echo "$FAST_NET.$((j + 1)) $(node_ns "$j")"; done
+  } >"$d/hosts.tmp"
+  mv "$d/hosts.tmp" "$d/hosts"
+}
+remove_hosts() {
+  rm -rf "/etc/netns/$1"
+  rmdir /etc/netns 2>/dev/null || true
 }
 
 # A TCP connect to a closed port: refused (the peer answered with RST) means reachable; a timeout means not.
@@ -259,6 +283,7 @@ cmd_down() {
     stop_daemon "${k##*/n}"
   done
   remove_ns "$(sw_ns)"
+  for d in /etc/netns/"$NAME"-n*; do [[ -d $d ]] && remove_hosts "${d##*/}"; done
   rm -rf "$DIR"
   echo "cluster.sh: '$NAME' removed"
 }
@@ -283,7 +308,9 @@ cmd_exec() {
   [[ -f $DIR/n$k.env ]] || die "exec: node $k of '$NAME' is not up"
   local -a envs
   mapfile -t envs <"$DIR/n$k.env"
-  exec ip netns exec "$(node_ns "$k")" env "${envs[@]}" "${REST[@]:1}"
+  # The node's host name, in a UTS namespace of the command's own (the host's name is left alone).
+  exec ip netns exec "$(node_ns "$k")" env "${envs[@]}" unshare --uts sh -c 'hostname "$0" && exec "$@"' \
+    "$(node_ns "$k")" "${REST[@]:1}"
 }
 
 case $cmd in

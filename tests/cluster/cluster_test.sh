@@ -30,6 +30,13 @@
 #                        dumps on every rank, whose links_used shows the bytes on slow0; `hccl-tune doctor` ranks the
 #                        links finding first with HCCL_SOCKET_IFNAME=fast0 and link=tcp@FAST; the same job with the fast
 #                        network as the default route gets no finding above info
+#   job LAUNCHER NODES RPN [PY USERBASE]
+#                        a job across NODES x RPN started by a real launcher (mpirun, srun, torchrun) with no rendezvous
+#                        setting: bench --check and links on every rank, DDP under torchrun with PY (multinode.sh)
+#   away NODES RPN       mpirun on node 0 of NODES+1, every rank on the others, MASTER_ADDR exported (multinode.sh)
+#   sweep_launched LAUNCHER NODES RPN
+#                        a launched sweep under LAUNCHER, slow network as the default route: every node's daemon holds
+#                        the same table, its winners on the fast subnet (multinode.sh)
 # Exit 77 (skip) when not root, unless CI=true (then the cluster must build: failure).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,8 +58,11 @@ teardown() {
 no_leftovers() {
   if ip netns list | awk '{print $1}' | grep -E "^$NAME-"; then fail "namespaces of $NAME left behind"; fi
   [[ ! -e $DIR ]] || fail "$DIR left behind"
+  if compgen -G "/etc/netns/$NAME-*" >/dev/null; then fail "hosts files of $NAME left in /etc/netns"; fi
+  if compgen -G "/tmp/hct-slurm-$NAME.*" >/dev/null; then fail "the Slurm of $NAME left its directory"; fi
   if pgrep -f -- "--socket $DIR/" >/dev/null; then fail "hccl-tuned of $NAME left running"; fi
-  echo "no leftovers: no namespace, directory or daemon of $NAME"
+  if pgrep -f -- "/tmp/hct-slurm-$NAME\\." >/dev/null; then fail "Slurm daemons of $NAME left running"; fi
+  echo "no leftovers: no namespace, hosts file, directory or daemon of $NAME"
 }
 
 up() {
@@ -321,6 +331,18 @@ case $case_ in
     grep -q "rank 2: storing the winners on this node" "$DIR/out/rank2.err" ||
       fail "rank 2 did not say why node 1 has no table: $(cat "$DIR/out/rank2.err")"
     echo "node 1's daemon stopped: the sweep exits $rc; rank 2: $(grep -m1 'storing the winners' "$DIR/out/rank2.err")"
+    "${CLUSTER[@]}" down --name "$NAME"
+    no_leftovers
+    ;;
+
+  job | sweep_launched | away)
+    # Multi-node jobs under real launchers (tests/cluster/multinode.sh): ARGS = LAUNCHER NODES RPN [PY USERBASE],
+    # away: NODES RPN (one more node, for mpirun alone).
+    opts=(--nodes "${2:-}")
+    [[ $case_ == sweep_launched ]] && opts+=(--default-net slow)
+    [[ $case_ == away ]] && opts=(--nodes $(($1 + 1)))
+    up "${opts[@]}"
+    "$here/multinode.sh" "${case_%_launched}" "$root" "$NAME" "$TUNE" "$@"
     "${CLUSTER[@]}" down --name "$NAME"
     no_leftovers
     ;;
