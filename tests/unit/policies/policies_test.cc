@@ -453,6 +453,39 @@ TEST(Selector, LeaderFormRowsApplyOnTheirNodeCounts) {
   EXPECT_NE(rs(*one, 64 << 10), leader);
 }
 
+// The allgather rows across nodes (8 ranks): on 2 and 4 nodes the rows' choices at their sizes, direct between
+// and below them, and none of them on one node or at another world size. Uneven 5 + 3 nodes run
+// hierarchical(form=auto) too (the leader form there).
+TEST(Selector, AllgatherRowsApplyOnTheirNodeCounts) {
+  auto four = Selector::Create(Environment{}, 8, OnNodes({0, 0, 1, 1, 2, 2, 3, 3}));
+  auto two = Selector::Create(Environment{}, 8, OnNodes({0, 0, 0, 0, 1, 1, 1, 1}));
+  auto uneven = Selector::Create(Environment{}, 8, OnNodes({0, 0, 0, 0, 0, 1, 1, 1}));
+  auto one = Selector::Create(Environment{}, 8, OneNode(8));
+  auto six = Selector::Create(Environment{}, 6, OnNodes({0, 0, 0, 1, 1, 1}));
+  ASSERT_TRUE(four.ok() && two.ok() && uneven.ok() && one.ok() && six.ok());
+  const auto ag = [](Selector& s, uint64_t b) {
+    const Configuration* c = s.Choose(Collective::kAllgather, DataType::kFloat32, b).config;
+    return c->algorithm == "hierarchical" ? absl::StrCat("hierarchical/", HierFormName(c->form)) : c->ToString();
+  };
+  const std::string ring = "ring(chunk=1M,channels=1,link=auto)";
+  EXPECT_EQ(ag(*two, 64 << 10), "direct(channels=1,link=auto)");
+  EXPECT_EQ(ag(*two, 256 << 10), "hierarchical/leader");
+  EXPECT_EQ(ag(*two, 512 << 10), "direct(channels=1,link=auto)");
+  EXPECT_EQ(ag(*two, 1 << 20), "hierarchical/auto");
+  EXPECT_EQ(ag(*two, 4 << 20), "hierarchical/auto");
+  EXPECT_EQ(ag(*two, 16 << 20), ring);
+  EXPECT_EQ(ag(*uneven, 2 << 20), "hierarchical/auto");
+  EXPECT_EQ(ag(*four, 256 << 10), "direct(channels=1,link=auto)");
+  EXPECT_EQ(ag(*four, 512 << 10), "hierarchical/leader");
+  EXPECT_EQ(ag(*four, 1 << 20), "hierarchical/leader");
+  EXPECT_EQ(ag(*four, 4 << 20), ring);
+  EXPECT_EQ(ag(*four, 64 << 20), ring);
+  for (uint64_t b : {256u << 10, 1u << 20, 64u << 20}) {
+    EXPECT_EQ(ag(*one, b), "direct(channels=1,link=auto)") << b;
+    EXPECT_EQ(ag(*six, b), "direct(channels=1,link=auto)") << b;
+  }
+}
+
 // HCCL_TUNE_ALGO chooses hierarchical's form where it runs; form=parallel on uneven nodes, and a form for a
 // collective with one, are refused at init naming the rule and the form.
 TEST(Selector, HierarchicalFormOverrides) {
