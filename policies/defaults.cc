@@ -65,11 +65,11 @@ allgather      2-8      0-       direct
 allgather      1-        0-       ring(chunk=1M)
 allgatherv     1-        0-       ring(chunk=1M)
 # hierarchical(form=leader) across nodes (emulated cluster, --default-net fast; tests/perf/compare-cluster.py, 5
-# interleaved repetitions per run, docs/CLUSTER.md): 4 nodes x 2 ranks at 64 KiB ahead of the best other in three
-# runs (1.06x, 1.29x, 3.44x; of auto's ring 2.49-3.57x), behind halving_doubling at 128 KiB; 2 nodes x 4 ranks at
-# 256 KiB ahead in both runs that measured it (2.17x, 1.28x), behind at 128 KiB, mixed at 64 KiB and 1 MiB.
+# interleaved repetitions per run, docs/CLUSTER.md): 4 nodes x 2 ranks at 64 KiB ahead of ring(chunk=1M), what
+# runs without the row, in six of seven runs (the fastest of all in five; halving_doubling in the others), behind
+# at 128 KiB. On 2 nodes x 4 ranks the leader form at 256 KiB was ahead in two runs at load 8-45 and behind ring in
+# three of the four runs in docs/CLUSTER.md: no row there.
 reducescatter  8        nodes=4  64K-128K   hierarchical(form=leader)
-reducescatter  8        nodes=2  256K-512K  hierarchical(form=leader)
 reducescatter  2-8      0-MAILBOX+1  direct
 reducescatter  1-8      0-16K    halving_doubling
 reducescatter  1-        0-       ring(chunk=1M)
