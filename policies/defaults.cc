@@ -73,6 +73,10 @@ reducescatter  8        nodes=4  64K-128K   hierarchical(form=leader)
 reducescatter  2-8      0-MAILBOX+1  direct
 reducescatter  1-8      0-16K    halving_doubling
 reducescatter  1-        0-       ring(chunk=1M)
+# 8 ranks on 2 nodes (emulated cluster, --default-net fast; tests/perf/compare-cluster.py, 5 interleaved repetitions
+# per run, docs/CLUSTER.md): linear sends the buffer through the root node's NIC once per remote rank (4x here);
+# binomial_tree ahead of it at 256 KiB and 1 MiB in both runs (2.4-4.1x). 64 KiB mixed; at 4 MiB even.
+broadcast      8        nodes=2  256K-4M    binomial_tree
 broadcast      1-2      0-       binomial_tree
 broadcast      3        0-2M     linear
 broadcast      3        2M-      chain(chunk=1M)

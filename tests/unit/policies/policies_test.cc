@@ -453,9 +453,9 @@ TEST(Selector, LeaderFormRowsApplyOnTheirNodeCounts) {
   EXPECT_NE(rs(*one, 64 << 10), leader);
 }
 
-// The allgather rows across nodes (8 ranks): on 2 and 4 nodes the rows' choices at their sizes, direct between
-// and below them, and none of them on one node or at another world size. Uneven 5 + 3 nodes run
-// hierarchical(form=auto) too (the leader form there).
+// The allgather and broadcast rows across nodes (8 ranks): on 2 and 4 nodes the rows' choices at their sizes, the
+// usual rows between and below them, and none of them on one node or at another world size. Uneven 5 + 3 nodes
+// run hierarchical(form=auto) too (the leader form there).
 TEST(Selector, AllgatherRowsApplyOnTheirNodeCounts) {
   auto four = Selector::Create(Environment{}, 8, OnNodes({0, 0, 1, 1, 2, 2, 3, 3}));
   auto two = Selector::Create(Environment{}, 8, OnNodes({0, 0, 0, 0, 1, 1, 1, 1}));
@@ -480,6 +480,15 @@ TEST(Selector, AllgatherRowsApplyOnTheirNodeCounts) {
   EXPECT_EQ(ag(*four, 1 << 20), "hierarchical/leader");
   EXPECT_EQ(ag(*four, 4 << 20), ring);
   EXPECT_EQ(ag(*four, 64 << 20), ring);
+  // Broadcast on 2 nodes: binomial_tree at 256 KiB-4 MiB instead of linear; one node keeps linear.
+  const auto bc = [](Selector& s, uint64_t b) {
+    return s.Choose(Collective::kBroadcast, DataType::kFloat32, b).config->algorithm;
+  };
+  EXPECT_EQ(bc(*two, 64 << 10), "linear");
+  EXPECT_EQ(bc(*two, 256 << 10), "binomial_tree");
+  EXPECT_EQ(bc(*two, 2 << 20), "binomial_tree");
+  EXPECT_EQ(bc(*one, 256 << 10), "linear");
+  EXPECT_EQ(bc(*four, 256 << 10), "linear");
   for (uint64_t b : {256u << 10, 1u << 20, 64u << 20}) {
     EXPECT_EQ(ag(*one, b), "direct(channels=1,link=auto)") << b;
     EXPECT_EQ(ag(*six, b), "direct(channels=1,link=auto)") << b;
