@@ -49,18 +49,34 @@ allreduce      9-64     0-64K    recursive_doubling
 allreduce      9-64     64K-     halving_doubling
 allreduce      65-      0-        halving_doubling
 allgather      4        4M-32M   recursive_doubling
+# Across nodes, 8 ranks (emulated cluster, --default-net fast; tests/perf/compare-cluster.py, 5 interleaved
+# repetitions per run, docs/CLUSTER.md): direct sends (p-1)/p of the output through each rank's NIC and loses from
+# 256 KiB. Each row beat direct in every run that measured it (2 x 4: three runs, 4 x 2: two): 2 x 4 the leader
+# form at 256 KiB (2.6-3.1x, the fastest of all in each run), hierarchical (auto: parallel on even nodes) at 1-4
+# MiB (1.1-3.4x; the fastest at 1 MiB in two runs, at 4 MiB ring or the leader form were in two), ring from 16 MiB
+# (1.6-2.2x); 4 x 2 the leader form at 512 KiB-1 MiB (1.4-1.7x), ring from 4 MiB (1.15-1.8x). Mixed, so direct:
+# 512 KiB on 2 x 4, 128-256 KiB on 4 x 2. Unmeasured between: 2-4 MiB on 4 x 2, 4-16 MiB on 2 x 4.
+allgather      8        nodes=2  256K-512K  hierarchical(form=leader)
+allgather      8        nodes=2  1M-16M     hierarchical
+allgather      8        nodes=2  16M-       ring(chunk=1M)
+allgather      8        nodes=4  512K-2M    hierarchical(form=leader)
+allgather      8        nodes=4  2M-        ring(chunk=1M)
 allgather      2-8      0-       direct
 allgather      1-        0-       ring(chunk=1M)
 allgatherv     1-        0-       ring(chunk=1M)
 # hierarchical(form=leader) across nodes (emulated cluster, --default-net fast; tests/perf/compare-cluster.py, 5
-# interleaved repetitions per run, docs/CLUSTER.md): 4 nodes x 2 ranks at 64 KiB ahead of the best other in three
-# runs (1.06x, 1.29x, 3.44x; of auto's ring 2.49-3.57x), behind halving_doubling at 128 KiB; 2 nodes x 4 ranks at
-# 256 KiB ahead in both runs that measured it (2.17x, 1.28x), behind at 128 KiB, mixed at 64 KiB and 1 MiB.
+# interleaved repetitions per run, docs/CLUSTER.md): 4 nodes x 2 ranks at 64 KiB ahead of ring(chunk=1M), what
+# runs without the row, in six of seven runs (the fastest of all in five; halving_doubling in the others), behind
+# at 128 KiB. On 2 nodes x 4 ranks the leader form at 256 KiB was ahead in two runs at load 8-45 and behind ring in
+# three of the four runs in docs/CLUSTER.md: no row there.
 reducescatter  8        nodes=4  64K-128K   hierarchical(form=leader)
-reducescatter  8        nodes=2  256K-512K  hierarchical(form=leader)
 reducescatter  2-8      0-MAILBOX+1  direct
 reducescatter  1-8      0-16K    halving_doubling
 reducescatter  1-        0-       ring(chunk=1M)
+# 8 ranks on 2 nodes (emulated cluster, --default-net fast; tests/perf/compare-cluster.py, 5 interleaved repetitions
+# per run, docs/CLUSTER.md): linear sends the buffer through the root node's NIC once per remote rank (4x here);
+# binomial_tree ahead of it at 256 KiB and 1 MiB in both runs (2.4-4.1x). 64 KiB mixed; at 4 MiB even.
+broadcast      8        nodes=2  256K-4M    binomial_tree
 broadcast      1-2      0-       binomial_tree
 broadcast      3        0-2M     linear
 broadcast      3        2M-      chain(chunk=1M)

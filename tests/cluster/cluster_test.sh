@@ -9,8 +9,9 @@
 #                        interfaces' tx counters grow by at least the bytes that must cross nodes, the slow ones
 #                        by far less; with "both", the same again with the slow network chosen (and reversed), and
 #                        HCCL_SOCKET_IFNAME=slow0 winning over a configuration that names the fast subnet. Then
-#                        hierarchical allgather and reducescatter (form=parallel and form=leader each) and broadcast
-#                        --check over the fast network: the bytes that must cross nodes went over fast0, not slow0,
+#                        hierarchical allgather and reducescatter (form=parallel and form=leader each), broadcast and
+#                        double_binary_tree allreduce --check over the fast network: the bytes that must cross nodes
+#                        went over fast0, not slow0,
 #                        and (allgather, reducescatter) no node's fast0 sent more than (NODES-1)/NODES of the call's
 #                        bytes (plus TCP/IP framing). "colls": only that second part
 #   defaults NODES RPN   every collective's automatic choice (no table) across NODES x RPN ranks, 8 B to 1 MiB,
@@ -86,8 +87,9 @@ tx_each() {
   for ((k = 0; k < NODES_UP; k++)); do echo -n "$(ip netns exec "$NAME-n$k" cat "/sys/class/net/$1/statistics/tx_bytes") "; done
 }
 
-# Hierarchical allgather, reducescatter and broadcast --check across $1 x $2 ranks, inter step over the fast
-# network: each node's fast0 tx growth, against what must cross nodes (at least (NODES-1) x S per call in all) and,
+# Hierarchical allgather, reducescatter and broadcast, and double_binary_tree allreduce (link=auto: the fast network,
+# the cluster's default route) --check across $1 x $2 ranks, inter step over the fast network: each node's fast0 tx
+# growth, against what must cross nodes (at least (NODES-1) x S per call in all; allreduce NODES x S) and,
 # for allgather and reducescatter, at most (NODES-1)/NODES x S per call per node; 10 % of that is left for TCP/IP
 # headers and acknowledgements, plus 256 KiB for connection setup and the bench's own messages.
 hier_colls() {
@@ -95,12 +97,13 @@ hier_colls() {
   local -a f0 f1
   # Every node has RPN ranks: allgather and reducescatter run in both forms (every local rank in parallel, one
   # leader per node).
-  for spec in allgather:parallel allgather:leader reducescatter:parallel reducescatter:leader broadcast:; do
+  for spec in allgather:parallel allgather:leader reducescatter:parallel reducescatter:leader broadcast: allreduce:; do
     IFS=: read -r coll form <<<"$spec"
     # --check (1; broadcast: out of place, then in place) + --warmup 1 + --iters 2
     case $coll in
       broadcast)
         algo="hierarchical(intra=binomial_tree(link=auto),inter=binomial_tree(link=tcp@10.77.1.0/24))" runs=5 ;;
+      allreduce) algo="double_binary_tree(chunk=512K,link=auto)" runs=4 ;;
       *) algo="hierarchical(intra=ring(link=auto),inter=ring(link=tcp@10.77.1.0/24),form=$form)" runs=4 ;;
     esac
     read -ra f0 <<<"$(tx_each fast0)"
@@ -111,19 +114,29 @@ hier_colls() {
     echo "$out"
     read -ra f1 <<<"$(tx_each fast0)"
     grep -q "check ok" <<<"$out" || fail "$coll: no checked row"
-    grep -q "^$coll .*hierarchical(.*link=tcp@10.77.1.0/24)${form:+,form=$form})" <<<"$out" ||
-      fail "$coll: the row is not hierarchical${form:+ in form $form}"
+    if [[ $coll == allreduce ]]; then
+      grep -q "^$coll .*double_binary_tree(" <<<"$out" || fail "$coll: the row is not double_binary_tree"
+    else
+      grep -q "^$coll .*hierarchical(.*link=tcp@10.77.1.0/24)${form:+,form=$form})" <<<"$out" ||
+        fail "$coll: the row is not hierarchical${form:+ in form $form}"
+    fi
+    # Any allreduce ships out of every node information about all of its S bytes: >= NODES x S per call.
+    local must=$(((nodes - 1) * bytes * runs))
+    [[ $coll == allreduce ]] && must=$((nodes * bytes * runs))
     local total=0 most=$(((nodes - 1) * bytes * runs / nodes)) ds=$(($(tx_sum slow0) - s0))
     for ((k = 0; k < nodes; k++)); do
       local d=$((f1[k] - f0[k]))
       total=$((total + d))
-      echo "$coll${form:+ ($form)} node $k: fast0 sent $d bytes in $runs calls of $bytes ($((d / runs)) per call; (NODES-1)/NODES of a call: $((most / runs)))"
-      if [[ $coll != broadcast ]]; then
+      echo -n "$coll${form:+ ($form)} node $k: fast0 sent $d bytes in $runs calls of $bytes ($((d / runs)) per call"
+      if [[ $coll == allgather || $coll == reducescatter ]]; then
+        echo "; (NODES-1)/NODES of a call: $((most / runs)))"
         ((d <= most + most / 10 + (256 << 10))) || fail "$coll: node $k's fast0 sent $d > $most (+ framing)"
+      else
+        echo ")"
       fi
     done
-    echo "$coll: fast0 sent $total in all (need >= $(((nodes - 1) * bytes * runs))), slow0 $ds"
-    ((total >= (nodes - 1) * bytes * runs)) || fail "$coll: fast0 carried $total, less than what must cross nodes"
+    echo "$coll: fast0 sent $total in all (need >= $must), slow0 $ds"
+    ((total >= must)) || fail "$coll: fast0 carried $total, less than what must cross nodes"
     ((ds < bytes * runs / 20)) || fail "$coll: slow0 carried $ds bytes: traffic leaked to the network not chosen"
   done
 }

@@ -1,6 +1,7 @@
 #include "tuner/export/hccl_env.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -25,6 +26,7 @@ using PointKey = std::tuple<Collective, DataType, uint64_t>;
 struct Expressible {
   std::string label;
   std::string levels;
+  bool nameable = true;  // false: a hierarchical form HCCL_ALGO cannot name, totalled only to be printed
 };
 
 absl::string_view HcclName(absl::string_view ours) {
@@ -33,18 +35,32 @@ absl::string_view HcclName(absl::string_view ours) {
   return "";
 }
 
-std::optional<Expressible> ExpressibleAs(const std::string& config, bool several_nodes) {
+// The nodes' shape, as far as HCCL_ALGO's choices depend on it.
+struct Nodes {
+  bool several = false;
+  bool even = true;  // every node has as many ranks (form=auto runs the parallel form)
+};
+
+// The form hierarchical(form=auto) runs on these nodes (runtime/algorithms/hierarchy.h LeaderForm).
+HierForm AutoForm(const Nodes& n) { return n.even ? HierForm::kParallel : HierForm::kLeader; }
+
+std::optional<Expressible> ExpressibleAs(const std::string& config, const Nodes& nodes) {
   auto c = Configuration::Parse(config);
   if (!c.ok()) return std::nullopt;
-  if (!several_nodes) {
+  if (!nodes.several) {
     const absl::string_view h = HcclName(c->algorithm);
     if (h.empty()) return std::nullopt;
     return Expressible{c->algorithm, absl::StrCat("level0:", h, ";level1:NA")};
   }
   if (c->algorithm == "hierarchical" && c->inter != nullptr) {
-    // level1:X = hierarchical with X between nodes and the usual step inside them.
+    // level1:X = hierarchical(inter=X) with the usual step inside the nodes and form=auto: HCCL_ALGO has no word
+    // for the form, so only the configurations that run the form auto runs here are what level1:X does.
     const absl::string_view h = HcclName(c->inter->algorithm);
     if (h.empty()) return std::nullopt;
+    if (c->form != HierForm::kAuto && c->form != AutoForm(nodes)) {
+      return Expressible{absl::StrCat("hierarchical(inter=", c->inter->algorithm, ",form=", HierFormName(c->form), ")"),
+                         "", false};
+    }
     return Expressible{absl::StrCat("hierarchical(inter=", c->inter->algorithm, ")"),
                        absl::StrCat("level0:NA;level1:", h)};
   }
@@ -113,7 +129,7 @@ std::map<PointKey, uint64_t> LiveWeights(db::TuningStore& store, const std::stri
 }
 
 HcclEnvChoice Choose(Collective c, const std::map<PointKey, std::map<std::string, double>>& points,
-                     const std::map<PointKey, uint64_t>& live, bool several_nodes) {
+                     const std::map<PointKey, uint64_t>& live, const Nodes& nodes) {
   HcclEnvChoice ch;
   ch.collective = c;
   uint64_t live_calls = 0;
@@ -132,6 +148,7 @@ HcclEnvChoice Choose(Collective c, const std::map<PointKey, std::map<std::string
   }
   std::map<std::string, AlgorithmTotal> totals;
   std::map<std::string, std::string> levels;
+  std::set<std::string> unnameable;
   std::vector<std::map<std::string, double>> per_point;
   std::vector<double> weights;
   for (const auto& [p, by_config] : points) {
@@ -141,9 +158,10 @@ HcclEnvChoice Choose(Collective c, const std::map<PointKey, std::map<std::string
     double winner = 0;
     for (const auto& [config, median] : by_config) {
       winner = winner == 0 ? median : std::min(winner, median);
-      auto e = ExpressibleAs(config, several_nodes);
-      if (!e || (several_nodes && has_hierarchical && !absl::StartsWith(e->label, "hierarchical("))) continue;
+      auto e = ExpressibleAs(config, nodes);
+      if (!e || (nodes.several && has_hierarchical && !absl::StartsWith(e->label, "hierarchical("))) continue;
       levels[e->label] = e->levels;
+      if (!e->nameable) unnameable.insert(e->label);
       auto it = best.find(e->label);
       if (it == best.end() || median < it->second) best[e->label] = median;
     }
@@ -153,7 +171,7 @@ HcclEnvChoice Choose(Collective c, const std::map<PointKey, std::map<std::string
     ++ch.sizes;
   }
   for (const auto& [label, unused] : levels) {
-    AlgorithmTotal t{label, 0, 0};
+    AlgorithmTotal t{label, 0, 0, unnameable.count(label) == 0};
     for (size_t i = 0; i < per_point.size(); ++i) {
       auto it = per_point[i].find(label);
       if (it == per_point[i].end()) {
@@ -165,10 +183,10 @@ HcclEnvChoice Choose(Collective c, const std::map<PointKey, std::map<std::string
     ch.totals.push_back(t);
   }
   std::sort(ch.totals.begin(), ch.totals.end(), [](const AlgorithmTotal& a, const AlgorithmTotal& b) {
-    if ((a.missing == 0) != (b.missing == 0)) return a.missing == 0;
+    if ((a.nameable && a.missing == 0) != (b.nameable && b.missing == 0)) return a.nameable && a.missing == 0;
     return a.total_us != b.total_us ? a.total_us < b.total_us : a.algorithm < b.algorithm;
   });
-  if (!ch.totals.empty() && ch.totals.front().missing == 0) {
+  if (!ch.totals.empty() && ch.totals.front().missing == 0 && ch.totals.front().nameable) {
     ch.algorithm = ch.totals.front().algorithm;
     ch.hccl_level = levels[ch.algorithm];
   } else {
@@ -187,7 +205,11 @@ std::string Describe(const HcclEnvChoice& ch) {
                           : absl::StrFormat(" (%d sizes weighted evenly: no reported calls)", ch.sizes));
   for (const AlgorithmTotal& t : ch.totals) {
     absl::StrAppend(&s, absl::StrFormat("; %s %.3f ms", t.algorithm, t.total_us / 1e3));
-    if (t.missing > 0) absl::StrAppend(&s, absl::StrFormat(" (not measured at %d sizes: not compared)", t.missing));
+    if (!t.nameable) {
+      absl::StrAppend(&s, " (HCCL_ALGO cannot name the form: not chosen)");
+    } else if (t.missing > 0) {
+      absl::StrAppend(&s, absl::StrFormat(" (not measured at %d sizes: not compared)", t.missing));
+    }
   }
   absl::StrAppend(&s, absl::StrFormat("; the table's per-size winners %.3f ms\n", ch.winners_us / 1e3));
   return s;
@@ -246,7 +268,13 @@ absl::StatusOr<HcclEnvExport> ExportHcclEnv(db::TuningStore& store, const std::s
   out.fingerprint = table->topology.fingerprint;
   out.world_size = world;
   out.table_version = table->version;
-  if (auto d = ParseTopologyJson(table->topology.json); d.ok()) out.nodes = static_cast<int>(d->ranks_per_node.size());
+  Nodes nodes;
+  if (auto d = ParseTopologyJson(table->topology.json); d.ok()) {
+    out.nodes = static_cast<int>(d->ranks_per_node.size());
+    nodes.several = out.nodes > 1;
+    nodes.even = std::adjacent_find(d->ranks_per_node.begin(), d->ranks_per_node.end(), std::not_equal_to<>()) ==
+                 d->ranks_per_node.end();
+  }
   auto points = Medians(store, *table, world);
   if (!points.ok()) return points.status();
   const auto live = LiveWeights(store, out.fingerprint, world, *points);
@@ -259,9 +287,16 @@ absl::StatusOr<HcclEnvExport> ExportHcclEnv(db::TuningStore& store, const std::s
                   "link,\n# and only ring, H-D_R (halving_doubling) and pipeline (hierarchical). Per collective: the "
                   "algorithm with the least\n# time summed over the measured sizes (its best configuration at each "
                   "size), then the others.\n");
+  if (nodes.several) {
+    absl::StrAppend(&out.text, "# Between nodes level1:X runs hierarchical(inter=X) with form=auto, the ",
+                    HierFormName(AutoForm(nodes)), " form on these ", nodes.even ? "even" : "uneven",
+                    " nodes:\n# HCCL_ALGO has no word for the form, so a hierarchical form=",
+                    HierFormName(nodes.even ? HierForm::kLeader : HierForm::kParallel),
+                    " is totalled apart and never chosen.\n");
+  }
   std::vector<std::string> parts;
   for (Collective c : colls) {
-    HcclEnvChoice ch = Choose(c, *points, live, out.nodes > 1);
+    HcclEnvChoice ch = Choose(c, *points, live, nodes);
     absl::StrAppend(&out.text, Describe(ch));
     parts.push_back(absl::StrCat(CollectiveName(c), "=", ch.hccl_level));
     out.choices.push_back(std::move(ch));

@@ -9,9 +9,12 @@
 // channels and link are whatever was fastest; an algorithm not measured at every size is not compared. What the
 // table's per-size winners would have taken is printed beside it: that is what HCCL_ALGO cannot express.
 //
-// On one node the choice is level0 (inside the node). On several nodes a choice of hierarchical is written
-// level1:pipeline... and the others' level1:NAME apply to the whole collective as the selector reads them
-// (runtime/selector/selector.h).
+// On one node the choice is level0 (inside the node). On several nodes a choice of hierarchical(inter=X) is
+// written level1:X (the step inside a node chosen as usual), and the others' level1:NAME apply to the whole
+// collective as the selector reads them (runtime/selector/selector.h). HCCL_ALGO has no word for a hierarchical
+// form, and level1:X runs form=auto (parallel on even nodes, leader on uneven ones): so a hierarchical
+// configuration counts towards level1:X only when it runs that form (form=auto, or the form auto runs there);
+// the other form is totalled under its own label, printed, and never chosen.
 //
 // Thread-safety: as the store.
 #pragma once
@@ -30,6 +33,7 @@ struct AlgorithmTotal {
   std::string algorithm;  // our name (ring, halving_doubling, hierarchical)
   double total_us = 0;    // sum over sizes of weight × its best median
   int missing = 0;        // measured sizes without a sample of it (then it is not compared)
+  bool nameable = true;   // false: a hierarchical form HCCL_ALGO cannot name (printed, never chosen)
 };
 
 struct HcclEnvChoice {

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "db/memory_store.h"
 #include "policies/rules.h"
 #include "runtime/common/configuration.h"
@@ -176,6 +179,118 @@ TEST(HcclEnvExport, ReportedCallsWeighTheSizes) {
     ExpectSelects(*out, f);
   }
   EXPECT_GT(flipped, 0) << "the weights never changed a choice: the test data does not exercise them";
+}
+
+// Several nodes: HCCL_ALGO's level1:X runs hierarchical(inter=X) with form=auto (parallel on even nodes, leader
+// on uneven ones). A table whose fastest allgather is a form auto does not run there: the export totals that form
+// apart, prints it, and names only what level1:X runs; the selector built from the line runs exactly that.
+struct NodesCase {
+  std::vector<int> ranks_per_node;
+  HierForm auto_runs;  // what form=auto runs on these nodes
+  HierForm other;      // the form HCCL_ALGO cannot name there
+  const char* other_name;
+};
+
+void FillNodes(Fixture* f, const NodesCase& k) {
+  TopologyDescription d;
+  d.ranks_per_node = k.ranks_per_node;
+  d.intra = {"shm"};
+  d.release = "0.1";
+  const TopologyKeys keys = KeysOf(d);
+  f->topo = db::Topology{keys.fingerprint, keys.json, ""};
+  int world = 0;
+  for (int n : k.ranks_per_node) world += n;
+  const std::string other = absl::StrCat("hierarchical(inter=ring,form=", k.other_name, ")");
+  const std::string same = absl::StrCat("hierarchical(inter=ring,form=", HierFormName(k.auto_runs), ")");
+  std::vector<db::TunedEntry> entries;
+  std::vector<db::SweepSample> samples;
+  const auto sizes = Sizes();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    // The other form is fastest everywhere; form=auto and its explicit twin take turns being second.
+    const double scale = static_cast<double>(i + 1);
+    const std::map<std::string, double> t = {{other, 10 * scale},
+                                             {"hierarchical(inter=ring)", (i % 2 ? 30 : 20) * scale},
+                                             {same, (i % 2 ? 20 : 30) * scale},
+                                             {"ring(chunk=1M)", 25 * scale},
+                                             {"direct", 40 * scale}};
+    for (const auto& [cfg, time] : t) {
+      ASSERT_TRUE(Configuration::Parse(cfg).ok()) << cfg;
+      f->time[Collective::kAllgather][sizes[i]][cfg] = time;
+      for (int it = 0; it < 3; ++it) {
+        samples.push_back({Collective::kAllgather, DataType::kFloat32, world, sizes[i], cfg, time, time, it});
+      }
+    }
+    db::TunedEntry e;
+    e.key = {Collective::kAllgather,
+             DataType::kFloat32,
+             world,
+             {i == 0 ? 0 : sizes[i], i + 1 < sizes.size() ? sizes[i + 1] : kUnbounded}};
+    e.configuration = other;
+    e.time_us = t.at(other);
+    e.sweep_id = "sw-nodes";
+    entries.push_back(e);
+  }
+  ASSERT_TRUE(f->store.PutSweep(db::Sweep{"sw-nodes", "{}", db::SweepStatus::kDone, 1, 1, 2, ""}).ok());
+  ASSERT_TRUE(f->store.AddSweepSamples("sw-nodes", samples).ok());
+  ASSERT_TRUE(f->store.PutTable(f->topo, entries, {}).ok());
+}
+
+TEST(HcclEnvExport, SeveralNodesNameOnlyTheFormLevel1Runs) {
+  const std::vector<NodesCase> cases = {{{2, 2}, HierForm::kParallel, HierForm::kLeader, "leader"},
+                                        {{2, 2, 2, 2}, HierForm::kParallel, HierForm::kLeader, "leader"},
+                                        {{3, 2}, HierForm::kLeader, HierForm::kParallel, "parallel"}};
+  for (const NodesCase& k : cases) {
+    Fixture f;
+    FillNodes(&f, k);
+    const std::string shape = absl::StrJoin(k.ranks_per_node, "+");
+    auto out = ExportHcclEnv(f.store, "", 0);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(out->choices.size(), 1u);
+    const HcclEnvChoice& ch = out->choices.front();
+    EXPECT_EQ(ch.algorithm, "hierarchical(inter=ring)") << shape << "\n" << out->text;
+    EXPECT_EQ(out->hccl_algo, "allgather=level0:NA;level1:ring") << shape;
+    // level1:ring's total: per size the better of form=auto and its explicit twin, 20 x (1 + ... + sizes); the
+    // other form's total (10 x the same) beside it, never chosen.
+    const double n = static_cast<double>(Sizes().size());
+    const double sum = n * (n + 1) / 2;
+    std::map<std::string, AlgorithmTotal> totals;
+    for (const AlgorithmTotal& t : ch.totals) totals[t.algorithm] = t;
+    const std::string other = absl::StrCat("hierarchical(inter=ring,form=", k.other_name, ")");
+    ASSERT_TRUE(totals.count(other)) << shape << "\n" << out->text;
+    EXPECT_FALSE(totals[other].nameable);
+    EXPECT_DOUBLE_EQ(totals[other].total_us, 10 * sum);
+    EXPECT_TRUE(totals["hierarchical(inter=ring)"].nameable);
+    EXPECT_DOUBLE_EQ(totals["hierarchical(inter=ring)"].total_us, 20 * sum);
+    EXPECT_DOUBLE_EQ(ch.winners_us, 10 * sum);
+    EXPECT_NE(out->text.find(
+                  absl::StrFormat("%s %.3f ms (HCCL_ALGO cannot name the form: not chosen)", other, 10 * sum / 1e3)),
+              std::string::npos)
+        << out->text;
+    EXPECT_NE(out->text.find(absl::StrCat("form=auto, the ", HierFormName(k.auto_runs), " form")), std::string::npos)
+        << out->text;
+    // Round trip: the line parses, and the selector on these nodes runs hierarchical(inter=ring) with form=auto,
+    // the form the export priced, at every measured size.
+    const std::string value = ExportedValue(out->text);
+    ASSERT_EQ(value, out->hccl_algo);
+    ASSERT_TRUE(policies::ParseHcclAlgo(value).ok());
+    Environment env;
+    env.hccl_algo = value;
+    GroupTopology topo;
+    for (size_t node = 0; node < k.ranks_per_node.size(); ++node) {
+      for (int r = 0; r < k.ranks_per_node[node]; ++r) topo.node_of.push_back(static_cast<int>(node));
+    }
+    topo.num_nodes = static_cast<int>(k.ranks_per_node.size());
+    auto sel = Selector::Create(env, static_cast<int>(topo.node_of.size()), topo);
+    ASSERT_TRUE(sel.ok()) << sel.status();
+    for (uint64_t bytes : Sizes()) {
+      auto c = sel->Choose(Collective::kAllgather, DataType::kFloat32, bytes);
+      EXPECT_EQ(c.source, ChoiceSource::kHcclAlgo) << shape << " " << bytes;
+      EXPECT_EQ(c.config->algorithm, "hierarchical") << shape << " " << bytes;
+      ASSERT_NE(c.config->inter, nullptr) << shape << " " << bytes;
+      EXPECT_EQ(c.config->inter->algorithm, "ring") << shape << " " << bytes;
+      EXPECT_EQ(c.config->form, HierForm::kAuto) << shape << " " << bytes;
+    }
+  }
 }
 
 TEST(HcclEnvExport, ErrorsNameWhatIsMissing) {

@@ -431,8 +431,8 @@ TEST(Selector, OverridesThatCannotRunHereAreErrors) {
   EXPECT_TRUE(Selector::Create(env, 4, TwoNodesOfTwo()).ok());
 }
 
-// The measured rows of hierarchical(form=leader) reducescatter apply on their node counts only: 4 x 2 at 64 KiB,
-// 2 x 4 at 256 KiB; one node of 8 and the neighbouring sizes keep the usual rows.
+// The measured row of hierarchical(form=leader) reducescatter applies on its node count only: 4 x 2 at 64 KiB;
+// 2 x 4 (no row), one node of 8 and the neighbouring sizes keep the usual rows.
 TEST(Selector, LeaderFormRowsApplyOnTheirNodeCounts) {
   const std::string leader =
       absl::StrCat("hierarchical(intra=", kDefaultRing, ",inter=", kDefaultRing, ",form=leader)");
@@ -446,11 +446,53 @@ TEST(Selector, LeaderFormRowsApplyOnTheirNodeCounts) {
   EXPECT_EQ(rs(*four, 64 << 10), leader);
   EXPECT_NE(rs(*four, 128 << 10), leader);
   EXPECT_NE(rs(*four, 256 << 10), leader);
-  EXPECT_EQ(rs(*two, 256 << 10), leader);
+  EXPECT_NE(rs(*two, 256 << 10), leader);
   EXPECT_NE(rs(*two, 64 << 10), leader);
   EXPECT_NE(rs(*two, 512 << 10), leader);
   EXPECT_NE(rs(*one, 256 << 10), leader);
   EXPECT_NE(rs(*one, 64 << 10), leader);
+}
+
+// The allgather and broadcast rows across nodes (8 ranks): on 2 and 4 nodes the rows' choices at their sizes, the
+// usual rows between and below them, and none of them on one node or at another world size. Uneven 5 + 3 nodes
+// run hierarchical(form=auto) too (the leader form there).
+TEST(Selector, AllgatherRowsApplyOnTheirNodeCounts) {
+  auto four = Selector::Create(Environment{}, 8, OnNodes({0, 0, 1, 1, 2, 2, 3, 3}));
+  auto two = Selector::Create(Environment{}, 8, OnNodes({0, 0, 0, 0, 1, 1, 1, 1}));
+  auto uneven = Selector::Create(Environment{}, 8, OnNodes({0, 0, 0, 0, 0, 1, 1, 1}));
+  auto one = Selector::Create(Environment{}, 8, OneNode(8));
+  auto six = Selector::Create(Environment{}, 6, OnNodes({0, 0, 0, 1, 1, 1}));
+  ASSERT_TRUE(four.ok() && two.ok() && uneven.ok() && one.ok() && six.ok());
+  const auto ag = [](Selector& s, uint64_t b) {
+    const Configuration* c = s.Choose(Collective::kAllgather, DataType::kFloat32, b).config;
+    return c->algorithm == "hierarchical" ? absl::StrCat("hierarchical/", HierFormName(c->form)) : c->ToString();
+  };
+  const std::string ring = "ring(chunk=1M,channels=1,link=auto)";
+  EXPECT_EQ(ag(*two, 64 << 10), "direct(channels=1,link=auto)");
+  EXPECT_EQ(ag(*two, 256 << 10), "hierarchical/leader");
+  EXPECT_EQ(ag(*two, 512 << 10), "direct(channels=1,link=auto)");
+  EXPECT_EQ(ag(*two, 1 << 20), "hierarchical/auto");
+  EXPECT_EQ(ag(*two, 4 << 20), "hierarchical/auto");
+  EXPECT_EQ(ag(*two, 16 << 20), ring);
+  EXPECT_EQ(ag(*uneven, 2 << 20), "hierarchical/auto");
+  EXPECT_EQ(ag(*four, 256 << 10), "direct(channels=1,link=auto)");
+  EXPECT_EQ(ag(*four, 512 << 10), "hierarchical/leader");
+  EXPECT_EQ(ag(*four, 1 << 20), "hierarchical/leader");
+  EXPECT_EQ(ag(*four, 4 << 20), ring);
+  EXPECT_EQ(ag(*four, 64 << 20), ring);
+  // Broadcast on 2 nodes: binomial_tree at 256 KiB-4 MiB instead of linear; one node keeps linear.
+  const auto bc = [](Selector& s, uint64_t b) {
+    return s.Choose(Collective::kBroadcast, DataType::kFloat32, b).config->algorithm;
+  };
+  EXPECT_EQ(bc(*two, 64 << 10), "linear");
+  EXPECT_EQ(bc(*two, 256 << 10), "binomial_tree");
+  EXPECT_EQ(bc(*two, 2 << 20), "binomial_tree");
+  EXPECT_EQ(bc(*one, 256 << 10), "linear");
+  EXPECT_EQ(bc(*four, 256 << 10), "linear");
+  for (uint64_t b : {256u << 10, 1u << 20, 64u << 20}) {
+    EXPECT_EQ(ag(*one, b), "direct(channels=1,link=auto)") << b;
+    EXPECT_EQ(ag(*six, b), "direct(channels=1,link=auto)") << b;
+  }
 }
 
 // HCCL_TUNE_ALGO chooses hierarchical's form where it runs; form=parallel on uneven nodes, and a form for a
