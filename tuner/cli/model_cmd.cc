@@ -170,8 +170,10 @@ absl::Status RunFit(const ModelArgs& a) {
   if (!ms.ok()) return ms.status();
   auto fit = model::Fit(*ms, {a.name, a.nics, a.cores});
   if (!fit.ok()) return fit.status();
-  std::printf("fitted %zu one-node (%zu over tcp) and %zu multi-node points from %zu sweeps (%zu samples unusable)\n",
-              fit->intra_points + fit->tcp_points, fit->tcp_points, fit->inter_points, ids.size(), fit->skipped);
+  std::printf(
+      "fitted %zu one-node and %zu multi-node points from %zu sweeps (%zu samples unusable; %zu one-node "
+      "points over tcp)\n",
+      fit->intra_points + fit->tcp_points, fit->inter_points, ids.size(), fit->skipped, fit->tcp_points);
   PrintProfile(fit->profile);
   if (!a.out.empty()) {
     std::ofstream f(a.out);
