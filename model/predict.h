@@ -10,10 +10,9 @@
 //                     rank's bytes that leave its node when it talks to every rank alike
 //   kLevels           T = R(intra) + B*beta_intra at m = 1, plus R(inter) + B*beta_inter/nics at l = 1
 // plus the reduction, gamma * B * r (r = 1/2 for allreduce, whose bytes are half reduce-scatter, half allgather; 1
-// for reducescatter and reduce; 0 otherwise); version 2 adds each call's own cost (call), and when a node has more
-// busy ranks than cores: version 2 adds the
-// wait for a core, call + rounds*round + B*byte (rounds: S, or the one exchange), version 1 multiplies everything
-// by l/cores. docs/MODEL.md shows the terms with their reasons.
+// for reducescatter and reduce; 0 otherwise). Version 2 adds each call's own cost (call) and, when a node has more
+// busy ranks than cores, the wait for a core: call' + rounds*round' + B*byte' (rounds: S, or the one exchange);
+// version 1 multiplies everything by l/cores instead. docs/MODEL.md shows the terms with their reasons.
 //
 // Thread-safety: pure functions of their arguments (the parsed formulas are cached once, immutably).
 #pragma once
