@@ -1,12 +1,17 @@
 // Fitting a cluster profile (model/profile.h) to measurements: the parameters that make the cost model
 // (model/predict.h) closest to what sweeps measured, in relative error.
 //
-// Inside a node: alpha, o and beta of the node's link and gamma, from the one-node measurements. Between nodes: the
-// network's alpha, o and beta from the measurements on several nodes, with the node's part fixed at its fit and the
-// network taken as the bottleneck (predict.h's max on the network's side). Each is a non-negative least-squares
-// problem in at most four unknowns over rows weighted by 1/measured, so every size counts alike; solved exactly by
-// trying each subset of unknowns held at zero. Measurements of one (collective, configuration, shape, size) are
-// reduced to their median first.
+// Writes a version 2 profile (model/profile.h). Inside a node: alpha, o and beta of the node's link, gamma, the
+// call, the mailbox exchange and the three waits for a core (per call, round and byte, from the shapes with more
+// ranks than `cores_per_node`), from the one-node measurements over shm (link=shm or auto). Then link=tcp on one
+// node: its own alpha, o and beta with the rest fixed (none measured: the profile has no intra_tcp). Between nodes:
+// the network's alpha, o and beta from the measurements on several nodes, with the node's part fixed at its fit and
+// the network taken as the bottleneck (predict.h's max on the network's side). Each is a non-negative problem in at
+// most nine unknowns over rows weighted by 1/measured, so every size counts alike, minimising the sum of absolute
+// relative errors (iteratively reweighted least squares; each least-squares step solved exactly by trying each
+// subset of unknowns held at zero): a few medians far off, such as a rank that lost its core for a scheduler tick,
+// do not pull every prediction. Measurements of one (collective, configuration, shape, size) are reduced to their
+// median first (Medians: `model check` compares against the same medians).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -39,7 +44,8 @@ struct FitOptions {
 
 struct FitResult {
   ClusterProfile profile;
-  size_t intra_points = 0;  // distinct (collective, configuration, shape, size) used
+  size_t intra_points = 0;  // distinct (collective, configuration, shape, size) used: one node over shm
+  size_t tcp_points = 0;    // one node over link=tcp
   size_t inter_points = 0;
   size_t skipped = 0;  // measurements of an unknown configuration or a collective without a cost
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,7 @@
 #include "runtime/algorithms/registry.h"
 #include "runtime/common/configuration.h"
 #include "runtime/common/fingerprint.h"
+#include "runtime/common/mailbox_block.h"
 
 namespace hccltune::model {
 namespace {
@@ -19,6 +21,7 @@ struct ParsedCost {
   Formula bytes;
   Formula messages;
   registry::Crossing across;
+  std::optional<Formula> mailbox;  // the block of the mailbox form, where the algorithm has one
 };
 
 // Every registry formula parsed once; a formula that does not parse is left out (the catalogue test fails on it).
@@ -32,8 +35,14 @@ const std::map<std::pair<Collective, std::string>, ParsedCost>& Costs() {
         auto steps = Formula::Parse(cost->steps);
         auto bytes = Formula::Parse(cost->bytes);
         auto messages = Formula::Parse(cost->Messages());
+        std::optional<Formula> mailbox;
+        if (!cost->mailbox.empty()) {
+          auto block = Formula::Parse(cost->mailbox);
+          if (!block.ok()) continue;
+          mailbox = *block;
+        }
         if (steps.ok() && bytes.ok() && messages.ok()) {
-          out->emplace(std::make_pair(c, name), ParsedCost{*steps, *bytes, *messages, cost->across});
+          out->emplace(std::make_pair(c, name), ParsedCost{*steps, *bytes, *messages, cost->across, mailbox});
         }
       }
     }
@@ -80,11 +89,12 @@ void TransferTerms(const ParsedCost& cost, const FormulaVars& v, int nics, Terms
 }  // namespace
 
 absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint64_t chunk, const Shape& shape,
-                                uint64_t bytes, int nics, int cores) {
+                                uint64_t bytes, const TermContext& where) {
   auto it = Costs().find({c, algorithm});
   if (it == Costs().end()) {
     return absl::NotFoundError(absl::StrCat("no cost for ", CollectiveName(c), " ", algorithm));
   }
+  const ParsedCost& cost = it->second;
   FormulaVars v;
   v.l = shape.ranks_per_node;
   v.m = shape.nodes;
@@ -92,28 +102,53 @@ absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint
   v.n = static_cast<double>(bytes);
   v.c = static_cast<double>(std::max<uint64_t>(chunk, 1));
   Terms t;
-  TransferTerms(it->second, v, std::max(nics, 1), &t);
-  t.reduced = At(it->second.bytes, v) * ReducedShare(c);
-  if (cores > 0 && shape.ranks_per_node > cores) t.factor = static_cast<double>(shape.ranks_per_node) / cores;
+  TransferTerms(cost, v, std::max(where.nics, 1), &t);
+  t.reduced = At(cost.bytes, v) * ReducedShare(c);
+  const bool oversubscribed = where.cores > 0 && shape.ranks_per_node > where.cores;
+  if (where.version < 2) {
+    if (oversubscribed) t.factor = static_cast<double>(shape.ranks_per_node) / where.cores;
+    return t;
+  }
+  t.calls = 1;
+  t.oversubscribed = oversubscribed;
+  if (shape.nodes == 1 && where.link == LinkKind::kTcp) t.tcp = true;
+  const bool shm = where.link == LinkKind::kAuto || where.link == LinkKind::kShm;
+  if (shape.nodes == 1 && shm && v.p > 1 && cost.mailbox.has_value() &&
+      At(*cost.mailbox, v) <= static_cast<double>(kMailboxBlockBytes)) {
+    t.s_intra = 0, t.k_intra = 0, t.exchanges = 1;  // one exchange; the bytes are still read and written
+  }
   return t;
 }
 
 double Evaluate(const Terms& t, const ClusterProfile& pr) {
-  const double intra = t.s_intra * pr.intra.alpha_s + t.k_intra * pr.intra.overhead_s + t.b_intra * pr.intra.beta_s;
+  const LinkCost& node = t.tcp ? pr.intra_tcp : pr.intra;
+  const double intra = t.s_intra * node.alpha_s + t.k_intra * node.overhead_s + t.b_intra * node.beta_s;
   const double inter = t.s_inter * pr.inter.alpha_s + t.k_inter * pr.inter.overhead_s +
                        std::max(t.b_inter * pr.inter.beta_s, t.b_alt * pr.intra.beta_s);
-  return t.factor * (intra + inter + t.reduced * pr.gamma_s);
+  if (pr.version < 2) return t.factor * (intra + inter + t.reduced * pr.gamma_s);
+  double wait = 0;
+  if (t.oversubscribed) {
+    const Oversubscribed& o = pr.oversubscribed;
+    wait = o.call_s + t.rounds() * o.round_s + t.wait_bytes() * o.byte_s;
+  }
+  return t.calls * pr.call_s + intra + inter + t.exchanges * pr.mailbox_s + t.reduced * pr.gamma_s + wait;
 }
 
 absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective c, const std::string& algorithm,
-                                      uint64_t chunk, const Shape& shape, uint64_t bytes) {
+                                      uint64_t chunk, const Shape& shape, uint64_t bytes, LinkKind link) {
   if (shape.nodes > 1 && !profile.inter_known) {
     return absl::FailedPreconditionError(absl::StrCat("profile ", profile.name,
                                                       " never measured the network between nodes: no prediction for ",
                                                       shape.nodes, " nodes"));
   }
-  auto t = CostTerms(c, algorithm, chunk, shape, bytes, profile.nics_per_node, profile.cores_per_node);
+  auto t = CostTerms(c, algorithm, chunk, shape, bytes,
+                     {profile.nics_per_node, profile.cores_per_node, profile.version, link});
   if (!t.ok()) return t.status();
+  if (t->tcp && !profile.intra_tcp_known) {
+    return absl::FailedPreconditionError(absl::StrCat("profile ", profile.name,
+                                                      " never measured link=tcp inside a node: no prediction for ",
+                                                      algorithm, " over tcp on one node"));
+  }
   return Evaluate(*t, profile);
 }
 

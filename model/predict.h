@@ -1,14 +1,18 @@
 // The cost model: the predicted time of a configuration for a collective of `n` bytes on `m` nodes of `l` ranks,
-// from the registry's formulas (runtime/algorithms/registry.h, AlgorithmCost: steps, bytes, across) and a cluster
-// profile (model/profile.h). With S steps, K messages and B bytes at (p, n, l, m, c), and R(link) = S*alpha + K*o:
-//   one node          T = R(intra) + B*beta_intra
+// from the registry's formulas (runtime/algorithms/registry.h, AlgorithmCost: steps, bytes, across, mailbox) and a
+// cluster profile (model/profile.h). With S steps, K messages and B bytes at (p, n, l, m, c), and
+// R(link) = S*alpha + K*o:
+//   one node          T = R(intra) + B*beta_intra  (link=tcp: the profile's intra_tcp link)
+//   one node, mailbox T = mailbox + B*beta_intra   (version 2: shm, and the algorithm's mailbox block fits
+//                     kMailboxBlockBytes: the call is one exchange, not its steps and messages)
 //   kOnePerNode       T = R(inter) + B*max(beta_inter, beta_intra)       (one rank per node on the NIC)
 //   kEveryRank        T = R(inter) + max(l*f*B*beta_inter/nics, B*beta_intra), f = (p-l)/(p-1) the share of a
 //                     rank's bytes that leave its node when it talks to every rank alike
 //   kLevels           T = R(intra) + B*beta_intra at m = 1, plus R(inter) + B*beta_inter/nics at l = 1
 // plus the reduction, gamma * B * r (r = 1/2 for allreduce, whose bytes are half reduce-scatter, half allgather; 1
-// for reducescatter and reduce; 0 otherwise), and, when a node has more busy ranks than cores, everything times
-// l/cores. docs/MODEL.md shows the terms with their reasons.
+// for reducescatter and reduce; 0 otherwise). Version 2 adds each call's own cost (call) and, when a node has more
+// busy ranks than cores, the wait for a core: call' + rounds*round' + B*byte' (rounds: S, or the one exchange);
+// version 1 multiplies everything by l/cores instead. docs/MODEL.md shows the terms with their reasons.
 //
 // Thread-safety: pure functions of their arguments (the parsed formulas are cached once, immutably).
 #pragma once
@@ -19,6 +23,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/profile.h"
+#include "runtime/common/configuration.h"
 #include "runtime/common/types.h"
 
 namespace hccltune::model {
@@ -38,25 +43,42 @@ struct Candidate {
   double seconds = 0;
 };
 
-// The coefficients of a prediction: T = factor * (s_intra*alpha_intra + k_intra*o_intra + b_intra*beta_intra +
-// s_inter*alpha_inter + k_inter*o_inter + max(b_inter*beta_inter, b_alt*beta_intra) + reduced*gamma). Linear in
-// the profile's parameters but for the max (fitting takes the network's side: model/fit.h).
+// The coefficients of a prediction. Version 2: T = calls*call + R + max(b_inter*beta_inter, b_alt*beta_intra) +
+// exchanges*mailbox + reduced*gamma + [oversubscribed]*(call + rounds()*round + wait_bytes()*byte), with
+// R = s_intra*alpha_intra + k_intra*o_intra + b_intra*beta_intra + s_inter*alpha_inter + k_inter*o_inter (intra at
+// intra_tcp when `tcp`). Version 1: factor * (R + max(...) + reduced*gamma). Linear in the profile's parameters but
+// for the max (fitting takes the network's side: model/fit.h).
 struct Terms {
   double s_intra = 0, k_intra = 0, b_intra = 0;
   double s_inter = 0, k_inter = 0, b_inter = 0;
-  double b_alt = 0;    // the same call's bytes at the intra rate, when ranks also send inside the node meanwhile
-  double reduced = 0;  // bytes reduced
-  double factor = 1;   // l / cores when oversubscribed
+  double b_alt = 0;      // the same call's bytes at the intra rate, when ranks also send inside the node meanwhile
+  double reduced = 0;    // bytes reduced
+  double calls = 0;      // 1 in version 2: the call's own cost, whatever its algorithm
+  double exchanges = 0;  // mailbox exchanges (version 2)
+  bool oversubscribed = false;  // more busy ranks on a node than cores (version 2's wait terms)
+  bool tcp = false;             // one node over link=tcp: the intra terms at the profile's intra_tcp (version 2)
+  double factor = 1;            // l / cores when oversubscribed (version 1)
+  double rounds() const { return s_intra + s_inter + exchanges; }
+  double wait_bytes() const { return b_intra + b_alt; }
 };
-// NotFound when the registry has no cost for (c, algorithm); `nics` and `cores` from the profile.
+// Where a configuration runs, besides its shape: what CostTerms needs of the profile and the configuration.
+struct TermContext {
+  int nics = 1;
+  int cores = 0;                    // 0: never oversubscribed
+  int version = kProfileVersion;    // the profile's form
+  LinkKind link = LinkKind::kAuto;  // the configuration's link
+};
+// NotFound when the registry has no cost for (c, algorithm).
 absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint64_t chunk, const Shape& shape,
-                                uint64_t bytes, int nics, int cores);
+                                uint64_t bytes, const TermContext& where);
 double Evaluate(const Terms& t, const ClusterProfile& profile);
 
 // Predicted seconds of `algorithm` (with `chunk`) for collective `c` over `bytes`; NotFound when the registry has
 // no cost for it; FailedPrecondition across nodes when the profile's network was never measured.
+// link=tcp on one node: FailedPrecondition when a version 2 profile never measured tcp inside a node.
 absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective c, const std::string& algorithm,
-                                      uint64_t chunk, const Shape& shape, uint64_t bytes);
+                                      uint64_t chunk, const Shape& shape, uint64_t bytes,
+                                      LinkKind link = LinkKind::kAuto);
 
 // Every algorithm the registry holds valid for `shape` (its default configuration), fastest first.
 std::vector<Candidate> RankCandidates(const ClusterProfile& profile, Collective c, const Shape& shape, uint64_t bytes);

@@ -1,5 +1,8 @@
 #include "model/profile.h"
 
+#include <string>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/bounded_read.h"
@@ -54,22 +57,75 @@ absl::StatusOr<int> ReadCount(const nlohmann::json& j, const std::string& key, i
   return v.get<int>();
 }
 
+// "version" and the version 2 keys (profile.h) of `j` into `out`.
+absl::Status ReadVersionTwo(const nlohmann::json& j, absl::string_view source, ClusterProfile* out) {
+  ClusterProfile& p = *out;
+  auto version = ReadCount(j, "version", 1, 1, source);
+  if (!version.ok()) return version.status();
+  if (*version > kProfileVersion) {
+    return Bad(source, absl::StrCat("version ", *version, " is newer than this build reads (", kProfileVersion, ")"));
+  }
+  p.version = *version;
+  if (p.version < 2) {
+    for (const char* key : {"call_us", "mailbox_us", "oversubscribed", "intra_tcp"}) {
+      if (j.contains(key)) return Bad(source, absl::StrCat(key, " needs \"version\": 2"));
+    }
+  }
+  if (j.contains("call_us")) {
+    auto call = Positive(j, "", "call_us", source, /*zero_ok=*/true);
+    if (!call.ok()) return call.status();
+    p.call_s = *call * 1e-6;
+  }
+  if (j.contains("mailbox_us")) {
+    auto mailbox = Positive(j, "", "mailbox_us", source, /*zero_ok=*/true);
+    if (!mailbox.ok()) return mailbox.status();
+    p.mailbox_s = *mailbox * 1e-6;
+  }
+  if (j.contains("oversubscribed")) {
+    const nlohmann::json& o = j.at("oversubscribed");
+    if (!o.is_object()) return Bad(source, "oversubscribed must be an object");
+    for (const auto& [k, v] : o.items()) {
+      if (k != "call_us" && k != "round_us" && k != "byte_ns") {
+        return Bad(source, absl::StrCat("oversubscribed.", k, " is not one of call_us, round_us, byte_ns"));
+      }
+    }
+    const std::pair<const char*, double*> keys[] = {{"call_us", &p.oversubscribed.call_s},
+                                                    {"round_us", &p.oversubscribed.round_s},
+                                                    {"byte_ns", &p.oversubscribed.byte_s}};
+    for (const auto& [key, value] : keys) {
+      auto v = Positive(o, "oversubscribed.", key, source, /*zero_ok=*/true);
+      if (!v.ok()) return v.status();
+      *value = *v * (std::string(key) == "byte_ns" ? 1e-9 : 1e-6);
+    }
+  }
+  if (j.contains("intra_tcp")) {
+    auto tcp = ReadLink(j, "intra_tcp", source);
+    if (!tcp.ok()) return tcp.status();
+    p.intra_tcp = *tcp;
+    p.intra_tcp_known = true;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ClusterProfile> ParseProfile(absl::string_view json_text, absl::string_view source) {
   if (json_text.size() > kMaxProfileBytes) return Bad(source, "larger than 1 MiB");
   nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return Bad(source, "not a JSON object");
-  static const char* kKeys[] = {"name", "intra", "inter", "nics_per_node", "reduce_GBps", "cores_per_node"};
+  static const char* kKeys[] = {"name",    "intra",      "inter",     "nics_per_node",  "reduce_GBps", "cores_per_node",
+                                "version", "mailbox_us", "intra_tcp", "oversubscribed", "call_us"};
   for (const auto& [k, v] : j.items()) {
     bool known = false;
     for (const char* key : kKeys) known = known || k == key;
     if (!known) {
       return Bad(source, absl::StrCat("unknown key '", k,
-                                      "' (accepted: name, intra, inter, nics_per_node, reduce_GBps, cores_per_node)"));
+                                      "' (accepted: name, version, intra, inter, nics_per_node, reduce_GBps, "
+                                      "cores_per_node, call_us, mailbox_us, oversubscribed, intra_tcp)"));
     }
   }
   ClusterProfile p;
+  if (absl::Status s = ReadVersionTwo(j, source, &p); !s.ok()) return s;
   p.name = j.contains("name") && j["name"].is_string() ? j["name"].get<std::string>() : std::string(source);
   auto intra = ReadLink(j, "intra", source);
   if (!intra.ok()) return intra.status();
@@ -103,6 +159,15 @@ std::string ProfileToJson(const ClusterProfile& p) {
                       {"reduce_GBps", p.gamma_s > 0 ? 1.0 / (p.gamma_s * kGiga) : 0.0},
                       {"cores_per_node", p.cores_per_node}};
   if (p.inter_known) j["inter"] = link(p.inter);
+  if (p.version >= 2) {
+    j["version"] = p.version;
+    j["call_us"] = p.call_s * 1e6;
+    j["mailbox_us"] = p.mailbox_s * 1e6;
+    j["oversubscribed"] = {{"call_us", p.oversubscribed.call_s * 1e6},
+                           {"round_us", p.oversubscribed.round_s * 1e6},
+                           {"byte_ns", p.oversubscribed.byte_s * 1e9}};
+    if (p.intra_tcp_known) j["intra_tcp"] = link(p.intra_tcp);
+  }
   return j.dump(2);
 }
 

@@ -9,6 +9,15 @@
 // latency_us: one message round (alpha); message_us: each message a rank sends (its overhead, o); GBps: 10^9 bytes
 // per second; cores_per_node 0 = never oversubscribed. Without "inter" the profile knows no network between nodes
 // (fitted from one-node measurements): predictions across nodes are refused.
+//
+// "version": 2 (what `model fit` writes) adds, each optional (0 / unknown when left out):
+//   "call_us": 0.2                                      every call's own cost, whatever its algorithm
+//   "mailbox_us": 1.0                                   one mailbox exchange (a small call's form on one node)
+//   "oversubscribed": {"call_us": 3, "round_us": 1, "byte_ns": 0.1}   waiting for a core when a node has more
+//                                                       busy ranks than cores: per call, per round, per byte
+//   "intra_tcp": {link}                                 link=tcp between ranks of one node (loopback)
+// and drops version 1's "everything times l/cores" (model/predict.h). Without "version" a profile is version 1 and
+// predicts as it always did; version 1 refuses the keys above.
 // Thread-safety: values.
 #pragma once
 
@@ -25,14 +34,30 @@ struct LinkCost {
   double beta_s = 0;      // seconds per byte
 };
 
+// What waiting for a core costs when a node has more busy ranks than cores (version 2).
+struct Oversubscribed {
+  double call_s = 0;   // once per call
+  double round_s = 0;  // per message round or mailbox exchange
+  double byte_s = 0;   // per byte a rank sends or receives
+};
+
+inline constexpr int kProfileVersion = 2;  // what Fit writes; 1 = the form before mailbox/oversubscribed/intra_tcp
+
 struct ClusterProfile {
   std::string name;
+  int version = 1;  // 1 or kProfileVersion (the JSON's "version"; absent = 1)
   LinkCost intra;
   LinkCost inter;           // per NIC
   int nics_per_node = 1;    // a node's ranks share this many NICs
   double gamma_s = 0;       // seconds per byte reduced
   int cores_per_node = 0;   // 0: as many cores as ranks
   bool inter_known = true;  // false: fitted from one-node measurements only (no prediction across nodes)
+  // Version 2 only:
+  double call_s = 0;     // every call, whatever its algorithm
+  double mailbox_s = 0;  // one mailbox exchange
+  Oversubscribed oversubscribed;
+  LinkCost intra_tcp;            // link=tcp inside a node
+  bool intra_tcp_known = false;  // false: link=tcp on one node is not predicted
 };
 
 // The profile as the JSON ParseProfile reads ("inter" left out when not known).

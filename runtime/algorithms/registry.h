@@ -47,12 +47,16 @@ std::vector<std::string> AlgorithmsFor(Collective c);
 //                node, with l = 1 the step between nodes (there: the bytes through one NIC).
 // `messages` is the most messages any one rank sends over the call (the per-message overhead term), where it differs
 // from `steps` (a rank that sends to every other rank in one round); empty = one message per step.
+// `mailbox` is, for an algorithm with a mailbox form (FindExchange), the block one rank posts in it: when the whole
+// group is on one node over shm and the block fits kMailboxBlockBytes (runtime/common/mailbox_block.h), the call is
+// that one exchange instead of its steps and messages. Empty = no mailbox form.
 enum class Crossing : uint8_t { kEveryRank, kOnePerNode, kLevels };
 struct AlgorithmCost {
   absl::string_view steps;
   absl::string_view bytes;
   Crossing across = Crossing::kEveryRank;
   absl::string_view messages = {};
+  absl::string_view mailbox = {};
 
   absl::string_view Messages() const { return messages.empty() ? steps : messages; }
 };

@@ -25,6 +25,7 @@
 #include "nlohmann/json.hpp"
 #include "runtime/common/fingerprint.h"
 #include "runtime/common/sizes.h"
+#include "tuner/bench/call.h"
 #include "tuner/cli/commands.h"
 #include "tuner/cli/store_access.h"
 
@@ -90,6 +91,7 @@ absl::StatusOr<std::vector<model::Measurement>> ReadMeasurements(const ModelArgs
     }
   }
   std::vector<model::Measurement> out;
+  size_t empty = 0;
   for (const db::Sweep& row : rows) {
     auto shape = SweepShape(row);
     if (!shape.ok()) {
@@ -101,9 +103,16 @@ absl::StatusOr<std::vector<model::Measurement>> ReadMeasurements(const ModelArgs
     ids->push_back(row.id);
     if (std::string c = SweepClass(row); !c.empty()) classes->insert(c);
     for (const db::SweepSample& s : *samples) {
+      // A size too small for one element per rank's block (allgather of 8 bytes fp32 on 4 ranks) was a call of no
+      // elements: it measured the runtime's early return, not the collective the model predicts.
+      if (bench::CountFor(s.collective, s.bytes, s.dtype, shape->ranks()) == 0) {
+        ++empty;
+        continue;
+      }
       out.push_back({s.collective, s.configuration, *shape, s.bytes, s.time_us * 1e-6});
     }
   }
+  if (empty > 0) std::fprintf(stderr, "hccl-tune model: %zu samples of calls with no elements left out\n", empty);
   if (out.empty()) {
     return absl::NotFoundError(
         absl::StrCat("no sweep samples in ", where, a.sweeps.empty() ? "" : " for the named sweeps"));
@@ -125,6 +134,15 @@ void PrintProfile(const model::ClusterProfile& p) {
   }
   std::printf("  reduce %.3f GB/s; %d NIC(s) per node; cores per node %d\n", 1e-9 / p.gamma_s, p.nics_per_node,
               p.cores_per_node);
+  if (p.version < 2) return;
+  if (p.intra_tcp_known) {
+    link("tcp", p.intra_tcp);
+  } else {
+    std::printf("  tcp    never measured inside a node: no prediction for link=tcp on one node\n");
+  }
+  std::printf("  call %.2f us; mailbox %.2f us/exchange; oversubscribed %.2f us/call, %.2f us/round, %.4f ns/byte\n",
+              p.call_s * 1e6, p.mailbox_s * 1e6, p.oversubscribed.call_s * 1e6, p.oversubscribed.round_s * 1e6,
+              p.oversubscribed.byte_s * 1e9);
 }
 
 // Stores `profile` as the next model version of every class in `classes`.
@@ -152,8 +170,10 @@ absl::Status RunFit(const ModelArgs& a) {
   if (!ms.ok()) return ms.status();
   auto fit = model::Fit(*ms, {a.name, a.nics, a.cores});
   if (!fit.ok()) return fit.status();
-  std::printf("fitted %zu one-node and %zu multi-node points from %zu sweeps (%zu samples unusable)\n",
-              fit->intra_points, fit->inter_points, ids.size(), fit->skipped);
+  std::printf(
+      "fitted %zu one-node and %zu multi-node points from %zu sweeps (%zu samples unusable; %zu one-node "
+      "points over tcp)\n",
+      fit->intra_points + fit->tcp_points, fit->inter_points, ids.size(), fit->skipped, fit->tcp_points);
   PrintProfile(fit->profile);
   if (!a.out.empty()) {
     std::ofstream f(a.out);

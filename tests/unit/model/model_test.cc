@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "model/check.h"
 #include "model/fit.h"
@@ -10,6 +11,9 @@
 #include "model/predict.h"
 #include "model/profile.h"
 #include "model/simulate.h"
+#include "runtime/algorithms/registry.h"
+#include "runtime/common/configuration.h"
+#include "runtime/common/mailbox_block.h"
 
 namespace hccltune::model {
 namespace {
@@ -209,18 +213,51 @@ std::vector<Measurement> Synthetic(const ClusterProfile& truth, const std::vecto
 }
 
 TEST(Fit, RecoversTheProfileThatMadeTheMeasurements) {
+  // Version 2 with every term: 3 and 4 ranks on 2 cores wait for a core, small direct/one_shot calls are mailbox
+  // exchanges, and the link=tcp copies of the one-node measurements fit the tcp link.
   ClusterProfile truth = TestProfile();
-  const auto ms = Synthetic(truth, {{1, 2}, {1, 3}, {1, 4}, {2, 2}, {3, 2}});
+  truth.version = kProfileVersion;
+  truth.cores_per_node = 2;
+  truth.call_s = 0.2e-6;
+  truth.mailbox_s = 0.7e-6;
+  truth.oversubscribed = {3e-6, 0.8e-6, 0.05e-9};
+  truth.intra_tcp = {4e-6, 1e-6, 1e-9};
+  truth.intra_tcp_known = true;
+  auto ms = Synthetic(truth, {{1, 2}, {1, 3}, {1, 4}, {2, 2}, {3, 2}});
+  const size_t measured = ms.size();
+  for (size_t i = 0; i < measured; ++i) {
+    auto config = Configuration::Parse(ms[i].configuration);
+    ASSERT_TRUE(config.ok()) << config.status();
+    if (ms[i].shape.nodes > 1 || absl::StartsWith(ms[i].configuration, "hierarchical")) continue;
+    config->link.kind = LinkKind::kTcp;
+    Measurement m = ms[i];
+    m.configuration = config->ToString();
+    ASSERT_TRUE(absl::StrContains(m.configuration, "link=tcp")) << m.configuration;
+    auto t = PredictSeconds(truth, m.collective, config->algorithm, config->chunk, m.shape, m.bytes, LinkKind::kTcp);
+    ASSERT_TRUE(t.ok()) << t.status();
+    m.seconds = *t;
+    ms.push_back(m);
+  }
   auto fit = Fit(ms, {"t", truth.nics_per_node, truth.cores_per_node});
   ASSERT_TRUE(fit.ok()) << fit.status();
   EXPECT_GT(fit->intra_points, 50u);
+  EXPECT_GT(fit->tcp_points, 50u);
   EXPECT_GT(fit->inter_points, 50u);
   const ClusterProfile& p = fit->profile;
+  EXPECT_EQ(p.version, kProfileVersion);
   ASSERT_TRUE(p.inter_known);
+  ASSERT_TRUE(p.intra_tcp_known);
   EXPECT_NEAR(p.intra.alpha_s, truth.intra.alpha_s, 1e-3 * truth.intra.alpha_s);
   EXPECT_NEAR(p.intra.overhead_s, truth.intra.overhead_s, 1e-3 * truth.intra.overhead_s);
   EXPECT_NEAR(p.intra.beta_s, truth.intra.beta_s, 1e-3 * truth.intra.beta_s);
   EXPECT_NEAR(p.gamma_s, truth.gamma_s, 1e-3 * truth.gamma_s);
+  EXPECT_NEAR(p.call_s, truth.call_s, 1e-3 * truth.call_s);
+  EXPECT_NEAR(p.mailbox_s, truth.mailbox_s, 1e-3 * truth.mailbox_s);
+  EXPECT_NEAR(p.oversubscribed.call_s, truth.oversubscribed.call_s, 1e-3 * truth.oversubscribed.call_s);
+  EXPECT_NEAR(p.oversubscribed.round_s, truth.oversubscribed.round_s, 1e-3 * truth.oversubscribed.round_s);
+  EXPECT_NEAR(p.oversubscribed.byte_s, truth.oversubscribed.byte_s, 1e-3 * truth.oversubscribed.byte_s);
+  EXPECT_NEAR(p.intra_tcp.alpha_s, truth.intra_tcp.alpha_s, 1e-3 * truth.intra_tcp.alpha_s);
+  EXPECT_NEAR(p.intra_tcp.beta_s, truth.intra_tcp.beta_s, 1e-3 * truth.intra_tcp.beta_s);
   // The network: measurements where the node's link was the bottleneck are fitted as if the NIC were, so only close.
   EXPECT_NEAR(p.inter.alpha_s, truth.inter.alpha_s, 0.1 * truth.inter.alpha_s);
   EXPECT_NEAR(p.inter.beta_s, truth.inter.beta_s, 0.1 * truth.inter.beta_s);
@@ -268,6 +305,165 @@ TEST(Check, AWrongWinnerIsCountedWithItsGap) {
   EXPECT_NEAR(r.buckets[0].winner_gap, 0.5, 1e-9);
   EXPECT_FALSE(r.buckets[0].winner_ok());
   EXPECT_EQ(r.summary.at(Collective::kAllgather).winner_ok, 0u);
+}
+
+}  // namespace
+}  // namespace hccltune::model
+
+namespace hccltune::model {
+namespace {
+
+const char kProfileV2[] = R"({"name": "t2", "version": 2,
+  "intra": {"latency_us": 1, "message_us": 0.5, "bandwidth_GBps": 10},
+  "inter": {"latency_us": 10, "message_us": 2, "bandwidth_GBps": 1},
+  "nics_per_node": 2, "reduce_GBps": 5, "cores_per_node": 4, "mailbox_us": 0.25,
+  "oversubscribed": {"call_us": 3, "round_us": 0.75, "byte_ns": 0.5},
+  "intra_tcp": {"latency_us": 8, "message_us": 4, "bandwidth_GBps": 2}})";
+
+ClusterProfile TestProfileV2() {
+  auto p = ParseProfile(kProfileV2, "test");
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *p : ClusterProfile{};
+}
+
+double PredictV2(Collective c, const std::string& alg, int l, uint64_t bytes, LinkKind link = LinkKind::kAuto) {
+  auto t = PredictSeconds(TestProfileV2(), c, alg, 512 * 1024, Shape{1, l}, bytes, link);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : NAN;
+}
+
+TEST(Registry, AMailboxBlockIsWrittenExactlyForTheAlgorithmsWithAMailboxForm) {
+  for (Collective c : AllCollectives()) {
+    for (const std::string& name : registry::AlgorithmsFor(c)) {
+      const registry::AlgorithmCost* cost = registry::Cost(c, name);
+      ASSERT_NE(cost, nullptr);
+      EXPECT_EQ(registry::FindExchange(c, name) != nullptr, !cost->mailbox.empty()) << CollectiveName(c) << " " << name;
+      if (!cost->mailbox.empty()) {
+        EXPECT_TRUE(Formula::Parse(cost->mailbox).ok()) << cost->mailbox;
+      }
+    }
+  }
+}
+
+TEST(Profile, VersionTwoReadsItsTermsAndWritesThemBack) {
+  const ClusterProfile p = TestProfileV2();
+  EXPECT_EQ(p.version, 2);
+  EXPECT_DOUBLE_EQ(p.mailbox_s, 0.25e-6);
+  EXPECT_DOUBLE_EQ(p.oversubscribed.call_s, 3e-6);
+  EXPECT_DOUBLE_EQ(p.oversubscribed.round_s, 0.75e-6);
+  EXPECT_DOUBLE_EQ(p.oversubscribed.byte_s, 0.5e-9);
+  ASSERT_TRUE(p.intra_tcp_known);
+  EXPECT_DOUBLE_EQ(p.intra_tcp.alpha_s, 8e-6);
+  auto back = ParseProfile(ProfileToJson(p), "round trip");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->version, 2);
+  EXPECT_NEAR(back->mailbox_s, p.mailbox_s, 1e-15);
+  EXPECT_NEAR(back->oversubscribed.byte_s, p.oversubscribed.byte_s, 1e-18);
+  EXPECT_TRUE(back->intra_tcp_known);
+  // A version 1 profile is written as before: no version or version 2 key, so older readers still read it.
+  const std::string v1 = ProfileToJson(TestProfile());
+  for (const char* key : {"version", "mailbox_us", "oversubscribed", "intra_tcp"}) {
+    EXPECT_FALSE(absl::StrContains(v1, key)) << v1;
+  }
+}
+
+TEST(Profile, VersionTwoKeysNeedVersionTwoAndANewerVersionIsRefused) {
+  const std::string base = R"("intra": {"latency_us": 1, "message_us": 0, "bandwidth_GBps": 1}, "reduce_GBps": 1)";
+  auto v1 = ParseProfile("{" + base + R"(, "mailbox_us": 1})", "x.json");
+  ASSERT_FALSE(v1.ok());
+  EXPECT_TRUE(absl::StrContains(v1.status().message(), "mailbox_us needs \"version\": 2")) << v1.status();
+  auto v3 = ParseProfile("{" + base + R"(, "version": 3})", "x.json");
+  ASSERT_FALSE(v3.ok());
+  EXPECT_TRUE(absl::StrContains(v3.status().message(), "version 3 is newer")) << v3.status();
+  auto bad = ParseProfile("{" + base + R"(, "version": 2, "oversubscribed": {"call_us": 1, "round_us": 1}})", "x.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "oversubscribed.byte_ns is missing")) << bad.status();
+}
+
+TEST(Predict, ASmallCallOfAMailboxFormIsOneExchangeOnOneNode) {
+  const ClusterProfile p = TestProfileV2();
+  // allreduce one_shot, 4 ranks, 8 KiB: one exchange instead of 1 round and 3 messages; 3*8 KiB read, half reduced.
+  const double n = 8192, b = 3 * n;
+  EXPECT_NEAR(PredictV2(Collective::kAllreduce, "one_shot", 4, 8192),
+              p.mailbox_s + b * p.intra.beta_s + 0.5 * b * p.gamma_s, 1e-15);
+  // Past the mailbox block: the round and the messages again.
+  const double big = 2.0 * kMailboxBlockBytes, bb = 3 * big;
+  EXPECT_NEAR(PredictV2(Collective::kAllreduce, "one_shot", 4, 2 * kMailboxBlockBytes),
+              p.intra.alpha_s + 3 * p.intra.overhead_s + bb * p.intra.beta_s + 0.5 * bb * p.gamma_s, 1e-15);
+  // allgather direct posts its block n/p: 4 ranks x 16 KiB fit, 4 x 32 KiB do not.
+  const uint64_t fits = 4 * kMailboxBlockBytes;
+  EXPECT_NEAR(PredictV2(Collective::kAllgather, "direct", 4, fits), p.mailbox_s + 0.75 * fits * p.intra.beta_s, 1e-15);
+  EXPECT_NEAR(PredictV2(Collective::kAllgather, "direct", 4, 2 * fits),
+              p.intra.alpha_s + 3 * p.intra.overhead_s + 1.5 * fits * p.intra.beta_s, 1e-15);
+  // Over tcp there is no mailbox: the round and messages at the tcp link.
+  EXPECT_NEAR(PredictV2(Collective::kAllgather, "direct", 4, fits, LinkKind::kTcp),
+              p.intra_tcp.alpha_s + 3 * p.intra_tcp.overhead_s + 0.75 * fits * p.intra_tcp.beta_s, 1e-15);
+  // A version 1 profile knows no mailbox: the round and the messages at any size.
+  auto v1 = PredictSeconds(TestProfile(), Collective::kAllgather, "direct", 1, Shape{1, 4}, fits);
+  ASSERT_TRUE(v1.ok());
+  EXPECT_NEAR(*v1, 1e-6 + 3 * 0.5e-6 + 0.75 * fits * 1e-10, 1e-15);
+}
+
+TEST(Predict, VersionTwoAddsTheWaitForACoreOnlyWhenOversubscribed) {
+  const ClusterProfile p = TestProfileV2();
+  const auto plain = [&](double rounds, double bytes) {
+    return rounds * p.intra.alpha_s + rounds * p.intra.overhead_s + bytes * p.intra.beta_s;
+  };
+  // broadcast binomial_tree, 1000 B: 4 ranks on 4 cores wait for nothing (2 rounds, 2000 B).
+  EXPECT_NEAR(PredictV2(Collective::kBroadcast, "binomial_tree", 4, 1000), plain(2, 2000), 1e-15);
+  // 8 ranks on 4 cores: 3 rounds and 3000 B, plus the call's wait, each round's and each byte's — not twice.
+  const Oversubscribed& o = p.oversubscribed;
+  EXPECT_NEAR(PredictV2(Collective::kBroadcast, "binomial_tree", 8, 1000),
+              plain(3, 3000) + o.call_s + 3 * o.round_s + 3000 * o.byte_s, 1e-15);
+  // A mailbox exchange is a round too.
+  EXPECT_NEAR(PredictV2(Collective::kAllgather, "direct", 8, 800),
+              p.mailbox_s + 700 * p.intra.beta_s + o.call_s + o.round_s + 700 * o.byte_s, 1e-15);
+}
+
+TEST(Predict, VersionTwoAddsEveryCallsOwnCost) {
+  std::string text = kProfileV2;
+  text.insert(text.find("\"mailbox_us\""), "\"call_us\": 0.4, ");
+  auto p = ParseProfile(text, "call");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_DOUBLE_EQ(p->call_s, 0.4e-6);
+  for (const char* alg : {"ring", "one_shot"}) {
+    auto with = PredictSeconds(*p, Collective::kAllreduce, alg, 1, Shape{1, 2}, 64);
+    auto without = PredictSeconds(TestProfileV2(), Collective::kAllreduce, alg, 1, Shape{1, 2}, 64);
+    ASSERT_TRUE(with.ok() && without.ok());
+    EXPECT_NEAR(*with - *without, 0.4e-6, 1e-15) << alg;
+  }
+}
+
+TEST(Predict, TcpInsideANodeNeedsAProfileThatMeasuredIt) {
+  ClusterProfile p = TestProfileV2();
+  p.intra_tcp_known = false;
+  auto t = PredictSeconds(p, Collective::kAllreduce, "ring", 1, Shape{1, 2}, 8, LinkKind::kTcp);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(t.status().message(), "never measured link=tcp inside a node")) << t.status();
+  // shm and auto are predicted; so is tcp from a profile that measured it (its own rate, not the shm one).
+  EXPECT_TRUE(PredictSeconds(p, Collective::kAllreduce, "ring", 1, Shape{1, 2}, 8, LinkKind::kShm).ok());
+  const double shm = PredictV2(Collective::kAllreduce, "ring", 2, 1 << 20, LinkKind::kShm);
+  const double tcp = PredictV2(Collective::kAllreduce, "ring", 2, 1 << 20, LinkKind::kTcp);
+  const ClusterProfile q = TestProfileV2();
+  EXPECT_NEAR(tcp - shm,
+              2 * (q.intra_tcp.alpha_s - q.intra.alpha_s) + 2 * (q.intra_tcp.overhead_s - q.intra.overhead_s) +
+                  (1 << 20) * (q.intra_tcp.beta_s - q.intra.beta_s),
+              1e-12);
+}
+
+TEST(Check, ComparesAgainstTheSameMediansTheFitUses) {
+  // Three repeats, one an outlier: the check's error is that of the median (2 us), as in the fit.
+  const ClusterProfile p = TestProfileV2();
+  const double predicted = *PredictSeconds(p, Collective::kAllreduce, "ring", 1, Shape{1, 2}, 8);
+  const std::vector<Measurement> ms = {{Collective::kAllreduce, "ring", Shape{1, 2}, 8, 2e-6},
+                                       {Collective::kAllreduce, "ring", Shape{1, 2}, 8, 1e-3},
+                                       {Collective::kAllreduce, "ring", Shape{1, 2}, 8, 1.9e-6}};
+  ASSERT_EQ(Medians(ms).size(), 1u);
+  EXPECT_DOUBLE_EQ(Medians(ms)[0].seconds, 2e-6);
+  const CheckReport r = Check(p, ms);
+  ASSERT_EQ(r.buckets.size(), 1u);
+  EXPECT_NEAR(r.buckets[0].median_error, std::fabs(predicted - 2e-6) / 2e-6, 1e-12);
 }
 
 }  // namespace
