@@ -21,6 +21,14 @@ constexpr absl::string_view kDefaults = R"(
 # registry refuses for the group (hierarchical where every node has one rank) to the next that matches.
 # MAILBOX is one shm mailbox block (kMailboxBlockBytes, runtime/common/mailbox_block.h: 16 KiB); `0-MAILBOX+1` is every
 # call whose per-rank block fits one mailbox exchange.
+# 8 ranks on 2 nodes (emulated cluster, --default-net fast; tests/perf/compare-cluster.py, 5 interleaved repetitions
+# per run, docs/CLUSTER.md): what runs without these rows (one_shot, halving_doubling, ring) sends 1.8-18x the
+# buffer through the busiest NIC, hierarchical 1x.
+# double_binary_tree ahead of it at 4 KiB and 64 KiB in three runs (1.1-1.8x), at 1 KiB and 16 KiB in the one that
+# measured them (1.9x, 2.1x); hierarchical from 128 KiB (4.0-4.6x at 256 KiB in three runs, 1.1-1.8x from 1 MiB
+# in two or three, 2.9x at 128 KiB in one). At 8 B the one_shot row stays ahead.
+allreduce      8        nodes=2  1K-128K  double_binary_tree
+allreduce      8        nodes=2  128K-    hierarchical
 # one_shot / direct up to one mailbox block (16 KiB included) for 3-8 ranks: on one node
 # one mailbox exchange (runtime/transport/mailbox.h), 18-40% faster than the algorithms of several rounds. At 2
 # ranks (a repeated call runs the algorithm's mailbox form): allreduce up to 2 KiB 10-45% faster
@@ -75,8 +83,12 @@ reducescatter  1-8      0-16K    halving_doubling
 reducescatter  1-        0-       ring(chunk=1M)
 # 8 ranks on 2 nodes (emulated cluster, --default-net fast; tests/perf/compare-cluster.py, 5 interleaved repetitions
 # per run, docs/CLUSTER.md): linear sends the buffer through the root node's NIC once per remote rank (4x here);
-# binomial_tree ahead of it at 256 KiB and 1 MiB in both runs (2.4-4.1x). 64 KiB mixed; at 4 MiB even.
+# binomial_tree ahead of it at 256 KiB and 1 MiB in both runs (2.4-4.1x). 64 KiB mixed; at 4 MiB even. On 4 nodes x 2
+# ranks, two runs: binomial_tree ahead of linear at 1 MiB (2.2-2.7x); from 4 MiB chain(chunk=1M), which sends the
+# buffer once through each NIC where binomial_tree (what runs there) sends it twice, 1.25-2.9x.
 broadcast      8        nodes=2  256K-4M    binomial_tree
+broadcast      8        nodes=4  1M-4M      binomial_tree
+broadcast      8        nodes=4  4M-        chain(chunk=1M)
 broadcast      1-2      0-       binomial_tree
 broadcast      3        0-2M     linear
 broadcast      3        2M-      chain(chunk=1M)

@@ -489,9 +489,41 @@ TEST(Selector, AllgatherRowsApplyOnTheirNodeCounts) {
   EXPECT_EQ(bc(*two, 2 << 20), "binomial_tree");
   EXPECT_EQ(bc(*one, 256 << 10), "linear");
   EXPECT_EQ(bc(*four, 256 << 10), "linear");
+  // On 4 nodes: binomial_tree at 1-4 MiB, chain from 4 MiB; one node keeps binomial_tree there.
+  EXPECT_EQ(bc(*four, 1 << 20), "binomial_tree");
+  EXPECT_EQ(bc(*four, 4 << 20), "chain");
+  EXPECT_EQ(bc(*four, 64 << 20), "chain");
+  EXPECT_EQ(bc(*one, 64 << 20), "binomial_tree");
+  EXPECT_EQ(bc(*two, 64 << 20), "binomial_tree");
   for (uint64_t b : {256u << 10, 1u << 20, 64u << 20}) {
     EXPECT_EQ(ag(*one, b), "direct(channels=1,link=auto)") << b;
     EXPECT_EQ(ag(*six, b), "direct(channels=1,link=auto)") << b;
+  }
+}
+
+// The allreduce rows for 8 ranks on 2 nodes: one_shot at 8 B, double_binary_tree from 1 KiB to 128 KiB, hierarchical
+// from there (uneven 5 + 3 nodes too); one node, 4 nodes and another world size keep the usual rows.
+TEST(Selector, AllreduceRowsApplyOnTwoNodesOfEightRanks) {
+  auto two = Selector::Create(Environment{}, 8, OnNodes({0, 0, 0, 0, 1, 1, 1, 1}));
+  auto uneven = Selector::Create(Environment{}, 8, OnNodes({0, 0, 0, 0, 0, 1, 1, 1}));
+  auto four = Selector::Create(Environment{}, 8, OnNodes({0, 0, 1, 1, 2, 2, 3, 3}));
+  auto one = Selector::Create(Environment{}, 8, OneNode(8));
+  auto six = Selector::Create(Environment{}, 6, OnNodes({0, 0, 0, 1, 1, 1}));
+  ASSERT_TRUE(two.ok() && uneven.ok() && four.ok() && one.ok() && six.ok());
+  const auto ar = [](Selector& s, uint64_t b) {
+    return s.Choose(Collective::kAllreduce, DataType::kFloat32, b).config->algorithm;
+  };
+  EXPECT_EQ(ar(*two, 8), "one_shot");
+  EXPECT_EQ(ar(*two, 1 << 10), "double_binary_tree");
+  EXPECT_EQ(ar(*two, 64 << 10), "double_binary_tree");
+  EXPECT_EQ(ar(*two, (128 << 10) - 4), "double_binary_tree");
+  EXPECT_EQ(ar(*two, 128 << 10), "hierarchical");
+  EXPECT_EQ(ar(*two, 64 << 20), "hierarchical");
+  EXPECT_EQ(ar(*uneven, 1 << 20), "hierarchical");
+  for (Selector* s : {&*four, &*one, &*six}) {
+    EXPECT_EQ(ar(*s, 4 << 10), "one_shot");
+    EXPECT_NE(ar(*s, 64 << 10), "double_binary_tree");
+    EXPECT_NE(ar(*s, 1 << 20), "hierarchical");
   }
 }
 
