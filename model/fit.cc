@@ -149,11 +149,7 @@ namespace {
 // The part of a version 2 prediction that is neither the node's link nor the network: reduction, mailbox
 // exchanges and the wait for a core.
 double Rest(const Terms& t, const ClusterProfile& p) {
-  double wait = 0;
-  if (t.oversubscribed) {
-    wait = p.oversubscribed.call_s + t.rounds() * p.oversubscribed.round_s + t.wait_bytes() * p.oversubscribed.byte_s;
-  }
-  return t.calls * p.call_s + t.reduced * p.gamma_s + t.exchanges * p.mailbox_s + wait;
+  return t.calls * p.call_s + t.reduced * p.gamma_s + t.exchanges * p.mailbox_s + WaitSeconds(t, p.oversubscribed);
 }
 
 }  // namespace
@@ -182,7 +178,7 @@ absl::StatusOr<FitResult> Fit(absl::Span<const Measurement> measurements, const 
   // Inside a node over shm: alpha, o, beta, gamma, the mailbox exchange, the three waits for a core and the call.
   std::vector<Row> rows;
   for (const auto& [t, y] : intra) {
-    const double ov = t.oversubscribed ? 1.0 : 0.0;
+    const double ov = t.excess;
     rows.push_back({{t.s_intra / y, t.k_intra / y, t.b_intra / y, t.reduced / y, t.exchanges / y, ov / y,
                      ov * t.rounds() / y, ov * t.wait_bytes() / y, t.calls / y},
                     1.0});

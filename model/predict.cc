@@ -110,7 +110,7 @@ absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint
     return t;
   }
   t.calls = 1;
-  t.oversubscribed = oversubscribed;
+  if (oversubscribed) t.excess = static_cast<double>(shape.ranks_per_node - where.cores) / where.cores;
   if (shape.nodes == 1 && where.link == LinkKind::kTcp) t.tcp = true;
   const bool shm = where.link == LinkKind::kAuto || where.link == LinkKind::kShm;
   if (shape.nodes == 1 && shm && v.p > 1 && cost.mailbox.has_value() &&
@@ -126,12 +126,12 @@ double Evaluate(const Terms& t, const ClusterProfile& pr) {
   const double inter = t.s_inter * pr.inter.alpha_s + t.k_inter * pr.inter.overhead_s +
                        std::max(t.b_inter * pr.inter.beta_s, t.b_alt * pr.intra.beta_s);
   if (pr.version < 2) return t.factor * (intra + inter + t.reduced * pr.gamma_s);
-  double wait = 0;
-  if (t.oversubscribed) {
-    const Oversubscribed& o = pr.oversubscribed;
-    wait = o.call_s + t.rounds() * o.round_s + t.wait_bytes() * o.byte_s;
-  }
-  return t.calls * pr.call_s + intra + inter + t.exchanges * pr.mailbox_s + t.reduced * pr.gamma_s + wait;
+  return t.calls * pr.call_s + intra + inter + t.exchanges * pr.mailbox_s + t.reduced * pr.gamma_s +
+         WaitSeconds(t, pr.oversubscribed);
+}
+
+double WaitSeconds(const Terms& t, const Oversubscribed& o) {
+  return t.excess * (o.call_s + t.rounds() * o.round_s + t.wait_bytes() * o.byte_s);
 }
 
 absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective c, const std::string& algorithm,

@@ -11,7 +11,8 @@
 //   kLevels           T = R(intra) + B*beta_intra at m = 1, plus R(inter) + B*beta_inter/nics at l = 1
 // plus the reduction, gamma * B * r (r = 1/2 for allreduce, whose bytes are half reduce-scatter, half allgather; 1
 // for reducescatter and reduce; 0 otherwise). Version 2 adds each call's own cost (call) and, when a node has more
-// busy ranks than cores, the wait for a core: call' + rounds*round' + B*byte' (rounds: S, or the one exchange);
+// busy ranks than cores, the wait for a core: e*(call' + rounds*round' + B*byte') (rounds: S, or the one exchange;
+// e = (l - cores)/cores, the ranks beyond the cores per core);
 // version 1 multiplies everything by l/cores instead. docs/MODEL.md shows the terms with their reasons.
 //
 // Thread-safety: pure functions of their arguments (the parsed formulas are cached once, immutably).
@@ -44,7 +45,7 @@ struct Candidate {
 };
 
 // The coefficients of a prediction. Version 2: T = calls*call + R + max(b_inter*beta_inter, b_alt*beta_intra) +
-// exchanges*mailbox + reduced*gamma + [oversubscribed]*(call + rounds()*round + wait_bytes()*byte), with
+// exchanges*mailbox + reduced*gamma + excess*(call + rounds()*round + wait_bytes()*byte), with
 // R = s_intra*alpha_intra + k_intra*o_intra + b_intra*beta_intra + s_inter*alpha_inter + k_inter*o_inter (intra at
 // intra_tcp when `tcp`). Version 1: factor * (R + max(...) + reduced*gamma). Linear in the profile's parameters but
 // for the max (fitting takes the network's side: model/fit.h).
@@ -55,9 +56,9 @@ struct Terms {
   double reduced = 0;    // bytes reduced
   double calls = 0;      // 1 in version 2: the call's own cost, whatever its algorithm
   double exchanges = 0;  // mailbox exchanges (version 2)
-  bool oversubscribed = false;  // more busy ranks on a node than cores (version 2's wait terms)
-  bool tcp = false;             // one node over link=tcp: the intra terms at the profile's intra_tcp (version 2)
-  double factor = 1;            // l / cores when oversubscribed (version 1)
+  double excess = 0;     // (l - cores) / cores when a node has more ranks than cores, else 0 (version 2)
+  bool tcp = false;      // one node over link=tcp: the intra terms at the profile's intra_tcp (version 2)
+  double factor = 1;     // l / cores when oversubscribed (version 1)
   double rounds() const { return s_intra + s_inter + exchanges; }
   double wait_bytes() const { return b_intra + b_alt; }
 };
@@ -72,6 +73,8 @@ struct TermContext {
 absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint64_t chunk, const Shape& shape,
                                 uint64_t bytes, const TermContext& where);
 double Evaluate(const Terms& t, const ClusterProfile& profile);
+// Version 2's wait for a core: excess * (call + rounds()*round + wait_bytes()*byte).
+double WaitSeconds(const Terms& t, const Oversubscribed& o);
 
 // Predicted seconds of `algorithm` (with `chunk`) for collective `c` over `bytes`; NotFound when the registry has
 // no cost for it; FailedPrecondition across nodes when the profile's network was never measured.

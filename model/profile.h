@@ -14,7 +14,8 @@
 //   "call_us": 0.2                                      every call's own cost, whatever its algorithm
 //   "mailbox_us": 1.0                                   one mailbox exchange (a small call's form on one node)
 //   "oversubscribed": {"call_us": 3, "round_us": 1, "byte_ns": 0.1}   waiting for a core when a node has more
-//                                                       busy ranks than cores: per call, per round, per byte
+//                                                       busy ranks than cores: per call, per round, per byte,
+//                                                       each times (ranks per node - cores) / cores
 //   "intra_tcp": {link}                                 link=tcp between ranks of one node (loopback)
 // and drops version 1's "everything times l/cores" (model/predict.h). Without "version" a profile is version 1 and
 // predicts as it always did; version 1 refuses the keys above.
@@ -34,7 +35,8 @@ struct LinkCost {
   double beta_s = 0;      // seconds per byte
 };
 
-// What waiting for a core costs when a node has more busy ranks than cores (version 2).
+// What waiting for a core costs when a node has more busy ranks than cores (version 2), per rank beyond the
+// cores per core: the prediction multiplies each by (l - cores) / cores.
 struct Oversubscribed {
   double call_s = 0;   // once per call
   double round_s = 0;  // per message round or mailbox exchange
