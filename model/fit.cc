@@ -161,8 +161,9 @@ absl::StatusOr<FitResult> Fit(absl::Span<const Measurement> measurements, const 
     auto config = Configuration::Parse(m.configuration);
     absl::StatusOr<Terms> t = absl::NotFoundError("");
     if (config.ok() && m.seconds > 0) {
-      t = CostTerms(m.collective, config->algorithm, config->chunk, m.shape, m.bytes,
-                    {options.nics_per_node, options.cores_per_node, kProfileVersion, config->link.kind});
+      t = CostTerms(
+          m.collective, config->algorithm, config->chunk, m.shape, m.bytes,
+          {options.nics_per_node, options.cores_per_node, kProfileVersion, config->link.kind, options.cores_shared});
     }
     if (!t.ok()) {
       ++out.skipped;
@@ -189,6 +190,7 @@ absl::StatusOr<FitResult> Fit(absl::Span<const Measurement> measurements, const 
   p.version = kProfileVersion;
   p.nics_per_node = options.nics_per_node;
   p.cores_per_node = options.cores_per_node;
+  p.cores_shared = options.cores_shared;
   p.intra = {xi[0], xi[1], std::max(xi[2], kMinPerByte)};
   p.gamma_s = std::max(xi[3], kMinPerByte);
   p.mailbox_s = xi[4];
@@ -212,10 +214,14 @@ absl::StatusOr<FitResult> Fit(absl::Span<const Measurement> measurements, const 
   for (const auto& [t, y] : inter) {
     const double inside =
         t.s_intra * p.intra.alpha_s + t.k_intra * p.intra.overhead_s + t.b_intra * p.intra.beta_s + Rest(t, p);
-    rows.push_back({{t.s_inter / y, t.k_inter / y, t.b_inter / y}, 1.0 - inside / y});
+    const double e = t.excess;
+    rows.push_back(
+        {{t.s_inter / y, t.k_inter / y, t.b_inter / y, e * t.inter_calls / y, e * t.s_inter / y, e * t.b_inter / y},
+         1.0 - inside / y});
   }
-  const auto xn = Nnls(rows, 3);
+  const auto xn = Nnls(rows, 6);
   p.inter = {xn[0], xn[1], std::max(xn[2], kMinPerByte)};
+  p.inter_oversubscribed = {xn[3], xn[4], xn[5]};
   return out;
 }
 

@@ -5,7 +5,8 @@
 // call, the mailbox exchange and the three waits for a core (per call, round and byte, from the shapes with more
 // ranks than `cores_per_node`), from the one-node measurements over shm (link=shm or auto). Then link=tcp on one
 // node: its own alpha, o and beta with the rest fixed (none measured: the profile has no intra_tcp). Between nodes:
-// the network's alpha, o and beta from the measurements on several nodes, with the node's part fixed at its fit and
+// the network's alpha, o, beta and its three waits for a core (inter_oversubscribed; `cores_shared`: the nodes'
+// ranks all count against the cores) from the measurements on several nodes, with the node's part fixed at its fit and
 // the network taken as the bottleneck (predict.h's max on the network's side). Each is a non-negative problem in at
 // most nine unknowns over rows weighted by 1/measured, so every size counts alike, minimising the sum of absolute
 // relative errors (iteratively reweighted least squares; each least-squares step solved exactly by trying each
@@ -39,7 +40,8 @@ struct Measurement {
 struct FitOptions {
   std::string name = "fitted";
   int nics_per_node = 1;
-  int cores_per_node = 0;  // the cores the measured ranks shared (0: not oversubscribed)
+  int cores_per_node = 0;     // the cores the measured ranks shared (0: not oversubscribed)
+  bool cores_shared = false;  // the multi-node sweeps' nodes shared those cores (an emulated cluster on one host)
 };
 
 struct FitResult {

@@ -104,13 +104,15 @@ absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint
   Terms t;
   TransferTerms(cost, v, std::max(where.nics, 1), &t);
   t.reduced = At(cost.bytes, v) * ReducedShare(c);
-  const bool oversubscribed = where.cores > 0 && shape.ranks_per_node > where.cores;
+  const int busy = where.cores_shared ? shape.ranks_per_node * shape.nodes : shape.ranks_per_node;
+  const bool oversubscribed = where.cores > 0 && busy > where.cores;
   if (where.version < 2) {
     if (oversubscribed) t.factor = static_cast<double>(shape.ranks_per_node) / where.cores;
     return t;
   }
   t.calls = 1;
-  if (oversubscribed) t.excess = static_cast<double>(shape.ranks_per_node - where.cores) / where.cores;
+  t.inter_calls = shape.nodes > 1 ? 1 : 0;
+  if (oversubscribed) t.excess = static_cast<double>(busy - where.cores) / where.cores;
   if (shape.nodes == 1 && where.link == LinkKind::kTcp) t.tcp = true;
   const bool shm = where.link == LinkKind::kAuto || where.link == LinkKind::kShm;
   if (shape.nodes == 1 && shm && v.p > 1 && cost.mailbox.has_value() &&
@@ -127,7 +129,11 @@ double Evaluate(const Terms& t, const ClusterProfile& pr) {
                        std::max(t.b_inter * pr.inter.beta_s, t.b_alt * pr.intra.beta_s);
   if (pr.version < 2) return t.factor * (intra + inter + t.reduced * pr.gamma_s);
   return t.calls * pr.call_s + intra + inter + t.exchanges * pr.mailbox_s + t.reduced * pr.gamma_s +
-         WaitSeconds(t, pr.oversubscribed);
+         WaitSeconds(t, pr.oversubscribed) + InterWaitSeconds(t, pr.inter_oversubscribed);
+}
+
+double InterWaitSeconds(const Terms& t, const Oversubscribed& o) {
+  return t.excess * (t.inter_calls * o.call_s + t.s_inter * o.round_s + t.b_inter * o.byte_s);
 }
 
 double WaitSeconds(const Terms& t, const Oversubscribed& o) {
@@ -142,7 +148,7 @@ absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective 
                                                       shape.nodes, " nodes"));
   }
   auto t = CostTerms(c, algorithm, chunk, shape, bytes,
-                     {profile.nics_per_node, profile.cores_per_node, profile.version, link});
+                     {profile.nics_per_node, profile.cores_per_node, profile.version, link, profile.cores_shared});
   if (!t.ok()) return t.status();
   if (t->tcp && !profile.intra_tcp_known) {
     return absl::FailedPreconditionError(absl::StrCat("profile ", profile.name,

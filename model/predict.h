@@ -45,20 +45,21 @@ struct Candidate {
 };
 
 // The coefficients of a prediction. Version 2: T = calls*call + R + max(b_inter*beta_inter, b_alt*beta_intra) +
-// exchanges*mailbox + reduced*gamma + excess*(call + rounds()*round + wait_bytes()*byte), with
+// exchanges*mailbox + reduced*gamma + WaitSeconds + InterWaitSeconds (below), with
 // R = s_intra*alpha_intra + k_intra*o_intra + b_intra*beta_intra + s_inter*alpha_inter + k_inter*o_inter (intra at
 // intra_tcp when `tcp`). Version 1: factor * (R + max(...) + reduced*gamma). Linear in the profile's parameters but
 // for the max (fitting takes the network's side: model/fit.h).
 struct Terms {
   double s_intra = 0, k_intra = 0, b_intra = 0;
   double s_inter = 0, k_inter = 0, b_inter = 0;
-  double b_alt = 0;      // the same call's bytes at the intra rate, when ranks also send inside the node meanwhile
-  double reduced = 0;    // bytes reduced
-  double calls = 0;      // 1 in version 2: the call's own cost, whatever its algorithm
-  double exchanges = 0;  // mailbox exchanges (version 2)
-  double excess = 0;     // (l - cores) / cores when a node has more ranks than cores, else 0 (version 2)
-  bool tcp = false;      // one node over link=tcp: the intra terms at the profile's intra_tcp (version 2)
-  double factor = 1;     // l / cores when oversubscribed (version 1)
+  double b_alt = 0;        // the same call's bytes at the intra rate, when ranks also send inside the node meanwhile
+  double reduced = 0;      // bytes reduced
+  double calls = 0;        // 1 in version 2: the call's own cost, whatever its algorithm
+  double exchanges = 0;    // mailbox exchanges (version 2)
+  double excess = 0;       // (busy - cores) / cores when a node has more busy ranks than cores, else 0 (version 2)
+  double inter_calls = 0;  // 1 when the call crosses nodes (version 2)
+  bool tcp = false;        // one node over link=tcp: the intra terms at the profile's intra_tcp (version 2)
+  double factor = 1;       // l / cores when oversubscribed (version 1)
   double rounds() const { return s_intra + s_inter + exchanges; }
   double wait_bytes() const { return b_intra + b_alt; }
 };
@@ -68,13 +69,16 @@ struct TermContext {
   int cores = 0;                    // 0: never oversubscribed
   int version = kProfileVersion;    // the profile's form
   LinkKind link = LinkKind::kAuto;  // the configuration's link
+  bool cores_shared = false;        // the cores serve every node's ranks (an emulated cluster), not one node's
 };
 // NotFound when the registry has no cost for (c, algorithm).
 absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint64_t chunk, const Shape& shape,
                                 uint64_t bytes, const TermContext& where);
 double Evaluate(const Terms& t, const ClusterProfile& profile);
-// Version 2's wait for a core: excess * (call + rounds()*round + wait_bytes()*byte).
+// Version 2's wait for a core: excess * (call + rounds()*round + wait_bytes()*byte) inside a node (o = the profile's
+// oversubscribed), excess * (inter_calls*call + s_inter*round + b_inter*byte) across nodes (its inter_oversubscribed).
 double WaitSeconds(const Terms& t, const Oversubscribed& o);
+double InterWaitSeconds(const Terms& t, const Oversubscribed& o);
 
 // Predicted seconds of `algorithm` (with `chunk`) for collective `c` over `bytes`; NotFound when the registry has
 // no cost for it; FailedPrecondition across nodes when the profile's network was never measured.

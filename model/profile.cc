@@ -57,6 +57,25 @@ absl::StatusOr<int> ReadCount(const nlohmann::json& j, const std::string& key, i
   return v.get<int>();
 }
 
+// One "oversubscribed"-shaped object (profile.h) named `name` into `out`.
+absl::Status ReadWait(const nlohmann::json& o, absl::string_view name, absl::string_view source, Oversubscribed* out) {
+  if (!o.is_object()) return Bad(source, absl::StrCat(name, " must be an object"));
+  for (const auto& [k, v] : o.items()) {
+    if (k != "call_us" && k != "round_us" && k != "byte_ns") {
+      return Bad(source, absl::StrCat(name, ".", k, " is not one of call_us, round_us, byte_ns"));
+    }
+  }
+  const std::string prefix = absl::StrCat(name, ".");
+  const std::pair<const char*, double*> keys[] = {
+      {"call_us", &out->call_s}, {"round_us", &out->round_s}, {"byte_ns", &out->byte_s}};
+  for (const auto& [key, value] : keys) {
+    auto v = Positive(o, prefix, key, source, /*zero_ok=*/true);
+    if (!v.ok()) return v.status();
+    *value = *v * (std::string(key) == "byte_ns" ? 1e-9 : 1e-6);
+  }
+  return absl::OkStatus();
+}
+
 // "version" and the version 2 keys (profile.h) of `j` into `out`.
 absl::Status ReadVersionTwo(const nlohmann::json& j, absl::string_view source, ClusterProfile* out) {
   ClusterProfile& p = *out;
@@ -67,7 +86,8 @@ absl::Status ReadVersionTwo(const nlohmann::json& j, absl::string_view source, C
   }
   p.version = *version;
   if (p.version < 2) {
-    for (const char* key : {"call_us", "mailbox_us", "oversubscribed", "intra_tcp"}) {
+    for (const char* key :
+         {"call_us", "mailbox_us", "oversubscribed", "inter_oversubscribed", "intra_tcp", "cores_shared"}) {
       if (j.contains(key)) return Bad(source, absl::StrCat(key, " needs \"version\": 2"));
     }
   }
@@ -81,22 +101,15 @@ absl::Status ReadVersionTwo(const nlohmann::json& j, absl::string_view source, C
     if (!mailbox.ok()) return mailbox.status();
     p.mailbox_s = *mailbox * 1e-6;
   }
-  if (j.contains("oversubscribed")) {
-    const nlohmann::json& o = j.at("oversubscribed");
-    if (!o.is_object()) return Bad(source, "oversubscribed must be an object");
-    for (const auto& [k, v] : o.items()) {
-      if (k != "call_us" && k != "round_us" && k != "byte_ns") {
-        return Bad(source, absl::StrCat("oversubscribed.", k, " is not one of call_us, round_us, byte_ns"));
-      }
-    }
-    const std::pair<const char*, double*> keys[] = {{"call_us", &p.oversubscribed.call_s},
-                                                    {"round_us", &p.oversubscribed.round_s},
-                                                    {"byte_ns", &p.oversubscribed.byte_s}};
-    for (const auto& [key, value] : keys) {
-      auto v = Positive(o, "oversubscribed.", key, source, /*zero_ok=*/true);
-      if (!v.ok()) return v.status();
-      *value = *v * (std::string(key) == "byte_ns" ? 1e-9 : 1e-6);
-    }
+  for (const auto& [key, wait] :
+       {std::pair<const char*, Oversubscribed*>{"oversubscribed", &p.oversubscribed},
+        std::pair<const char*, Oversubscribed*>{"inter_oversubscribed", &p.inter_oversubscribed}}) {
+    if (!j.contains(key)) continue;
+    if (absl::Status s = ReadWait(j.at(key), key, source, wait); !s.ok()) return s;
+  }
+  if (j.contains("cores_shared")) {
+    if (!j.at("cores_shared").is_boolean()) return Bad(source, "cores_shared must be true or false");
+    p.cores_shared = j.at("cores_shared").get<bool>();
   }
   if (j.contains("intra_tcp")) {
     auto tcp = ReadLink(j, "intra_tcp", source);
@@ -113,15 +126,17 @@ absl::StatusOr<ClusterProfile> ParseProfile(absl::string_view json_text, absl::s
   if (json_text.size() > kMaxProfileBytes) return Bad(source, "larger than 1 MiB");
   nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return Bad(source, "not a JSON object");
-  static const char* kKeys[] = {"name",    "intra",      "inter",     "nics_per_node",  "reduce_GBps", "cores_per_node",
-                                "version", "mailbox_us", "intra_tcp", "oversubscribed", "call_us"};
+  static const char* kKeys[] = {
+      "name",       "intra",     "inter",          "nics_per_node", "reduce_GBps",  "cores_per_node",      "version",
+      "mailbox_us", "intra_tcp", "oversubscribed", "call_us",       "cores_shared", "inter_oversubscribed"};
   for (const auto& [k, v] : j.items()) {
     bool known = false;
     for (const char* key : kKeys) known = known || k == key;
     if (!known) {
       return Bad(source, absl::StrCat("unknown key '", k,
                                       "' (accepted: name, version, intra, inter, nics_per_node, reduce_GBps, "
-                                      "cores_per_node, call_us, mailbox_us, oversubscribed, intra_tcp)"));
+                                      "cores_per_node, call_us, mailbox_us, oversubscribed, inter_oversubscribed, "
+                                      "intra_tcp, cores_shared)"));
     }
   }
   ClusterProfile p;
@@ -163,10 +178,13 @@ std::string ProfileToJson(const ClusterProfile& p) {
     j["version"] = p.version;
     j["call_us"] = p.call_s * 1e6;
     j["mailbox_us"] = p.mailbox_s * 1e6;
-    j["oversubscribed"] = {{"call_us", p.oversubscribed.call_s * 1e6},
-                           {"round_us", p.oversubscribed.round_s * 1e6},
-                           {"byte_ns", p.oversubscribed.byte_s * 1e9}};
+    const auto wait = [](const Oversubscribed& o) {
+      return nlohmann::json{{"call_us", o.call_s * 1e6}, {"round_us", o.round_s * 1e6}, {"byte_ns", o.byte_s * 1e9}};
+    };
+    j["oversubscribed"] = wait(p.oversubscribed);
+    if (p.inter_known) j["inter_oversubscribed"] = wait(p.inter_oversubscribed);
     if (p.intra_tcp_known) j["intra_tcp"] = link(p.intra_tcp);
+    if (p.cores_shared) j["cores_shared"] = true;
   }
   return j.dump(2);
 }

@@ -17,6 +17,10 @@
 //                                                       busy ranks than cores: per call, per round, per byte,
 //                                                       each times (ranks per node - cores) / cores
 //   "intra_tcp": {link}                                 link=tcp between ranks of one node (loopback)
+//   "inter_oversubscribed": {...}                       as "oversubscribed", for the calls across nodes: per call,
+//                                                       per round and per byte between nodes (fitted with "inter")
+//   "cores_shared": true                                every node's ranks share the same cores_per_node cores
+//                                                       (nodes emulated on one host): the wait counts all ranks
 // and drops version 1's "everything times l/cores" (model/predict.h). Without "version" a profile is version 1 and
 // predicts as it always did; version 1 refuses the keys above.
 // Thread-safety: values.
@@ -60,6 +64,8 @@ struct ClusterProfile {
   Oversubscribed oversubscribed;
   LinkCost intra_tcp;            // link=tcp inside a node
   bool intra_tcp_known = false;  // false: link=tcp on one node is not predicted
+  bool cores_shared = false;     // every node's ranks share cores_per_node cores (an emulated cluster on one host)
+  Oversubscribed inter_oversubscribed;  // the same wait across nodes (a blocked rank woken by the network)
 };
 
 // The profile as the JSON ParseProfile reads ("inter" left out when not known).

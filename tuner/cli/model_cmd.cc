@@ -1,7 +1,7 @@
 // `hccl-tune model fit | check | show`: the cost model's profile fitted to the sweeps of a store, checked against
 // them, and shown (model/fit.h, model/check.h; docs/MODEL.md).
 //   fit   (--db F | --daemon T) [--sweep ID]... (--out PROFILE | --store) [--name N] [--nics-per-node K]
-//         [--cores-per-node C]
+//         [--cores-per-node C [--cores-shared]]
 //   check (--db F | --daemon T) [--sweep ID]... (--profile PROFILE | --class C [--model-version V]) [--json]
 //   show  --profile PROFILE | (--db F | --daemon T) [--class C [--model-version V]]
 // --store keeps the fitted profile in the store as the next model version of each topology class the sweeps ran
@@ -41,6 +41,7 @@ struct ModelArgs {
   int64_t model_version = 0;
   int nics = 1;
   int cores = static_cast<int>(std::thread::hardware_concurrency());
+  bool cores_shared = false;
   bool json = false;
 };
 
@@ -132,8 +133,8 @@ void PrintProfile(const model::ClusterProfile& p) {
   } else {
     std::printf("  inter  never measured: no prediction across nodes\n");
   }
-  std::printf("  reduce %.3f GB/s; %d NIC(s) per node; cores per node %d\n", 1e-9 / p.gamma_s, p.nics_per_node,
-              p.cores_per_node);
+  std::printf("  reduce %.3f GB/s; %d NIC(s) per node; cores per node %d%s\n", 1e-9 / p.gamma_s, p.nics_per_node,
+              p.cores_per_node, p.cores_shared ? ", shared by every node" : "");
   if (p.version < 2) return;
   if (p.intra_tcp_known) {
     link("tcp", p.intra_tcp);
@@ -143,6 +144,11 @@ void PrintProfile(const model::ClusterProfile& p) {
   std::printf("  call %.2f us; mailbox %.2f us/exchange; oversubscribed %.2f us/call, %.2f us/round, %.4f ns/byte\n",
               p.call_s * 1e6, p.mailbox_s * 1e6, p.oversubscribed.call_s * 1e6, p.oversubscribed.round_s * 1e6,
               p.oversubscribed.byte_s * 1e9);
+  if (p.inter_known) {
+    const model::Oversubscribed& o = p.inter_oversubscribed;
+    std::printf("  across nodes, oversubscribed %.2f us/call, %.2f us/round, %.4f ns/byte\n", o.call_s * 1e6,
+                o.round_s * 1e6, o.byte_s * 1e9);
+  }
 }
 
 // Stores `profile` as the next model version of every class in `classes`.
@@ -168,7 +174,7 @@ absl::Status RunFit(const ModelArgs& a) {
   std::vector<std::string> ids;
   auto ms = ReadMeasurements(a, *opened->store, opened->where, &classes, &ids);
   if (!ms.ok()) return ms.status();
-  auto fit = model::Fit(*ms, {a.name, a.nics, a.cores});
+  auto fit = model::Fit(*ms, {a.name, a.nics, a.cores, a.cores_shared});
   if (!fit.ok()) return fit.status();
   std::printf(
       "fitted %zu one-node and %zu multi-node points from %zu sweeps (%zu samples unusable; %zu one-node "
@@ -300,6 +306,9 @@ void RegisterModel(CLI::App& app, int* exit_code) {
   fit->add_option("--nics-per-node", a->nics, "NICs a node's ranks shared in the sweeps")->capture_default_str();
   fit->add_option("--cores-per-node", a->cores, "Cores the ranks of a node shared in the sweeps (0: not counted)")
       ->capture_default_str();
+  fit->add_flag("--cores-shared", a->cores_shared,
+                "The sweeps' nodes shared those cores (an emulated cluster on one host): the wait for a core counts "
+                "every node's ranks");
   fit->callback([a, exit_code] { Finish(RunFit(*a), exit_code); });
   auto* check = cmd->add_subcommand("check", "Predicted against every stored measurement, per bucket");
   AddStoreFlags(check, &a->store);

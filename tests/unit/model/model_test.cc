@@ -470,3 +470,84 @@ TEST(Check, ComparesAgainstTheSameMediansTheFitUses) {
 
 }  // namespace
 }  // namespace hccltune::model
+
+namespace hccltune::model {
+namespace {
+
+// An emulated cluster: every node's ranks share the host's cores, so 2 nodes x 2 ranks on 2 cores wait as 4 ranks
+// on 2 cores would (one rank beyond the cores per core), and the rounds between nodes wait at their own rate.
+TEST(Predict, SharedCoresCountEveryNodesRanksAndTheNetworkWaitsAtItsOwnRate) {
+  ClusterProfile p = TestProfileV2();
+  p.cores_per_node = 2;
+  p.inter_oversubscribed = {20e-6, 10e-6, 1e-9};
+  const Shape two_by_two{2, 2};
+  auto apart = PredictSeconds(p, Collective::kAllreduce, "ring", 512 * 1024, two_by_two, 4096);
+  p.cores_shared = true;
+  auto shared = PredictSeconds(p, Collective::kAllreduce, "ring", 512 * 1024, two_by_two, 4096);
+  ASSERT_TRUE(apart.ok() && shared.ok());
+  auto t = CostTerms(Collective::kAllreduce, "ring", 512 * 1024, two_by_two, 4096,
+                     {p.nics_per_node, 2, 2, LinkKind::kAuto, /*cores_shared=*/true});
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_DOUBLE_EQ(t->excess, 1.0);
+  EXPECT_DOUBLE_EQ(t->inter_calls, 1.0);
+  const double inside =
+      p.oversubscribed.call_s + t->rounds() * p.oversubscribed.round_s + t->wait_bytes() * p.oversubscribed.byte_s;
+  const double across = 20e-6 + t->s_inter * 10e-6 + t->b_inter * 1e-9;
+  EXPECT_NEAR(*shared - *apart, inside + across, 1e-12);
+  // 3 nodes x 2 ranks on 2 shared cores: two ranks beyond the cores per core.
+  auto six = CostTerms(Collective::kAllreduce, "ring", 512 * 1024, Shape{3, 2}, 4096,
+                       {p.nics_per_node, 2, 2, LinkKind::kAuto, /*cores_shared=*/true});
+  ASSERT_TRUE(six.ok());
+  EXPECT_DOUBLE_EQ(six->excess, 2.0);
+}
+
+TEST(Profile, SharedCoresAndTheNetworksWaitAreReadAndWrittenBack) {
+  std::string text = kProfileV2;
+  text.insert(text.find("\"mailbox_us\""),
+              R"("cores_shared": true, "inter_oversubscribed": {"call_us": 20, "round_us": 10, "byte_ns": 1}, )");
+  auto p = ParseProfile(text, "shared");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_TRUE(p->cores_shared);
+  EXPECT_DOUBLE_EQ(p->inter_oversubscribed.round_s, 10e-6);
+  auto back = ParseProfile(ProfileToJson(*p), "round trip");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->cores_shared);
+  EXPECT_NEAR(back->inter_oversubscribed.call_s, 20e-6, 1e-15);
+  EXPECT_NEAR(back->inter_oversubscribed.byte_s, 1e-9, 1e-18);
+  const std::string base = R"("intra": {"latency_us": 1, "message_us": 0, "bandwidth_GBps": 1}, "reduce_GBps": 1)";
+  for (const char* extra : {R"("cores_shared": true)", R"("inter_oversubscribed": {})"}) {
+    auto v1 = ParseProfile("{" + base + ", " + extra + "}", "x.json");
+    ASSERT_FALSE(v1.ok()) << extra;
+    EXPECT_TRUE(absl::StrContains(v1.status().message(), "needs \"version\": 2")) << v1.status();
+  }
+  auto bad = ParseProfile("{" + base + R"(, "version": 2, "cores_shared": 1})", "x.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_TRUE(absl::StrContains(bad.status().message(), "cores_shared must be true or false")) << bad.status();
+}
+
+// Measurements of an emulated cluster (nodes sharing 2 cores): the fit recovers the network's wait for a core.
+TEST(Fit, RecoversTheNetworksWaitWhenNodesShareTheCores) {
+  ClusterProfile truth = TestProfile();
+  truth.version = kProfileVersion;
+  truth.cores_per_node = 2;
+  truth.cores_shared = true;
+  truth.call_s = 0.2e-6;
+  truth.oversubscribed = {3e-6, 0.8e-6, 0.05e-9};
+  truth.inter_oversubscribed = {25e-6, 15e-6, 1e-9};
+  const auto ms = Synthetic(truth, {{1, 2}, {1, 3}, {1, 4}, {2, 1}, {2, 2}, {3, 1}, {3, 2}});
+  FitOptions options{"t", truth.nics_per_node, truth.cores_per_node, /*cores_shared=*/true};
+  auto fit = Fit(ms, options);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  const ClusterProfile& p = fit->profile;
+  EXPECT_TRUE(p.cores_shared);
+  EXPECT_NEAR(p.oversubscribed.round_s, truth.oversubscribed.round_s, 1e-3 * truth.oversubscribed.round_s);
+  EXPECT_NEAR(p.inter_oversubscribed.call_s, truth.inter_oversubscribed.call_s,
+              0.1 * truth.inter_oversubscribed.call_s);
+  EXPECT_NEAR(p.inter_oversubscribed.round_s, truth.inter_oversubscribed.round_s,
+              0.1 * truth.inter_oversubscribed.round_s);
+  const CheckReport r = Check(p, ms);
+  for (const auto& [c, s] : r.summary) EXPECT_LT(s.median_error, 0.05) << CollectiveName(c);
+}
+
+}  // namespace
+}  // namespace hccltune::model
