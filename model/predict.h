@@ -12,7 +12,7 @@
 // plus the reduction, gamma * B * r (r = 1/2 for allreduce, whose bytes are half reduce-scatter, half allgather; 1
 // for reducescatter and reduce; 0 otherwise). Version 2 adds each call's own cost (call) and, when a node has more
 // busy ranks than cores, the wait for a core: e*(call' + rounds*round' + B*byte') (rounds: S, or the one exchange;
-// e = (l - cores)/cores, the ranks beyond the cores per core);
+// e = (l - cores)/cores, the ranks beyond the cores per core; l counts every node's ranks when `cores_shared`);
 // version 1 multiplies everything by l/cores instead. docs/MODEL.md shows the terms with their reasons.
 //
 // Thread-safety: pure functions of their arguments (the parsed formulas are cached once, immutably).

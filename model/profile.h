@@ -15,7 +15,7 @@
 //   "mailbox_us": 1.0                                   one mailbox exchange (a small call's form on one node)
 //   "oversubscribed": {"call_us": 3, "round_us": 1, "byte_ns": 0.1}   waiting for a core when a node has more
 //                                                       busy ranks than cores: per call, per round, per byte,
-//                                                       each times (ranks per node - cores) / cores
+//                                                       each times (busy ranks - cores) / cores
 //   "intra_tcp": {link}                                 link=tcp between ranks of one node (loopback)
 //   "inter_oversubscribed": {...}                       as "oversubscribed", for the calls across nodes: per call,
 //                                                       per round and per byte between nodes (fitted with "inter")
