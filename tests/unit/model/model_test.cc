@@ -121,6 +121,23 @@ TEST(Predict, ARingCrossesTheNetworkOncePerNode) {
   EXPECT_NEAR(Predict(Collective::kAllgather, "ring", 2, 2, 4000), 3 * 10e-6 + 3 * 2e-6 + 3000 * 1e-9, 1e-12);
 }
 
+TEST(Predict, AChainAcrossNodesPaysItsPipelineFill) {
+  // broadcast chain on 4 nodes x 1 rank, 4 MB in chunks of c: 2 + 4 MB/c rounds; the last rank's first chunk waits
+  // behind 2 others, so 4 MB + 2c bytes cross the network: a smaller chunk pays more rounds and less fill.
+  const ClusterProfile p = TestProfile();
+  const auto chain = [](uint64_t chunk, int nodes, int l) {
+    auto t = PredictSeconds(TestProfile(), Collective::kBroadcast, "chain", chunk, Shape{nodes, l}, 4000000);
+    EXPECT_TRUE(t.ok()) << t.status();
+    return t.ok() ? *t : NAN;
+  };
+  const double rounds = 2 + 4000000.0 / 1000000;
+  EXPECT_NEAR(chain(1000000, 4, 1), rounds * (p.inter.alpha_s + p.inter.overhead_s) + (4e6 + 2 * 1e6) * p.inter.beta_s,
+              1e-12);
+  EXPECT_LT(chain(1000000, 4, 1), chain(4000000, 4, 1));
+  // Inside a node the hops do not overlap (measured: the chunk does not change the time), so there is no fill.
+  EXPECT_NEAR(chain(1000000, 1, 4), rounds * (p.intra.alpha_s + p.intra.overhead_s) + 4e6 * p.intra.beta_s, 1e-12);
+}
+
 TEST(Predict, EveryRankSharesItsNodesNics) {
   // allgather direct on 2 nodes x 4 ranks, 8 MB: each rank sends 7 MB, 4/7 of it off the node; 4 ranks share 2 NICs.
   const double b = 7e6, f = 4.0 / 7;
