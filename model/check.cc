@@ -48,7 +48,7 @@ CheckReport Check(const ClusterProfile& profile, absl::Span<const Measurement> m
     auto config = Configuration::Parse(m.configuration);
     absl::StatusOr<double> t = absl::NotFoundError("");
     if (config.ok() && m.seconds > 0) {
-      t = PredictSeconds(profile, m.collective, config->algorithm, config->chunk, m.shape, m.bytes, config->link.kind);
+      t = PredictSeconds(profile, m.collective, *config, m.shape, m.bytes);
     }
     if (!t.ok()) {
       ++out.skipped;

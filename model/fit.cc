@@ -161,8 +161,8 @@ absl::StatusOr<FitResult> Fit(absl::Span<const Measurement> measurements, const 
     auto config = Configuration::Parse(m.configuration);
     absl::StatusOr<Terms> t = absl::NotFoundError("");
     if (config.ok() && m.seconds > 0) {
-      t = CostTerms(
-          m.collective, config->algorithm, config->chunk, m.shape, m.bytes,
+      t = ConfigTerms(
+          m.collective, *config, m.shape, m.bytes,
           {options.nics_per_node, options.cores_per_node, kProfileVersion, config->link.kind, options.cores_shared});
     }
     if (!t.ok()) {

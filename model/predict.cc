@@ -86,6 +86,31 @@ void TransferTerms(const ParsedCost& cost, const FormulaVars& v, int nics, Terms
   }
 }
 
+// The terms every call pays whatever its algorithm: version 1's factor, version 2's call and its wait for a core.
+void SetCallTerms(const Shape& shape, const TermContext& where, Terms* t) {
+  const int busy = where.cores_shared ? shape.ranks_per_node * shape.nodes : shape.ranks_per_node;
+  const bool oversubscribed = where.cores > 0 && busy > where.cores;
+  if (where.version < 2) {
+    if (oversubscribed) t->factor = static_cast<double>(shape.ranks_per_node) / where.cores;
+    return;
+  }
+  t->calls = 1;
+  t->inter_calls = shape.nodes > 1 ? 1 : 0;
+  if (oversubscribed) t->excess = static_cast<double>(busy - where.cores) / where.cores;
+}
+
+// The configurations of `name` RankCandidates lists (predict.h).
+std::vector<Configuration> Priced(Collective c, const std::string& name, const GroupTopology& topo) {
+  auto config = Configuration::Default(name);
+  if (!config.ok()) return {};
+  if (name != "hierarchical" && !(c == Collective::kBroadcast && name == "chain")) return {*config};
+  std::vector<Configuration> out;
+  for (const Configuration& k : registry::Candidates(c, name, {})) {
+    if (k.channels == config->channels && registry::CheckForm(c, k, topo).ok()) out.push_back(k);
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint64_t chunk, const Shape& shape,
@@ -104,15 +129,8 @@ absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint
   Terms t;
   TransferTerms(cost, v, std::max(where.nics, 1), &t);
   t.reduced = At(cost.bytes, v) * ReducedShare(c);
-  const int busy = where.cores_shared ? shape.ranks_per_node * shape.nodes : shape.ranks_per_node;
-  const bool oversubscribed = where.cores > 0 && busy > where.cores;
-  if (where.version < 2) {
-    if (oversubscribed) t.factor = static_cast<double>(shape.ranks_per_node) / where.cores;
-    return t;
-  }
-  t.calls = 1;
-  t.inter_calls = shape.nodes > 1 ? 1 : 0;
-  if (oversubscribed) t.excess = static_cast<double>(busy - where.cores) / where.cores;
+  SetCallTerms(shape, where, &t);
+  if (where.version < 2) return t;
   if (shape.nodes == 1 && where.link == LinkKind::kTcp) t.tcp = true;
   const bool shm = where.link == LinkKind::kAuto || where.link == LinkKind::kShm;
   if (shape.nodes == 1 && shm && v.p > 1 && cost.mailbox.has_value() &&
@@ -147,13 +165,28 @@ absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective 
                                                       " never measured the network between nodes: no prediction for ",
                                                       shape.nodes, " nodes"));
   }
-  auto t = CostTerms(c, algorithm, chunk, shape, bytes,
-                     {profile.nics_per_node, profile.cores_per_node, profile.version, link, profile.cores_shared});
+  Configuration config;
+  config.algorithm = algorithm;
+  config.chunk = chunk;
+  config.link.kind = link;
+  return PredictSeconds(profile, c, config, shape, bytes);
+}
+
+absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective c, const Configuration& config,
+                                      const Shape& shape, uint64_t bytes) {
+  if (shape.nodes > 1 && !profile.inter_known) {
+    return absl::FailedPreconditionError(absl::StrCat("profile ", profile.name,
+                                                      " never measured the network between nodes: no prediction for ",
+                                                      shape.nodes, " nodes"));
+  }
+  auto t = ConfigTerms(
+      c, config, shape, bytes,
+      {profile.nics_per_node, profile.cores_per_node, profile.version, config.link.kind, profile.cores_shared});
   if (!t.ok()) return t.status();
   if (t->tcp && !profile.intra_tcp_known) {
     return absl::FailedPreconditionError(absl::StrCat("profile ", profile.name,
                                                       " never measured link=tcp inside a node: no prediction for ",
-                                                      algorithm, " over tcp on one node"));
+                                                      config.algorithm, " over tcp on one node"));
   }
   return Evaluate(*t, profile);
 }
@@ -181,10 +214,10 @@ std::vector<Candidate> RankCandidates(const ClusterProfile& profile, Collective 
   for (int k = 0; k < shape.nodes; ++k) topo.node_of.insert(topo.node_of.end(), shape.ranks_per_node, k);
   std::vector<Candidate> out;
   for (const std::string& name : registry::ListValid(c, shape.ranks(), topo)) {
-    auto config = Configuration::Default(name);
-    if (!config.ok()) continue;
-    auto t = PredictSeconds(profile, c, name, config->chunk, shape, bytes);
-    if (t.ok()) out.push_back({config->ToString(), *t});
+    for (const Configuration& config : Priced(c, name, topo)) {
+      auto t = PredictSeconds(profile, c, config, shape, bytes);
+      if (t.ok()) out.push_back({config.ToString(), *t});
+    }
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const Candidate& a, const Candidate& b) { return a.seconds < b.seconds; });

@@ -8,7 +8,8 @@
 //   kOnePerNode       T = R(inter) + B*max(beta_inter, beta_intra)       (one rank per node on the NIC)
 //   kEveryRank        T = R(inter) + max(l*f*B*beta_inter/nics, B*beta_intra), f = (p-l)/(p-1) the share of a
 //                     rank's bytes that leave its node when it talks to every rank alike
-//   kLevels           T = R(intra) + B*beta_intra at m = 1, plus R(inter) + B*beta_inter/nics at l = 1
+//   kLevels           T = R(intra) + B*beta_intra at m = 1, plus R(inter) + B*beta_inter/nics at l = 1 (version 1;
+//                     version 2 prices a hierarchical configuration by the steps it configures: ConfigTerms)
 // plus the reduction, gamma * B * r (r = 1/2 for allreduce, whose bytes are half reduce-scatter, half allgather; 1
 // for reducescatter and reduce; 0 otherwise). Version 2 adds each call's own cost (call) and, when a node has more
 // busy ranks than cores, the wait for a core: e*(call' + rounds*round' + B*byte') (rounds: S, or the one exchange;
@@ -74,6 +75,14 @@ struct TermContext {
 // NotFound when the registry has no cost for (c, algorithm).
 absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint64_t chunk, const Shape& shape,
                                 uint64_t bytes, const TermContext& where);
+// The terms of a configuration at its own link: CostTerms of its algorithm and chunk, except (version 2) a
+// hierarchical configuration on several nodes of several ranks, which is the sum of its steps as its algorithm runs
+// them (model/levels.cc): each step priced with the configured part (intra or inter) where its algorithm exists for
+// the step's collective, else with what the runtime chooses for the step (Selector::ChooseStep); an inter step that
+// every local rank runs at once puts l of them on the node's NICs; form=leader and form=parallel (auto on these
+// uniform nodes) take their own steps. The wait for a core is the whole call's, at `shape`.
+absl::StatusOr<Terms> ConfigTerms(Collective c, const Configuration& config, const Shape& shape, uint64_t bytes,
+                                  TermContext where);
 double Evaluate(const Terms& t, const ClusterProfile& profile);
 // Version 2's wait for a core: excess * (call + rounds()*round + wait_bytes()*byte) inside a node (o = the profile's
 // oversubscribed), excess * (inter_calls*call + s_inter*round + b_inter*byte) across nodes (its inter_oversubscribed).
@@ -87,7 +96,13 @@ absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective 
                                       uint64_t chunk, const Shape& shape, uint64_t bytes,
                                       LinkKind link = LinkKind::kAuto);
 
-// Every algorithm the registry holds valid for `shape` (its default configuration), fastest first.
+// The same for a whole configuration (ConfigTerms).
+absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective c, const Configuration& config,
+                                      const Shape& shape, uint64_t bytes);
+
+// Every algorithm the registry holds valid for `shape`, fastest first: its default configuration, except for the
+// parameters the model tells apart — a chain's chunk (registry::ChunkCandidates) and a hierarchical configuration's
+// inter step and form (registry::Candidates, link=auto); channels are not priced, so only the default is listed.
 std::vector<Candidate> RankCandidates(const ClusterProfile& profile, Collective c, const Shape& shape, uint64_t bytes);
 
 }  // namespace hccltune::model

@@ -1,5 +1,9 @@
 #include "model/simulate.h"
 
+#include "absl/strings/str_cat.h"
+#include "runtime/common/configuration.h"
+#include "runtime/common/sizes.h"
+
 namespace hccltune::model {
 
 std::vector<CollectivePrediction> Simulate(const ClusterProfile& profile, const Shape& shape,
@@ -18,6 +22,15 @@ std::vector<CollectivePrediction> Simulate(const ClusterProfile& profile, const 
 }
 
 std::string AlgorithmOf(const std::string& config) { return config.substr(0, config.find('(')); }
+
+std::string PricedName(const std::string& config) {
+  auto c = Configuration::Parse(config);
+  if (!c.ok()) return AlgorithmOf(config);
+  if (c->algorithm == "chain") return absl::StrCat("chain(chunk=", FormatBytes(c->chunk), ")");
+  if (c->algorithm != "hierarchical" || c->inter == nullptr) return c->algorithm;
+  const std::string form = c->form == HierForm::kAuto ? "" : absl::StrCat(",form=", HierFormName(c->form));
+  return absl::StrCat("hierarchical(inter=", c->inter->algorithm, form, ")");
+}
 
 std::vector<WinnerRange> Crossovers(const CollectivePrediction& p) {
   std::vector<WinnerRange> out;

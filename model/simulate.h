@@ -41,5 +41,8 @@ std::vector<WinnerRange> Crossovers(const CollectivePrediction& p);
 
 // The algorithm name of a canonical configuration ("ring(chunk=512K,...)" -> "ring").
 std::string AlgorithmOf(const std::string& config);
+// The algorithm with the parameters the model tells apart (model/predict.h, RankCandidates): "chain(chunk=64K)",
+// "hierarchical(inter=direct,form=leader)" (form only when not auto); other algorithms by name alone.
+std::string PricedName(const std::string& config);
 
 }  // namespace hccltune::model

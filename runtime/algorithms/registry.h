@@ -38,7 +38,7 @@ std::vector<std::string> AlgorithmsFor(Collective c);
 // pow2(x) = the largest power of two <= x, fold(x) = 1 when x is not a power of two, else 0.
 //   steps  message rounds one after another on the critical path (the alpha term);
 //   bytes  the most bytes any one rank sends, or receives, over the whole call (the beta term); a pipeline across
-//          nodes adds the chunks that fill it.
+//          nodes adds the chunks that fill it on the network.
 // `across` says how the algorithm's traffic meets the network when its ranks span nodes (ranks numbered node by
 // node), for the cost model (model/predict.h):
 //   kOnePerNode  a ring or chain: one rank of a node sends to the next node at a time, so a node's NIC carries one

@@ -58,14 +58,14 @@ void PrintText(const model::ClusterProfile& profile, const model::Shape& shape,
   std::printf("# %d nodes x %d ranks per node (%d ranks), profile %s: predicted by the cost model (docs/MODEL.md)\n",
               shape.nodes, shape.ranks_per_node, shape.ranks(), profile.name.c_str());
   for (const auto& p : preds) {
-    std::printf("%s\n  %-8s %-22s %-12s %-22s %s\n", std::string(CollectiveName(p.collective)).c_str(), "bytes",
+    std::printf("%s\n  %-8s %-52s %-12s %-52s %s\n", std::string(CollectiveName(p.collective)).c_str(), "bytes",
                 "winner", "predicted", "runner-up", "predicted");
     for (const auto& s : p.sizes) {
       if (s.ranked.empty()) continue;
       const auto& w = s.ranked[0];
-      const std::string second = s.ranked.size() > 1 ? model::AlgorithmOf(s.ranked[1].config) : "-";
+      const std::string second = s.ranked.size() > 1 ? model::PricedName(s.ranked[1].config) : "-";
       const std::string second_t = s.ranked.size() > 1 ? Micros(s.ranked[1].seconds) : "";
-      std::printf("  %-8s %-22s %-12s %-22s %s\n", FormatBytes(s.bytes).c_str(), model::AlgorithmOf(w.config).c_str(),
+      std::printf("  %-8s %-52s %-12s %-52s %s\n", FormatBytes(s.bytes).c_str(), model::PricedName(w.config).c_str(),
                   Micros(w.seconds).c_str(), second.c_str(), second_t.c_str());
     }
     std::string line;

@@ -1,5 +1,6 @@
 // The cost model: formulas, profiles, and predictions computed by hand from predict.h's rules.
 #include <cmath>
+#include <set>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -395,6 +396,59 @@ TEST(Profile, VersionTwoKeysNeedVersionTwoAndANewerVersionIsRefused) {
   auto bad = ParseProfile("{" + base + R"(, "version": 2, "oversubscribed": {"call_us": 1, "round_us": 1}})", "x.json");
   ASSERT_FALSE(bad.ok());
   EXPECT_TRUE(absl::StrContains(bad.status().message(), "oversubscribed.byte_ns is missing")) << bad.status();
+}
+
+double PredictConfigV2(Collective c, const std::string& config, const Shape& shape, uint64_t bytes) {
+  auto parsed = Configuration::Parse(config);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  if (!parsed.ok()) return NAN;
+  auto t = PredictSeconds(TestProfileV2(), c, *parsed, shape, bytes);
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : NAN;
+}
+
+TEST(Levels, AHierarchicalConfigurationIsTheSumOfItsStepsAsConfigured) {
+  const ClusterProfile p = TestProfileV2();
+  const Shape shape{3, 4};  // 4 ranks on 4 cores per node: no wait for a core
+  // allgather, form=parallel: allgather ring of n/4 among 3 nodes, 4 of them at once on 2 NICs (2 rounds, 2n/12 each:
+  // 4 x 2e6 bytes through 2 NICs), then allgather ring of n inside each node (3 rounds, 3n/4 bytes).
+  const double inside = 3 * p.intra.alpha_s + 3 * p.intra.overhead_s + 9e6 * p.intra.beta_s;
+  const double between = 2 * p.inter.alpha_s + 2 * p.inter.overhead_s + 4e6 * p.inter.beta_s;
+  const double ring =
+      PredictConfigV2(Collective::kAllgather, "hierarchical(intra=ring,inter=ring,form=parallel)", shape, 12000000);
+  EXPECT_NEAR(ring, inside + between, 1e-12);
+  // The inter step as configured: direct takes one round where the ring takes two, for the same bytes.
+  const double direct =
+      PredictConfigV2(Collective::kAllgather, "hierarchical(intra=ring,inter=direct,form=parallel)", shape, 12000000);
+  EXPECT_NEAR(ring - direct, p.inter.alpha_s, 1e-12);
+  // form=leader takes its own steps: one leader per node carries all n between nodes (2n/3 through 2 NICs).
+  const double leader =
+      PredictConfigV2(Collective::kAllgather, "hierarchical(intra=ring,inter=ring,form=leader)", shape, 12000000);
+  EXPECT_GT(leader, ring);
+  // A version 1 profile keeps the registry's formula with m = 1 and l = 1 (ring-shaped steps whatever is configured).
+  auto v1 = Configuration::Parse("hierarchical(intra=ring,inter=direct,form=parallel)");
+  ASSERT_TRUE(v1.ok());
+  auto t1 = PredictSeconds(TestProfile(), Collective::kAllgather, *v1, shape, 12000000);
+  auto t0 = PredictSeconds(TestProfile(), Collective::kAllgather, "hierarchical", 1, shape, 12000000);
+  ASSERT_TRUE(t1.ok() && t0.ok());
+  EXPECT_DOUBLE_EQ(*t1, *t0);
+}
+
+TEST(Levels, CandidatesListEveryInterStepFormAndChainChunk) {
+  std::set<std::string> names;
+  for (const Candidate& c : RankCandidates(TestProfileV2(), Collective::kAllgather, Shape{3, 4}, 1 << 20)) {
+    names.insert(PricedName(c.config));
+  }
+  for (const char* want : {"hierarchical(inter=ring,form=parallel)", "hierarchical(inter=direct,form=leader)",
+                           "hierarchical(inter=recursive_doubling,form=parallel)", "ring", "direct"}) {
+    EXPECT_EQ(names.count(want), 1u) << want;
+  }
+  std::set<std::string> chains;
+  for (const Candidate& c : RankCandidates(TestProfileV2(), Collective::kBroadcast, Shape{4, 1}, 1 << 20)) {
+    if (AlgorithmOf(c.config) == "chain") chains.insert(PricedName(c.config));
+  }
+  EXPECT_EQ(chains,
+            (std::set<std::string>{"chain(chunk=64K)", "chain(chunk=256K)", "chain(chunk=1M)", "chain(chunk=4M)"}));
 }
 
 TEST(Predict, ASmallCallOfAMailboxFormIsOneExchangeOnOneNode) {
