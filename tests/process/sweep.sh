@@ -176,5 +176,7 @@ expect_bad "dtype" --dtype fp99 --db "$d/bad.db"
 expect_bad "algorithm" --algo nosuch --db "$d/bad.db"
 expect_bad "ranks" --ranks 0 --db "$d/bad.db"
 expect_bad "step" --step 3 --db "$d/bad.db"
+expect_bad "--max-iters must be at least the 5 iterations" --max-iters 3 --db "$d/bad.db"
+expect_bad "--cap-ms must be > 0" --cap-ms 0 --db "$d/bad.db"
 expect_bad "no daemon answers" --daemon unix:$d/none.sock
 echo "bad input ok"

@@ -426,9 +426,18 @@ absl::Status SweepSpec::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrCat("empty size range: no power of two in [", min_bytes, ", ", max_bytes, "]"));
   }
-  if (search.target_rel_ci <= 0 || search.cap_us <= 0 || search.first_batch < 1 || search.batch < 1 ||
-      search.max_iters < search.min_iters) {
-    return absl::InvalidArgumentError("bad measurement parameters (CI target, cap, batch sizes or iteration limits)");
+  if (search.target_rel_ci <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--ci must be > 0 (got ", search.target_rel_ci, ")"));
+  }
+  if (search.cap_us <= 0) return absl::InvalidArgumentError("--cap-ms must be > 0");
+  if (search.first_batch < 1 || search.batch < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch sizes must be >= 1 (got ", search.first_batch, " and ", search.batch, ")"));
+  }
+  if (search.max_iters < search.min_iters) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-iters must be at least the ", search.min_iters,
+                                                   " iterations a candidate needs before it may finish (got ",
+                                                   search.max_iters, ")"));
   }
   return absl::OkStatus();
 }
