@@ -42,15 +42,15 @@ std::vector<Step> StepsOf(Collective c, bool leader, const Shape& s, double n) {
   }
 }
 
-// The configuration the runtime runs for a step: the given part when its algorithm exists for the step's
-// collective (a missing part means ring), else what the selector chooses for the step, on the given part's link.
+// The configuration the runtime runs for a step (runtime/algorithms/hierarchy.cc, StepConfig): the given part when
+// its algorithm exists for the step's collective, else what the selector chooses for the step, on the given part's
+// link.
 Configuration StepConfig(const std::shared_ptr<const Configuration>& given, const Step& step, const Shape& s) {
-  Configuration part = given != nullptr ? *given : *Configuration::Default("ring");
-  if (registry::Find(step.c, part.algorithm) != nullptr) return part;
+  if (given != nullptr && registry::Find(step.c, given->algorithm) != nullptr) return *given;
   const int group = step.inter ? s.nodes : s.ranks_per_node;
   Configuration chosen =
       Selector::ChooseStep(step.c, static_cast<uint64_t>(step.bytes), group, step.inter ? s.nodes : 1);
-  if (chosen.Has(ParamKind::kLink) && part.Has(ParamKind::kLink)) chosen.link = part.link;
+  if (given != nullptr && chosen.Has(ParamKind::kLink) && given->Has(ParamKind::kLink)) chosen.link = given->link;
   return chosen;
 }
 

@@ -160,11 +160,6 @@ double WaitSeconds(const Terms& t, const Oversubscribed& o) {
 
 absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective c, const std::string& algorithm,
                                       uint64_t chunk, const Shape& shape, uint64_t bytes, LinkKind link) {
-  if (shape.nodes > 1 && !profile.inter_known) {
-    return absl::FailedPreconditionError(absl::StrCat("profile ", profile.name,
-                                                      " never measured the network between nodes: no prediction for ",
-                                                      shape.nodes, " nodes"));
-  }
   Configuration config;
   config.algorithm = algorithm;
   config.chunk = chunk;
