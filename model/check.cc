@@ -15,27 +15,23 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-struct Point {
-  std::string config;
-  double measured = 0;
-  double predicted = 0;
-};
-
-BucketCheck CheckBucket(const std::vector<Point>& points) {
+BucketCheck CheckBucket(std::vector<CheckedPoint> points) {
+  std::stable_sort(points.begin(), points.end(),
+                   [](const CheckedPoint& a, const CheckedPoint& b) { return a.measured_s < b.measured_s; });
   BucketCheck b;
   b.candidates = points.size();
   std::vector<double> errors;
-  const Point* best_measured = &points[0];
-  const Point* best_predicted = &points[0];
-  for (const Point& p : points) {
-    errors.push_back(std::fabs(p.predicted - p.measured) / p.measured);
-    if (p.measured < best_measured->measured) best_measured = &p;
-    if (p.predicted < best_predicted->predicted) best_predicted = &p;
+  const CheckedPoint* best_measured = &points[0];  // sorted
+  const CheckedPoint* best_predicted = &points[0];
+  for (const CheckedPoint& p : points) {
+    errors.push_back(std::fabs(p.predicted_s - p.measured_s) / p.measured_s);
+    if (p.predicted_s < best_predicted->predicted_s) best_predicted = &p;
   }
   b.median_error = Median(errors);
   b.predicted_winner = best_predicted->config;
   b.measured_winner = best_measured->config;
-  b.winner_gap = best_predicted->measured / best_measured->measured - 1;
+  b.winner_gap = best_predicted->measured_s / best_measured->measured_s - 1;
+  b.points = std::move(points);
   return b;
 }
 
@@ -43,7 +39,7 @@ BucketCheck CheckBucket(const std::vector<Point>& points) {
 
 CheckReport Check(const ClusterProfile& profile, absl::Span<const Measurement> measurements) {
   CheckReport out;
-  std::map<std::tuple<int, int, int, uint64_t>, std::vector<Point>> buckets;
+  std::map<std::tuple<int, int, int, uint64_t>, std::vector<CheckedPoint>> buckets;
   for (const Measurement& m : Medians(measurements)) {
     auto config = Configuration::Parse(m.configuration);
     absl::StatusOr<double> t = absl::NotFoundError("");

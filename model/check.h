@@ -18,6 +18,12 @@ namespace hccltune::model {
 
 inline constexpr double kWinnerTolerance = 0.05;
 
+struct CheckedPoint {
+  std::string config;
+  double measured_s = 0;  // the median of its samples
+  double predicted_s = 0;
+};
+
 struct BucketCheck {
   Collective collective = Collective::kAllreduce;
   Shape shape;
@@ -28,6 +34,7 @@ struct BucketCheck {
   std::string measured_winner;
   double winner_gap = 0;  // measured time of predicted_winner / best measured - 1
   bool winner_ok() const { return winner_gap <= kWinnerTolerance; }
+  std::vector<CheckedPoint> points;  // every measured candidate, fastest measured first
 };
 
 struct CollectiveSummary {

@@ -230,6 +230,11 @@ absl::Status ShowStored(const ModelArgs& a) {
 nlohmann::json CheckJson(const model::CheckReport& r) {
   nlohmann::json buckets = nlohmann::json::array();
   for (const auto& b : r.buckets) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const auto& p : b.points) {
+      points.push_back(
+          {{"config", p.config}, {"measured_us", p.measured_s * 1e6}, {"predicted_us", p.predicted_s * 1e6}});
+    }
     buckets.push_back({{"collective", std::string(CollectiveName(b.collective))},
                        {"nodes", b.shape.nodes},
                        {"ranks_per_node", b.shape.ranks_per_node},
@@ -238,7 +243,8 @@ nlohmann::json CheckJson(const model::CheckReport& r) {
                        {"median_error", b.median_error},
                        {"predicted_winner", b.predicted_winner},
                        {"measured_winner", b.measured_winner},
-                       {"winner_gap", b.winner_gap}});
+                       {"winner_gap", b.winner_gap},
+                       {"points", points}});
   }
   nlohmann::json summary = nlohmann::json::object();
   for (const auto& [c, s] : r.summary) {

@@ -323,6 +323,13 @@ TEST(Check, AWrongWinnerIsCountedWithItsGap) {
   EXPECT_NEAR(r.buckets[0].winner_gap, 0.5, 1e-9);
   EXPECT_FALSE(r.buckets[0].winner_ok());
   EXPECT_EQ(r.summary.at(Collective::kAllgather).winner_ok, 0u);
+  // Every candidate with its measured and predicted time, the fastest measured first.
+  ASSERT_EQ(r.buckets[0].points.size(), 2u);
+  EXPECT_EQ(r.buckets[0].points[0].config, other);
+  EXPECT_DOUBLE_EQ(r.buckets[0].points[0].measured_s, 2e-3);
+  EXPECT_DOUBLE_EQ(r.buckets[0].points[0].predicted_s, direct_first ? ring : direct);
+  EXPECT_EQ(r.buckets[0].points[1].config, winner);
+  EXPECT_DOUBLE_EQ(r.buckets[0].points[1].predicted_s, direct_first ? direct : ring);
 }
 
 }  // namespace
