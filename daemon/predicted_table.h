@@ -2,11 +2,13 @@
 // topology's class (docs/MODEL.md, "Predicted tables").
 //
 // For each collective but sendrecv, the model ranks every candidate valid on the topology's shape at the powers of
-// two from 8 B to 64 MiB (model/simulate.h); consecutive sizes with the same winner become one entry, the first from
-// 0 bytes, the last unbounded, for every dtype (the model has no dtype term). An entry names the model version that
-// predicted it and holds no measurement: samples 0 and rank_time_us 0 (the online policy takes its baseline from the
-// first live samples, not from the prediction), time_us the predicted time at the entry's first size, the
-// runner-up and its predicted margin there.
+// two from 8 B to 64 MiB (model/simulate.h) and each size takes its table choice (model/table_choice.h: the fastest,
+// or the built-in default where that is predicted within the margin); consecutive sizes with the same choice become
+// one entry, the first from 0 bytes, the last unbounded, for every dtype (the model has no dtype term). An entry
+// names the model version that predicted it and holds no measurement: samples 0 and rank_time_us 0 (the online
+// policy takes its baseline from the first live samples, not from the prediction), time_us the predicted time at
+// the entry's first size; there, the runner-up and its predicted margin (where the default was kept: the model's
+// fastest, at a negative margin) and default_margin, the default's predicted time over the choice's - 1.
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -202,11 +202,16 @@ absl::StatusOr<Shape> PredictableShape(const std::string& topology_json) {
   return Shape{static_cast<int>(d->ranks_per_node.size()), d->ranks_per_node.front()};
 }
 
-std::vector<Candidate> RankCandidates(const ClusterProfile& profile, Collective c, const Shape& shape, uint64_t bytes) {
+GroupTopology NodeMajorTopology(const Shape& shape) {
   GroupTopology topo;
   topo.num_nodes = shape.nodes;
   topo.node_of.reserve(static_cast<size_t>(shape.ranks()));
   for (int k = 0; k < shape.nodes; ++k) topo.node_of.insert(topo.node_of.end(), shape.ranks_per_node, k);
+  return topo;
+}
+
+std::vector<Candidate> RankCandidates(const ClusterProfile& profile, Collective c, const Shape& shape, uint64_t bytes) {
+  const GroupTopology topo = NodeMajorTopology(shape);
   std::vector<Candidate> out;
   for (const std::string& name : registry::ListValid(c, shape.ranks(), topo)) {
     for (const Configuration& config : Priced(c, name, topo)) {

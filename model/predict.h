@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "model/profile.h"
+#include "runtime/algorithms/algorithm.h"
 #include "runtime/common/configuration.h"
 #include "runtime/common/types.h"
 
@@ -99,6 +100,9 @@ absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective 
 // The same for a whole configuration (ConfigTerms).
 absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective c, const Configuration& config,
                                       const Shape& shape, uint64_t bytes);
+
+// `shape` as a group whose ranks are numbered node by node (what RankCandidates prices).
+GroupTopology NodeMajorTopology(const Shape& shape);
 
 // Every algorithm the registry holds valid for `shape`, fastest first: its default configuration, except for the
 // parameters the model tells apart — a chain's chunk (registry::ChunkCandidates) and a hierarchical configuration's

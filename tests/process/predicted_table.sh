@@ -54,6 +54,10 @@ grep -q "^predicted by model version 1 of class $cls (here) for allreduce of 64K
   || { cat "$d/explain.txt"; fail "explain header"; }
 [[ $(grep -c ' us  ' "$d/explain.txt") -ge 3 ]] || { cat "$d/explain.txt"; fail "explain lists few candidates"; }
 grep -q "<- the entry" "$d/explain.txt" || { cat "$d/explain.txt"; fail "explain does not mark the entry"; }
+# It names the built-in default and what a predicted table serves: the entry's configuration.
+entry=$(sed -nE 's/^ +[0-9.]+ us  (.*)  <- the entry$/\1/p' "$d/explain.txt")
+grep -q "^built-in default: [a-z_]*(.*) ([0-9.]* us)$" "$d/explain.txt" || { cat "$d/explain.txt"; fail "no default"; }
+grep -qF "a predicted table serves $entry" "$d/explain.txt" || { cat "$d/explain.txt"; fail "serves not the entry"; }
 
 # A measured entry wins: a sweep of allreduce at 3 ranks replaces the predicted allreduce entries it covers.
 "$cli" sweep --force --ranks 3 --coll allreduce --min-bytes 8 --max-bytes 4K --step 8 --cap-ms 10 --max-iters 5 \

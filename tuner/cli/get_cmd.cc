@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "model/predict.h"
 #include "model/profile.h"
+#include "model/table_choice.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/fingerprint.h"
 #include "tuner/cli/commands.h"
@@ -80,10 +81,21 @@ absl::Status Explain(db::TuningStore& store, const std::string& fp, int64_t vers
   std::cout << absl::StrFormat("predicted by model version %d of class %s (%s) for %s of %s on %dx%d:\n",
                                stored->version, keys->topology_class, profile->name, CollectiveName(c),
                                FormatBytes(bytes), shape->nodes, shape->ranks_per_node);
-  for (const model::Candidate& k : model::RankCandidates(*profile, c, *shape, bytes)) {
+  const std::vector<model::Candidate> ranked = model::RankCandidates(*profile, c, *shape, bytes);
+  for (const model::Candidate& k : ranked) {
     const bool chosen = entry != nullptr && k.config == entry->configuration;
     std::cout << absl::StrFormat("  %12.2f us  %s%s\n", k.seconds * 1e6, k.config, chosen ? "  <- the entry" : "");
   }
+  if (ranked.empty()) return absl::OkStatus();
+  const model::TableChoice t = model::ChooseForTable(*profile, c, *shape, bytes, ranked);
+  std::cout << absl::StrFormat(
+      "built-in default: %s (%s)\n", t.builtin.config,
+      t.builtin.seconds > 0 ? absl::StrFormat("%.2f us", t.builtin.seconds * 1e6) : std::string("not priced"));
+  std::cout << absl::StrFormat("a predicted table serves %s%s\n", t.chosen.config,
+                               t.kept_default ? absl::StrFormat(": the built-in default, predicted at most %.0f%% "
+                                                                "slower than the fastest",
+                                                                model::kKeepDefaultMargin * 100)
+                                              : "");
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "model/simulate.h"
+#include "model/table_choice.h"
 #include "nlohmann/json.hpp"
 #include "runtime/common/sizes.h"
 #include "tuner/cli/commands.h"
@@ -42,7 +43,13 @@ nlohmann::json ToJson(const model::ClusterProfile& profile, const model::Shape& 
     for (const auto& s : p.sizes) {
       nlohmann::json cands = nlohmann::json::array();
       for (const auto& c : s.ranked) cands.push_back({{"config", c.config}, {"time_us", c.seconds * 1e6}});
-      sizes.push_back({{"bytes", s.bytes}, {"candidates", cands}});
+      nlohmann::json size = {{"bytes", s.bytes}, {"candidates", cands}};
+      if (!s.ranked.empty()) {  // what a predicted table would serve (model/table_choice.h)
+        const model::TableChoice t = model::ChooseForTable(profile, p.collective, shape, s.bytes, s.ranked);
+        size["default"] = {{"config", t.builtin.config}, {"time_us", t.builtin.seconds * 1e6}};
+        size["table"] = t.chosen.config;
+      }
+      sizes.push_back(size);
     }
     nlohmann::json ranges = nlohmann::json::array();
     for (const auto& w : model::Crossovers(p))

@@ -12,9 +12,12 @@
 #include "model/predict.h"
 #include "model/profile.h"
 #include "model/simulate.h"
+#include "model/table_choice.h"
 #include "runtime/algorithms/registry.h"
 #include "runtime/common/configuration.h"
+#include "runtime/common/config.h"
 #include "runtime/common/mailbox_block.h"
+#include "runtime/selector/selector.h"
 
 namespace hccltune::model {
 namespace {
@@ -330,6 +333,43 @@ TEST(Check, AWrongWinnerIsCountedWithItsGap) {
   EXPECT_DOUBLE_EQ(r.buckets[0].points[0].predicted_s, direct_first ? ring : direct);
   EXPECT_EQ(r.buckets[0].points[1].config, winner);
   EXPECT_DOUBLE_EQ(r.buckets[0].points[1].predicted_s, direct_first ? direct : ring);
+}
+
+// A predicted table keeps the built-in default unless another candidate is predicted clearly faster: the default
+// of allreduce on 4 x 2 at 1 MiB, priced by the model, against a candidate just within and one well beyond the margin.
+TEST(TableChoice, TheDefaultStaysUnlessAnotherIsPredictedClearlyFaster) {
+  const ClusterProfile p = TestProfile();
+  const Shape shape{4, 2};
+  const uint64_t n = 1 << 20;
+  const Configuration builtin = BuiltinDefault(Collective::kAllreduce, shape, n);
+  const GroupTopology topo = NodeMajorTopology(shape);
+  ASSERT_EQ(topo.num_nodes, 4);
+  ASSERT_EQ(topo.node_of, (std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3}));
+  auto selector = Selector::Create(Environment{}, 8, topo);
+  ASSERT_TRUE(selector.ok()) << selector.status();
+  EXPECT_EQ(builtin.ToString(), selector->Choose(Collective::kAllreduce, DataType::kFloat32, n).config->ToString());
+  const double at = *PredictSeconds(p, Collective::kAllreduce, builtin, shape, n);
+  const std::string other = builtin.algorithm == "ring" ? "recursive_doubling(channels=1,link=auto)"
+                                                       : "ring(chunk=512K,channels=1,link=auto)";
+
+  const TableChoice close =
+      ChooseForTable(p, Collective::kAllreduce, shape, n, {{other, at / (1 + kKeepDefaultMargin) * 1.01}});
+  EXPECT_TRUE(close.kept_default);
+  EXPECT_EQ(close.chosen.config, builtin.ToString());
+  EXPECT_DOUBLE_EQ(close.chosen.seconds, at);
+  EXPECT_EQ(close.fastest.config, other);
+
+  const TableChoice clear =
+      ChooseForTable(p, Collective::kAllreduce, shape, n, {{other, at / (1 + kKeepDefaultMargin) * 0.99}});
+  EXPECT_FALSE(clear.kept_default);
+  EXPECT_EQ(clear.chosen.config, other);
+  EXPECT_EQ(clear.builtin.config, builtin.ToString());
+  EXPECT_DOUBLE_EQ(clear.builtin.seconds, at);
+
+  // The default ranked first is simply the choice.
+  const TableChoice first = ChooseForTable(p, Collective::kAllreduce, shape, n, {{builtin.ToString(), at}});
+  EXPECT_FALSE(first.kept_default);
+  EXPECT_EQ(first.chosen.config, builtin.ToString());
 }
 
 }  // namespace
