@@ -72,6 +72,17 @@ void TransferTerms(const ParsedCost& cost, const FormulaVars& v, int nics, Terms
       t->s_inter = s, t->k_inter = k, t->b_inter = v.l * f * b / nics, t->b_alt = b;
       return;
     }
+    case registry::Crossing::kDoubling:
+    case registry::Crossing::kTree: {
+      FormulaVars across = v;  // the rounds at distances of l or more: as on m nodes of one rank
+      across.l = 1;
+      across.p = v.m;
+      const double si = At(cost.steps, across), ki = At(cost.messages, across), bi = At(cost.bytes, across);
+      const double sharing = cost.across == registry::Crossing::kTree ? 1 : v.l;  // ranks of a node on its NICs
+      t->s_inter = si, t->k_inter = ki, t->b_inter = sharing * bi / nics, t->b_alt = bi;
+      t->s_intra = std::max(0.0, s - si), t->k_intra = std::max(0.0, k - ki), t->b_intra = std::max(0.0, b - bi);
+      return;
+    }
     case registry::Crossing::kLevels: {
       FormulaVars in = v, across = v;
       in.m = 1;

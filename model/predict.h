@@ -8,6 +8,9 @@
 //   kOnePerNode       T = R(inter) + B*max(beta_inter, beta_intra)       (one rank per node on the NIC)
 //   kEveryRank        T = R(inter) + max(l*f*B*beta_inter/nics, B*beta_intra), f = (p-l)/(p-1) the share of a
 //                     rank's bytes that leave its node when it talks to every rank alike
+//   kDoubling         T = R'(inter) + max(l*B'*beta_inter/nics, B'*beta_intra) + R''(intra) + (B-B')*beta_intra:
+//                     S', K', B' the formulas at l = 1 (p = m), the rounds between nodes, in R'; S-S', K-K' in R''
+//   kTree             as kDoubling with B'*beta_inter/nics: one rank of a node is in the tree between nodes
 //   kLevels           T = R(intra) + B*beta_intra at m = 1, plus R(inter) + B*beta_inter/nics at l = 1 (version 1;
 //                     version 2 prices a hierarchical configuration by the steps it configures: ConfigTerms)
 // plus the reduction, gamma * B * r (r = 1/2 for allreduce, whose bytes are half reduce-scatter, half allgather; 1

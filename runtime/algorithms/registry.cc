@@ -49,13 +49,13 @@ constexpr Entry kEntries[] = {
     {C::kAllreduce, "double_ring", {"2*(p-1)", "2*(p-1)*n/p", X::kOnePerNode}, &algo::AllreduceDoubleRing},
     {C::kAllreduce,
      "halving_doubling",
-     {"2*floor(log2(p))+2*fold(p)", "2*(pow2(p)-1)*n/pow2(p)+fold(p)*n"},
+     {"2*floor(log2(p))+2*fold(p)", "2*(pow2(p)-1)*n/pow2(p)+fold(p)*n", X::kDoubling},
      &algo::AllreduceHalvingDoubling},
     {C::kAllreduce,
      "recursive_doubling",
-     {"floor(log2(p))+2*fold(p)", "(floor(log2(p))+fold(p))*n"},
+     {"floor(log2(p))+2*fold(p)", "(floor(log2(p))+fold(p))*n", X::kDoubling},
      &algo::AllreduceRecursiveDoubling},
-    {C::kAllreduce, "binomial_tree", {"2*ceil(log2(p))", "ceil(log2(p))*n"}, &algo::AllreduceBinomialTree},
+    {C::kAllreduce, "binomial_tree", {"2*ceil(log2(p))", "ceil(log2(p))*n", X::kTree}, &algo::AllreduceBinomialTree},
     {C::kAllreduce,
      "double_binary_tree",
      {"2*ceil(log2(p))+min(1,p-1)*max(0,ceil(n/(2*c))-1)", "min(2,p/2)*min(1,p-1)*n"},
@@ -76,9 +76,9 @@ constexpr Entry kEntries[] = {
     {C::kAllgather, "ring", {"p-1", "(p-1)*n/p", X::kOnePerNode}, &algo::AllgatherRing},
     {C::kAllgather,
      "recursive_doubling",
-     {"floor(log2(p))+2*fold(p)", "(pow2(p)-1)*n/pow2(p)+fold(p)*n"},
+     {"floor(log2(p))+2*fold(p)", "(pow2(p)-1)*n/pow2(p)+fold(p)*n", X::kDoubling},
      &algo::AllgatherRecursiveDoubling},
-    {C::kAllgather, "bruck", {"ceil(log2(p))", "(p-1)*n/p"}, &algo::AllgatherBruck},
+    {C::kAllgather, "bruck", {"ceil(log2(p))", "(p-1)*n/p", X::kDoubling}, &algo::AllgatherBruck},
     {C::kAllgather,
      "direct",
      {"min(1,p-1)", "(p-1)*n/p", X::kEveryRank, "p-1", "n/p"},
@@ -98,7 +98,7 @@ constexpr Entry kEntries[] = {
     {C::kReducescatter, "ring", {"p-1", "(p-1)*n/p", X::kOnePerNode}, &algo::ReducescatterRing},
     {C::kReducescatter,
      "halving_doubling",
-     {"floor(log2(p))+2*fold(p)", "(pow2(p)-1)*n/pow2(p)+fold(p)*n"},
+     {"floor(log2(p))+2*fold(p)", "(pow2(p)-1)*n/pow2(p)+fold(p)*n", X::kDoubling},
      &algo::ReducescatterHalvingDoubling},
     {C::kReducescatter,
      "direct",
@@ -119,7 +119,7 @@ constexpr Entry kEntries[] = {
      &algo::ReducescatterSymmetric,
      nullptr,
      Needs::kSymmetricBuffers},
-    {C::kBroadcast, "binomial_tree", {"ceil(log2(p))", "ceil(log2(p))*n"}, &algo::BroadcastBinomialTree},
+    {C::kBroadcast, "binomial_tree", {"ceil(log2(p))", "ceil(log2(p))*n", X::kTree}, &algo::BroadcastBinomialTree},
     {C::kBroadcast,
      "chain",
      {"max(0,p-2+ceil(n/c))", "min(1,p-1)*(n+max(0,m-2)*min(c,n))", X::kOnePerNode},
@@ -134,11 +134,11 @@ constexpr Entry kEntries[] = {
      Needs::kSeveralLevels,
      kBroadcastInterSteps},
     {C::kBroadcast, "symmetric", {"2*min(1,p-1)", "0"}, &algo::BroadcastSymmetric, nullptr, Needs::kSymmetricBuffers},
-    {C::kReduce, "binomial_tree", {"ceil(log2(p))", "ceil(log2(p))*n"}, &algo::ReduceBinomialTree},
+    {C::kReduce, "binomial_tree", {"ceil(log2(p))", "ceil(log2(p))*n", X::kTree}, &algo::ReduceBinomialTree},
     {C::kReduce, "reducescatter_gather", {"p-1+min(1,p-1)", "2*(p-1)*n/p"}, &algo::ReduceReducescatterGather},
-    {C::kGather, "binomial_tree", {"ceil(log2(p))", "(p-1)*n/p"}, &algo::GatherBinomialTree},
+    {C::kGather, "binomial_tree", {"ceil(log2(p))", "(p-1)*n/p", X::kTree}, &algo::GatherBinomialTree},
     {C::kGather, "linear", {"min(1,p-1)", "(p-1)*n/p", X::kEveryRank, "p-1"}, &algo::GatherLinear},
-    {C::kScatter, "binomial_tree", {"ceil(log2(p))", "(p-1)*n/p"}, &algo::ScatterBinomialTree},
+    {C::kScatter, "binomial_tree", {"ceil(log2(p))", "(p-1)*n/p", X::kTree}, &algo::ScatterBinomialTree},
     {C::kScatter, "linear", {"min(1,p-1)", "(p-1)*n/p", X::kEveryRank, "p-1"}, &algo::ScatterLinear},
     {C::kAlltoall, "pairwise", {"p-1", "(p-1)*n/p"}, &algo::AlltoallPairwise},
     {C::kAlltoall, "bruck", {"ceil(log2(p))", "ceil(log2(p))*n/2"}, &algo::AlltoallBruck},
@@ -220,6 +220,8 @@ absl::string_view CrossingName(Crossing c) {
   switch (c) {
     case Crossing::kOnePerNode: return "one per node";
     case Crossing::kLevels: return "levels";
+    case Crossing::kDoubling: return "doubling";
+    case Crossing::kTree: return "tree";
     case Crossing::kEveryRank: break;
   }
   return "every rank";

@@ -46,12 +46,18 @@ std::vector<std::string> AlgorithmsFor(Collective c);
 //   kEveryRank   every rank sends to ranks of other nodes at once: a node's l ranks share its NIC;
 //   kLevels      a step inside each node, then one between nodes: `steps`/`bytes` with m = 1 are the step inside a
 //                node, with l = 1 the step between nodes (there: the bytes through one NIC).
+//   kDoubling    partners at distances that double or halve (recursive doubling and halving, binomial trees,
+//                Bruck): the rounds at distances of l or more cross nodes, every rank of a node at once (sharing
+//                its NICs); `steps`/`bytes` with l = 1 (p = m) are those rounds, and the rest of the whole call's
+//                the rounds inside a node.
+//   kTree        a binomial tree: as kDoubling, but in a round between nodes only one rank of a node is still in the
+//                tree, so a node's NIC carries one rank's bytes.
 // `messages` is the most messages any one rank sends over the call (the per-message overhead term), where it differs
 // from `steps` (a rank that sends to every other rank in one round); empty = one message per step.
 // `mailbox` is, for an algorithm with a mailbox form (FindExchange), the block one rank posts in it: when the whole
 // group is on one node over shm and the block fits kMailboxBlockBytes (runtime/common/mailbox_block.h), the call is
 // that one exchange instead of its steps and messages. Empty = no mailbox form.
-enum class Crossing : uint8_t { kEveryRank, kOnePerNode, kLevels };
+enum class Crossing : uint8_t { kEveryRank, kOnePerNode, kLevels, kDoubling, kTree };
 struct AlgorithmCost {
   absl::string_view steps;
   absl::string_view bytes;
@@ -61,7 +67,7 @@ struct AlgorithmCost {
 
   absl::string_view Messages() const { return messages.empty() ? steps : messages; }
 };
-// "one per node", "every rank", "levels" (docs/ALGORITHMS.md's words).
+// "one per node", "every rank", "levels", "doubling", "tree" (docs/ALGORITHMS.md's words).
 absl::string_view CrossingName(Crossing c);
 // The cost of `name` for `c`, or nullptr when the registry has no such algorithm.
 const AlgorithmCost* Cost(Collective c, absl::string_view name);

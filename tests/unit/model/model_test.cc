@@ -149,6 +149,40 @@ TEST(Predict, EveryRankSharesItsNodesNics) {
   EXPECT_NEAR(Predict(Collective::kAllgather, "direct", 2, 4, 8000000), want, 1e-12);
 }
 
+// Partners at doubling distances: on 4 nodes x 2 ranks (numbered node by node) the round at distance 1 stays inside
+// a node and the rounds at distances 2 and 4 cross, every rank of a node at once; a binomial tree's crossing rounds
+// have one rank of a node left in the tree.
+TEST(Predict, ADoublingAlgorithmCrossesNodesOnlyInItsFarRounds) {
+  const uint64_t n = 1 << 20;
+  auto rd = CostTerms(Collective::kAllreduce, "recursive_doubling", 0, Shape{4, 2}, n, {});
+  ASSERT_TRUE(rd.ok()) << rd.status();
+  EXPECT_DOUBLE_EQ(rd->s_intra, 1);
+  EXPECT_DOUBLE_EQ(rd->b_intra, n);
+  EXPECT_DOUBLE_EQ(rd->s_inter, 2);
+  EXPECT_DOUBLE_EQ(rd->b_inter, 2 * 2.0 * n);  // 2 ranks x 2 rounds of n through the node's NIC
+  EXPECT_DOUBLE_EQ(rd->b_alt, 2.0 * n);
+  // Halving doubling sends its large halves between nodes: 2(m-1)/m of n across, 2(l-1)/(l m) inside.
+  auto hd = CostTerms(Collective::kAllreduce, "halving_doubling", 0, Shape{4, 2}, n, {});
+  ASSERT_TRUE(hd.ok()) << hd.status();
+  EXPECT_DOUBLE_EQ(hd->s_inter, 4);
+  EXPECT_DOUBLE_EQ(hd->s_intra, 2);
+  EXPECT_DOUBLE_EQ(hd->b_alt, 1.5 * n);
+  EXPECT_DOUBLE_EQ(hd->b_intra, 0.25 * n);
+  auto tree = CostTerms(Collective::kBroadcast, "binomial_tree", 0, Shape{4, 2}, n, {});
+  ASSERT_TRUE(tree.ok()) << tree.status();
+  EXPECT_DOUBLE_EQ(tree->s_inter, 2);
+  EXPECT_DOUBLE_EQ(tree->s_intra, 1);
+  EXPECT_DOUBLE_EQ(tree->b_inter, 2.0 * n);  // one rank per node: 2 rounds of n
+  // On one node, or one rank per node, the whole call is on one side.
+  auto one = CostTerms(Collective::kAllreduce, "recursive_doubling", 0, Shape{1, 8}, n, {});
+  EXPECT_DOUBLE_EQ(one->s_intra, 3);
+  EXPECT_DOUBLE_EQ(one->s_inter, 0);
+  auto flat = CostTerms(Collective::kAllreduce, "recursive_doubling", 0, Shape{8, 1}, n, {});
+  EXPECT_DOUBLE_EQ(flat->s_inter, 3);
+  EXPECT_DOUBLE_EQ(flat->s_intra, 0);
+  EXPECT_DOUBLE_EQ(flat->b_intra, 0);
+}
+
 TEST(Predict, LevelsAddTheStepInsideANodeAndTheStepBetweenNodes) {
   // allgather hierarchical, 3 nodes x 4 ranks, 12 MB: inside (l=4, m=1) 3 rounds, 3*12/4 MB; between (l=1, m=3)
   // 2 rounds, 2*12/3 MB through 2 NICs. 4 ranks on 4 cores: no oversubscription.
