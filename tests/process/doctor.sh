@@ -2,7 +2,8 @@
 # `hccl-tune doctor` on real 2-rank jobs (tests/process/doctor_job.cc; each rank dumps its flight recorder when it
 # ends), one seeded problem per job, each of which the doctor must rank first with the right fix:
 #  1. a healthy job: no finding above info;
-#  2. a straggler: rank 1 sleeps 2 ms before every call: "straggler", naming rank 1;
+#  2. a straggler: rank 1 sleeps 10 ms before every call (far above the 4 ms scheduler ticks of a busy host, so
+#     that rank 0 is still seen waiting for it when other work shares the cores): "straggler", naming rank 1;
 #  3. HCCL_BUFFSIZE=1 with 16 MiB reducescatters (ring: scratch of the whole input): "buffers", with the HCCL_BUFFSIZE that avoids the overflow;
 #  4. both ranks pinned to one CPU (taskset -c 0): "binding";
 #  5. HCCL_TUNE_ALGO forcing the configuration a tiny sweep (into a --db file) measured slowest at the job's
@@ -66,7 +67,7 @@ PY
 run_job healthy allreduce 1280 64
 expect healthy none ""
 
-run_job straggler allreduce 640 64 1 2000
+run_job straggler allreduce 1280 64 1 10000
 expect straggler straggler "^rank 1 arrives last at [0-9]+ of [0-9]+ calls .* about [0-9.]+ ms late.*see what rank 1 does"
 
 HCCL_BUFFSIZE=1 run_job buffers reducescatter 64 $((16 << 20))
