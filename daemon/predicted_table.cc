@@ -1,5 +1,6 @@
 #include "daemon/predicted_table.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -25,12 +26,13 @@ void AddRange(Collective c, int world, const model::CollectivePrediction& p, con
   e.key.range.max = last + 1 == p.sizes.size() ? kUnbounded : p.sizes[last + 1].bytes;
   e.configuration = choice.chosen.config;
   e.time_us = choice.chosen.seconds * 1e6;
-  // The runner-up: the model's fastest where the default was kept (a negative margin), else its second.
+  // The runner-up: the model's fastest where the default was kept (margin 0, as a sweep's margins are never
+  // negative: the online policy explores it if the default regresses live), else the model's second.
   const model::Candidate* runner = choice.kept_default ? &choice.fastest : nullptr;
   if (runner == nullptr && at.ranked.size() > 1) runner = &at.ranked[1];
   if (runner != nullptr && choice.chosen.seconds > 0) {
     e.runner_up = runner->config;
-    e.margin = runner->seconds / choice.chosen.seconds - 1;
+    e.margin = std::max(0.0, runner->seconds / choice.chosen.seconds - 1);
   }
   if (choice.builtin.seconds > 0 && choice.chosen.seconds > 0) {
     e.default_margin = choice.builtin.seconds / choice.chosen.seconds - 1;

@@ -8,7 +8,7 @@
 // names the model version that predicted it and holds no measurement: samples 0 and rank_time_us 0 (the online
 // policy takes its baseline from the first live samples, not from the prediction), time_us the predicted time at
 // the entry's first size; there, the runner-up and its predicted margin (where the default was kept: the model's
-// fastest, at a negative margin) and default_margin, the default's predicted time over the choice's - 1.
+// fastest, at margin 0) and default_margin, the default's predicted time over the choice's - 1.
 //
 // Thread-safety: pure functions.
 #pragma once

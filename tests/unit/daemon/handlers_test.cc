@@ -212,6 +212,7 @@ TEST_F(HandlersTest, AnUnmeasuredTopologyGetsItsClassModelsPrediction) {
     EXPECT_GT(e.time_us(), 0);
     EXPECT_EQ(e.key().world_size(), 3);
     EXPECT_TRUE(Configuration::Parse(e.configuration()).ok()) << e.configuration();
+    EXPECT_GE(e.margin(), 0) << e.configuration();  // as a sweep's: never negative, also where the default was kept
     uint64_t& end = covered_to[{e.key().collective(), e.key().dtype()}];
     EXPECT_EQ(e.key().min_bytes(), end) << e.key().collective();  // no gap, no overlap
     end = e.key().max_bytes() == 0 ? kUnbounded : e.key().max_bytes();

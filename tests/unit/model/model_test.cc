@@ -14,8 +14,8 @@
 #include "model/simulate.h"
 #include "model/table_choice.h"
 #include "runtime/algorithms/registry.h"
-#include "runtime/common/configuration.h"
 #include "runtime/common/config.h"
+#include "runtime/common/configuration.h"
 #include "runtime/common/mailbox_block.h"
 #include "runtime/selector/selector.h"
 
@@ -384,7 +384,7 @@ TEST(TableChoice, TheDefaultStaysUnlessAnotherIsPredictedClearlyFaster) {
   EXPECT_EQ(builtin.ToString(), selector->Choose(Collective::kAllreduce, DataType::kFloat32, n).config->ToString());
   const double at = *PredictSeconds(p, Collective::kAllreduce, builtin, shape, n);
   const std::string other = builtin.algorithm == "ring" ? "recursive_doubling(channels=1,link=auto)"
-                                                       : "ring(chunk=512K,channels=1,link=auto)";
+                                                        : "ring(chunk=512K,channels=1,link=auto)";
 
   const TableChoice close =
       ChooseForTable(p, Collective::kAllreduce, shape, n, {{other, at / (1 + kKeepDefaultMargin) * 1.01}});
