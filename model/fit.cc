@@ -154,29 +154,23 @@ double Rest(const Terms& t, const ClusterProfile& p) {
 
 }  // namespace
 
-absl::StatusOr<FitResult> Fit(absl::Span<const Measurement> measurements, const FitOptions& options) {
-  FitResult out;
-  std::vector<std::pair<Terms, double>> intra, tcp, inter;
-  for (const Measurement& m : Medians(measurements)) {
-    auto config = Configuration::Parse(m.configuration);
-    absl::StatusOr<Terms> t = absl::NotFoundError("");
-    if (config.ok() && m.seconds > 0) {
-      t = ConfigTerms(
-          m.collective, *config, m.shape, m.bytes,
-          {options.nics_per_node, options.cores_per_node, kProfileVersion, config->link.kind, options.cores_shared});
-    }
-    if (!t.ok()) {
-      ++out.skipped;
-      continue;
-    }
-    (m.shape.nodes > 1 ? inter : t->tcp ? tcp : intra).emplace_back(*t, m.seconds);
-  }
-  if (intra.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("no one-node measurement over shared memory to fit the link inside a node (", tcp.size(),
-                     " over tcp, ", inter.size(), " across nodes, ", out.skipped, " unusable)"));
-  }
-  // Inside a node over shm: alpha, o, beta, gamma, the mailbox exchange, the three waits for a core and the call.
+namespace {
+
+// A median whose configuration parses: what the fit prices.
+struct Point {
+  Measurement m;
+  Configuration config;
+};
+
+absl::StatusOr<Terms> PointTerms(const Point& pt, const FitOptions& options, uint64_t single_copy) {
+  const Shape& s = pt.m.shape;
+  return ConfigTerms(pt.m.collective, pt.config, s, pt.m.bytes,
+                     {options.nics_per_node, options.cores_per_node, kProfileVersion, pt.config.link.kind,
+                      options.cores_shared, SingleCopyBytesAt(single_copy, s.ranks_per_node, options.cores_per_node)});
+}
+
+// The rows of the fit inside a node (alpha, o, beta, gamma, mailbox, the three waits for a core, the call).
+std::vector<Row> IntraRows(const std::vector<std::pair<Terms, double>>& intra) {
   std::vector<Row> rows;
   for (const auto& [t, y] : intra) {
     const double ov = t.excess;
@@ -184,7 +178,79 @@ absl::StatusOr<FitResult> Fit(absl::Span<const Measurement> measurements, const 
                      ov * t.rounds() / y, ov * t.wait_bytes() / y, t.calls / y},
                     1.0});
   }
-  const auto xi = Nnls(rows, 9);
+  return rows;
+}
+
+double SumAbsError(const std::vector<Row>& rows, const Vec& x) {
+  double sum = 0;
+  for (const Row& r : rows) {
+    double p = 0;
+    for (int j = 0; j < kMaxUnknowns; ++j) p += r.a[j] * x[j];
+    sum += std::fabs(p - r.y);
+  }
+  return sum;
+}
+
+// The one-node points over shm at `single_copy` (the profile's single_copy_bytes).
+std::vector<std::pair<Terms, double>> IntraAt(const std::vector<Point>& points, const FitOptions& options,
+                                              uint64_t single_copy) {
+  std::vector<std::pair<Terms, double>> out;
+  for (const Point& pt : points) {
+    auto t = PointTerms(pt, options, single_copy);
+    if (t.ok()) out.emplace_back(*t, pt.m.seconds);
+  }
+  return out;
+}
+
+// The single-copy size that fits the one-node points best: none (0), or each size they measured (from it on,
+// receivers read by single copy). Only the algorithms with a `pulled` cost tell them apart; a tie keeps none.
+uint64_t FitSingleCopy(const std::vector<Point>& points, const FitOptions& options) {
+  std::vector<uint64_t> sizes;
+  for (const Point& pt : points) sizes.push_back(pt.m.bytes);
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  uint64_t best = 0;
+  std::vector<Row> rows = IntraRows(IntraAt(points, options, 0));
+  double best_err = SumAbsError(rows, Nnls(rows, kMaxUnknowns)) * (1 - 1e-9);
+  for (uint64_t size : sizes) {
+    if (size == 0) continue;
+    rows = IntraRows(IntraAt(points, options, size));
+    const double err = SumAbsError(rows, Nnls(rows, kMaxUnknowns));
+    if (err < best_err) best_err = err, best = size;
+  }
+  return best;
+}
+
+}  // namespace
+
+absl::StatusOr<FitResult> Fit(absl::Span<const Measurement> measurements, const FitOptions& options) {
+  FitResult out;
+  std::vector<Point> intra_points, others;
+  for (const Measurement& m : Medians(measurements)) {
+    auto config = Configuration::Parse(m.configuration);
+    absl::StatusOr<Terms> t = absl::NotFoundError("");
+    if (config.ok() && m.seconds > 0) t = PointTerms({m, *config}, options, 0);
+    if (!t.ok()) {
+      ++out.skipped;
+      continue;
+    }
+    (m.shape.nodes > 1 || t->tcp ? others : intra_points).push_back({m, *config});
+  }
+  const uint64_t single_copy = intra_points.empty() ? 0 : FitSingleCopy(intra_points, options);
+  const std::vector<std::pair<Terms, double>> intra = IntraAt(intra_points, options, single_copy);
+  std::vector<std::pair<Terms, double>> tcp, inter;
+  for (const Point& pt : others) {
+    auto t = PointTerms(pt, options, single_copy);
+    if (t.ok()) (pt.m.shape.nodes > 1 ? inter : tcp).emplace_back(*t, pt.m.seconds);
+  }
+  if (intra.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no one-node measurement over shared memory to fit the link inside a node (", tcp.size(),
+                     " over tcp, ", inter.size(), " across nodes, ", out.skipped, " unusable)"));
+  }
+  // Inside a node over shm: alpha, o, beta, gamma, the mailbox exchange, the three waits for a core and the call.
+  std::vector<Row> rows = IntraRows(intra);
+  const auto xi = Nnls(rows, kMaxUnknowns);
   ClusterProfile& p = out.profile;
   p.name = options.name;
   p.version = kProfileVersion;
@@ -196,6 +262,7 @@ absl::StatusOr<FitResult> Fit(absl::Span<const Measurement> measurements, const 
   p.mailbox_s = xi[4];
   p.oversubscribed = {xi[5], xi[6], xi[7]};
   p.call_s = xi[8];
+  p.single_copy_bytes = single_copy;
   out.intra_points = intra.size();
   out.tcp_points = tcp.size();
   out.inter_points = inter.size();

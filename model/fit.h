@@ -3,7 +3,9 @@
 //
 // Writes a version 2 profile (model/profile.h). Inside a node: alpha, o and beta of the node's link, gamma, the
 // call, the mailbox exchange and the three waits for a core (per call, round and byte, from the shapes with more
-// ranks than `cores_per_node`), from the one-node measurements over shm (link=shm or auto). Then link=tcp on one
+// ranks than `cores_per_node`), from the one-node measurements over shm (link=shm or auto), and with them the
+// node's single-copy size (the profile's single_copy_bytes: none, or the measured size that fits them best, each
+// tried in turn; only algorithms with a `pulled` cost, such as linear broadcast, tell them apart). Then link=tcp on one
 // node: its own alpha, o and beta with the rest fixed (none measured: the profile has no intra_tcp). Between nodes:
 // the network's alpha, o, beta and its three waits for a core (inter_oversubscribed; `cores_shared`: the nodes'
 // ranks all count against the cores) from the measurements on several nodes, with the node's part fixed at its fit and

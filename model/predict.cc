@@ -22,6 +22,7 @@ struct ParsedCost {
   Formula messages;
   registry::Crossing across;
   std::optional<Formula> mailbox;  // the block of the mailbox form, where the algorithm has one
+  std::optional<Formula> pulled;   // the bytes when receivers read by single copy, where they differ
 };
 
 // Every registry formula parsed once; a formula that does not parse is left out (the catalogue test fails on it).
@@ -35,14 +36,19 @@ const std::map<std::pair<Collective, std::string>, ParsedCost>& Costs() {
         auto steps = Formula::Parse(cost->steps);
         auto bytes = Formula::Parse(cost->bytes);
         auto messages = Formula::Parse(cost->Messages());
-        std::optional<Formula> mailbox;
+        std::optional<Formula> mailbox, pulled;
         if (!cost->mailbox.empty()) {
           auto block = Formula::Parse(cost->mailbox);
           if (!block.ok()) continue;
           mailbox = *block;
         }
+        if (!cost->pulled.empty()) {
+          auto read = Formula::Parse(cost->pulled);
+          if (!read.ok()) continue;
+          pulled = *read;
+        }
         if (steps.ok() && bytes.ok() && messages.ok()) {
-          out->emplace(std::make_pair(c, name), ParsedCost{*steps, *bytes, *messages, cost->across, mailbox});
+          out->emplace(std::make_pair(c, name), ParsedCost{*steps, *bytes, *messages, cost->across, mailbox, pulled});
         }
       }
     }
@@ -148,7 +154,15 @@ absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint
       At(*cost.mailbox, v) <= static_cast<double>(kMailboxBlockBytes)) {
     t.s_intra = 0, t.k_intra = 0, t.exchanges = 1;  // one exchange; the bytes are still read and written
   }
+  if (shape.nodes == 1 && shm && cost.pulled.has_value() && where.single_copy_bytes > 0) {
+    const double pulled = At(*cost.pulled, v);
+    if (pulled >= static_cast<double>(where.single_copy_bytes)) t.b_intra = std::min(t.b_intra, pulled);
+  }
   return t;
+}
+
+uint64_t SingleCopyBytesAt(uint64_t dedicated, int ranks_per_node, int cores) {
+  return cores > 0 && ranks_per_node > cores ? 2 * dedicated : dedicated;
 }
 
 double Evaluate(const Terms& t, const ClusterProfile& pr) {
@@ -187,7 +201,8 @@ absl::StatusOr<double> PredictSeconds(const ClusterProfile& profile, Collective 
   }
   auto t = ConfigTerms(
       c, config, shape, bytes,
-      {profile.nics_per_node, profile.cores_per_node, profile.version, config.link.kind, profile.cores_shared});
+      {profile.nics_per_node, profile.cores_per_node, profile.version, config.link.kind, profile.cores_shared,
+       SingleCopyBytesAt(profile.single_copy_bytes, shape.ranks_per_node, profile.cores_per_node)});
   if (!t.ok()) return t.status();
   if (t->tcp && !profile.intra_tcp_known) {
     return absl::FailedPreconditionError(absl::StrCat("profile ", profile.name,

@@ -5,6 +5,9 @@
 //   one node          T = R(intra) + B*beta_intra  (link=tcp: the profile's intra_tcp link)
 //   one node, mailbox T = mailbox + B*beta_intra   (version 2: shm, and the algorithm's mailbox block fits
 //                     kMailboxBlockBytes: the call is one exchange, not its steps and messages)
+//   one node, pulled  B = the registry's `pulled` (version 2: shm, and it reaches the profile's single_copy_bytes,
+//                     doubled when the node's ranks outnumber its cores, as the runtime does: receivers read by
+//                     single copy, at once, so a root's sends to every rank cost it nothing)
 //   kOnePerNode       T = R(inter) + B*max(beta_inter, beta_intra)       (one rank per node on the NIC)
 //   kEveryRank        T = R(inter) + max(l*f*B*beta_inter/nics, B*beta_intra), f = (p-l)/(p-1) the share of a
 //                     rank's bytes that leave its node when it talks to every rank alike
@@ -75,7 +78,12 @@ struct TermContext {
   int version = kProfileVersion;    // the profile's form
   LinkKind link = LinkKind::kAuto;  // the configuration's link
   bool cores_shared = false;        // the cores serve every node's ranks (an emulated cluster), not one node's
+  uint64_t single_copy_bytes = 0;   // the smallest shm message read by single copy at this shape (0: none is)
 };
+// The smallest shm message read by single copy on a node of `ranks_per_node` ranks, from a profile's
+// `single_copy_bytes` (ranks with a core each): twice that when the ranks outnumber `cores` (> 0), as the runtime
+// chooses (runtime/transport/shm/cma_cost.h); 0 stays 0.
+uint64_t SingleCopyBytesAt(uint64_t dedicated, int ranks_per_node, int cores);
 // NotFound when the registry has no cost for (c, algorithm).
 absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint64_t chunk, const Shape& shape,
                                 uint64_t bytes, const TermContext& where);

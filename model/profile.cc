@@ -12,6 +12,7 @@ namespace {
 
 constexpr double kGiga = 1e9;
 constexpr size_t kMaxProfileBytes = 1 << 20;
+constexpr uint64_t kMaxSingleCopyBytes = uint64_t{1} << 30;
 
 absl::Status Bad(absl::string_view source, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("profile ", source, ": ", what));
@@ -86,8 +87,8 @@ absl::Status ReadVersionTwo(const nlohmann::json& j, absl::string_view source, C
   }
   p.version = *version;
   if (p.version < 2) {
-    for (const char* key :
-         {"call_us", "mailbox_us", "oversubscribed", "inter_oversubscribed", "intra_tcp", "cores_shared"}) {
+    for (const char* key : {"call_us", "mailbox_us", "oversubscribed", "inter_oversubscribed", "intra_tcp",
+                            "cores_shared", "single_copy_bytes"}) {
       if (j.contains(key)) return Bad(source, absl::StrCat(key, " needs \"version\": 2"));
     }
   }
@@ -111,6 +112,14 @@ absl::Status ReadVersionTwo(const nlohmann::json& j, absl::string_view source, C
     if (!j.at("cores_shared").is_boolean()) return Bad(source, "cores_shared must be true or false");
     p.cores_shared = j.at("cores_shared").get<bool>();
   }
+  if (j.contains("single_copy_bytes")) {
+    const nlohmann::json& v = j.at("single_copy_bytes");
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > kMaxSingleCopyBytes) {
+      return Bad(source, absl::StrCat("single_copy_bytes must be an integer from 0 to ", kMaxSingleCopyBytes, " (got ",
+                                      v.dump(), ")"));
+    }
+    p.single_copy_bytes = v.get<uint64_t>();
+  }
   if (j.contains("intra_tcp")) {
     auto tcp = ReadLink(j, "intra_tcp", source);
     if (!tcp.ok()) return tcp.status();
@@ -126,9 +135,20 @@ absl::StatusOr<ClusterProfile> ParseProfile(absl::string_view json_text, absl::s
   if (json_text.size() > kMaxProfileBytes) return Bad(source, "larger than 1 MiB");
   nlohmann::json j = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return Bad(source, "not a JSON object");
-  static const char* kKeys[] = {
-      "name",       "intra",     "inter",          "nics_per_node", "reduce_GBps",  "cores_per_node",      "version",
-      "mailbox_us", "intra_tcp", "oversubscribed", "call_us",       "cores_shared", "inter_oversubscribed"};
+  static const char* kKeys[] = {"name",
+                                "intra",
+                                "inter",
+                                "nics_per_node",
+                                "reduce_GBps",
+                                "cores_per_node",
+                                "version",
+                                "mailbox_us",
+                                "intra_tcp",
+                                "oversubscribed",
+                                "call_us",
+                                "cores_shared",
+                                "inter_oversubscribed",
+                                "single_copy_bytes"};
   for (const auto& [k, v] : j.items()) {
     bool known = false;
     for (const char* key : kKeys) known = known || k == key;
@@ -136,7 +156,7 @@ absl::StatusOr<ClusterProfile> ParseProfile(absl::string_view json_text, absl::s
       return Bad(source, absl::StrCat("unknown key '", k,
                                       "' (accepted: name, version, intra, inter, nics_per_node, reduce_GBps, "
                                       "cores_per_node, call_us, mailbox_us, oversubscribed, inter_oversubscribed, "
-                                      "intra_tcp, cores_shared)"));
+                                      "intra_tcp, cores_shared, single_copy_bytes)"));
     }
   }
   ClusterProfile p;
@@ -185,6 +205,7 @@ std::string ProfileToJson(const ClusterProfile& p) {
     if (p.inter_known) j["inter_oversubscribed"] = wait(p.inter_oversubscribed);
     if (p.intra_tcp_known) j["intra_tcp"] = link(p.intra_tcp);
     if (p.cores_shared) j["cores_shared"] = true;
+    if (p.single_copy_bytes > 0) j["single_copy_bytes"] = p.single_copy_bytes;
   }
   return j.dump(2);
 }

@@ -21,11 +21,15 @@
 //                                                       per round and per byte between nodes (fitted with "inter")
 //   "cores_shared": true                                every node's ranks share the same cores_per_node cores
 //                                                       (nodes emulated on one host): the wait counts all ranks
+//   "single_copy_bytes": 8192                           the smallest shm message the node's receivers read by
+//                                                       single copy when each rank has a core (twice that when
+//                                                       they outnumber the cores); 0 or absent: none is
 // and drops version 1's "everything times l/cores" (model/predict.h). Without "version" a profile is version 1 and
 // predicts as it always did; version 1 refuses the keys above.
 // Thread-safety: values.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -66,6 +70,7 @@ struct ClusterProfile {
   bool intra_tcp_known = false;  // false: link=tcp on one node is not predicted
   bool cores_shared = false;     // every node's ranks share cores_per_node cores (an emulated cluster on one host)
   Oversubscribed inter_oversubscribed;  // the same wait across nodes (a blocked rank woken by the network)
+  uint64_t single_copy_bytes = 0;       // smallest shm message read by single copy, a core per rank (0: none)
 };
 
 // The profile as the JSON ParseProfile reads ("inter" left out when not known).

@@ -124,7 +124,7 @@ constexpr Entry kEntries[] = {
      "chain",
      {"max(0,p-2+ceil(n/c))", "min(1,p-1)*(n+max(0,m-2)*min(c,n))", X::kOnePerNode},
      &algo::BroadcastChain},
-    {C::kBroadcast, "linear", {"min(1,p-1)", "(p-1)*n", X::kEveryRank, "p-1"}, &algo::BroadcastLinear},
+    {C::kBroadcast, "linear", {"min(1,p-1)", "(p-1)*n", X::kEveryRank, "p-1", {}, "n"}, &algo::BroadcastLinear},
     {C::kBroadcast, "scatter_allgather", {"min(1,p-1)+p-1", "2*(p-1)*n/p"}, &algo::BroadcastScatterAllgather},
     {C::kBroadcast,
      "hierarchical",

@@ -57,6 +57,10 @@ std::vector<std::string> AlgorithmsFor(Collective c);
 // `mailbox` is, for an algorithm with a mailbox form (FindExchange), the block one rank posts in it: when the whole
 // group is on one node over shm and the block fits kMailboxBlockBytes (runtime/common/mailbox_block.h), the call is
 // that one exchange instead of its steps and messages. Empty = no mailbox form.
+// `pulled` is, where it is less than `bytes`, the most bytes one rank receives when its peers read its messages by
+// single copy (shm from the node's single-copy size on, runtime/transport/shm/shm_transport.h): each receiver copies
+// straight from the sender's buffer, all of them at once, so a root that sends to every rank pays none of it. Its
+// value is also the size of each such message. Empty = `bytes` whatever the link.
 enum class Crossing : uint8_t { kEveryRank, kOnePerNode, kLevels, kDoubling, kTree };
 struct AlgorithmCost {
   absl::string_view steps;
@@ -64,6 +68,7 @@ struct AlgorithmCost {
   Crossing across = Crossing::kEveryRank;
   absl::string_view messages = {};
   absl::string_view mailbox = {};
+  absl::string_view pulled = {};
 
   absl::string_view Messages() const { return messages.empty() ? steps : messages; }
 };

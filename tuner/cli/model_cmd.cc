@@ -144,6 +144,12 @@ void PrintProfile(const model::ClusterProfile& p) {
   std::printf("  call %.2f us; mailbox %.2f us/exchange; oversubscribed %.2f us/call, %.2f us/round, %.4f ns/byte\n",
               p.call_s * 1e6, p.mailbox_s * 1e6, p.oversubscribed.call_s * 1e6, p.oversubscribed.round_s * 1e6,
               p.oversubscribed.byte_s * 1e9);
+  if (p.single_copy_bytes > 0) {
+    std::printf("  single copy over shm from %llu-byte messages (twice that when oversubscribed)\n",
+                static_cast<unsigned long long>(p.single_copy_bytes));
+  } else {
+    std::printf("  single copy over shm: none seen\n");
+  }
   if (p.inter_known) {
     const model::Oversubscribed& o = p.inter_oversubscribed;
     std::printf("  across nodes, oversubscribed %.2f us/call, %.2f us/round, %.4f ns/byte\n", o.call_s * 1e6,
