@@ -236,7 +236,9 @@ absl::StatusOr<FitResult> Fit(absl::Span<const Measurement> measurements, const 
     }
     (m.shape.nodes > 1 || t->tcp ? others : intra_points).push_back({m, *config});
   }
-  const uint64_t single_copy = intra_points.empty() ? 0 : FitSingleCopy(intra_points, options);
+  const uint64_t single_copy = options.single_copy_bytes >= 0 ? static_cast<uint64_t>(options.single_copy_bytes)
+                               : intra_points.empty()         ? 0
+                                                              : FitSingleCopy(intra_points, options);
   const std::vector<std::pair<Terms, double>> intra = IntraAt(intra_points, options, single_copy);
   std::vector<std::pair<Terms, double>> tcp, inter;
   for (const Point& pt : others) {

@@ -42,8 +42,9 @@ struct Measurement {
 struct FitOptions {
   std::string name = "fitted";
   int nics_per_node = 1;
-  int cores_per_node = 0;     // the cores the measured ranks shared (0: not oversubscribed)
-  bool cores_shared = false;  // the multi-node sweeps' nodes shared those cores (an emulated cluster on one host)
+  int cores_per_node = 0;          // the cores the measured ranks shared (0: not oversubscribed)
+  bool cores_shared = false;       // the multi-node sweeps' nodes shared those cores (an emulated cluster on one host)
+  int64_t single_copy_bytes = -1;  // the node's single-copy size (profile.h); -1: fitted (FitSingleCopy)
 };
 
 struct FitResult {

@@ -57,7 +57,7 @@ Configuration StepConfig(const std::shared_ptr<const Configuration>& given, cons
 void Add(const Terms& sub, double nic_share, Terms* t) {
   t->s_intra += sub.s_intra, t->k_intra += sub.k_intra, t->b_intra += sub.b_intra;
   t->s_inter += sub.s_inter, t->k_inter += sub.k_inter, t->b_inter += sub.b_inter * nic_share;
-  t->b_alt += sub.b_alt, t->reduced += sub.reduced, t->exchanges += sub.exchanges;
+  t->b_alt += sub.b_alt, t->reduced += sub.reduced, t->exchanges += sub.exchanges, t->b_spared += sub.b_spared;
 }
 
 }  // namespace
@@ -74,6 +74,7 @@ absl::StatusOr<Terms> ConfigTerms(Collective c, const Configuration& config, con
   if (steps.empty()) return top;
   Terms t = *top;
   t.s_intra = t.k_intra = t.b_intra = t.s_inter = t.k_inter = t.b_inter = t.b_alt = t.reduced = t.exchanges = 0;
+  t.b_spared = 0;
   for (const Step& step : steps) {
     const Configuration part = StepConfig(step.inter ? config.inter : config.intra, step, shape);
     const Shape at = step.inter ? Shape{shape.nodes, 1} : Shape{1, shape.ranks_per_node};

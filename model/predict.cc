@@ -23,7 +23,17 @@ struct ParsedCost {
   registry::Crossing across;
   std::optional<Formula> mailbox;  // the block of the mailbox form, where the algorithm has one
   std::optional<Formula> pulled;   // the bytes when receivers read by single copy, where they differ
+  std::optional<Formula> mean;     // the bytes of the average rank, where less than the busiest's
 };
+
+// `text` parsed into `out` (left empty when `text` is); false when it does not parse.
+bool ParseOptional(absl::string_view text, std::optional<Formula>* out) {
+  if (text.empty()) return true;
+  auto f = Formula::Parse(text);
+  if (!f.ok()) return false;
+  *out = *f;
+  return true;
+}
 
 // Every registry formula parsed once; a formula that does not parse is left out (the catalogue test fails on it).
 const std::map<std::pair<Collective, std::string>, ParsedCost>& Costs() {
@@ -36,19 +46,14 @@ const std::map<std::pair<Collective, std::string>, ParsedCost>& Costs() {
         auto steps = Formula::Parse(cost->steps);
         auto bytes = Formula::Parse(cost->bytes);
         auto messages = Formula::Parse(cost->Messages());
-        std::optional<Formula> mailbox, pulled;
-        if (!cost->mailbox.empty()) {
-          auto block = Formula::Parse(cost->mailbox);
-          if (!block.ok()) continue;
-          mailbox = *block;
-        }
-        if (!cost->pulled.empty()) {
-          auto read = Formula::Parse(cost->pulled);
-          if (!read.ok()) continue;
-          pulled = *read;
+        std::optional<Formula> mailbox, pulled, mean;
+        if (!ParseOptional(cost->mailbox, &mailbox) || !ParseOptional(cost->pulled, &pulled) ||
+            !ParseOptional(cost->mean, &mean)) {
+          continue;
         }
         if (steps.ok() && bytes.ok() && messages.ok()) {
-          out->emplace(std::make_pair(c, name), ParsedCost{*steps, *bytes, *messages, cost->across, mailbox, pulled});
+          out->emplace(std::make_pair(c, name),
+                       ParsedCost{*steps, *bytes, *messages, cost->across, mailbox, pulled, mean});
         }
       }
     }
@@ -63,6 +68,12 @@ double ReducedShare(Collective c) {
 }
 
 double At(const Formula& f, const FormulaVars& v) { return std::max(0.0, f.Eval(v)); }
+
+// Whether `c`'s large messages over shm travel by single copy where the profile knows its size (the runtime's rule:
+// never for reductions, runtime/transport/stream_endpoint.cc).
+bool SingleCopies(Collective c, const TermContext& where) {
+  return where.single_copy_bytes > 0 && !IsReducing(c) && c != Collective::kSendRecv;
+}
 
 // The transfer terms of predict.h's table for `cost` at `v`.
 void TransferTerms(const ParsedCost& cost, const FormulaVars& v, int nics, Terms* t) {
@@ -154,9 +165,14 @@ absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint
       At(*cost.mailbox, v) <= static_cast<double>(kMailboxBlockBytes)) {
     t.s_intra = 0, t.k_intra = 0, t.exchanges = 1;  // one exchange; the bytes are still read and written
   }
-  if (shape.nodes == 1 && shm && cost.pulled.has_value() && where.single_copy_bytes > 0) {
+  double busiest = At(cost.bytes, v);
+  if (shape.nodes == 1 && shm && cost.pulled.has_value() && SingleCopies(c, where)) {
     const double pulled = At(*cost.pulled, v);
-    if (pulled >= static_cast<double>(where.single_copy_bytes)) t.b_intra = std::min(t.b_intra, pulled);
+    if (pulled >= static_cast<double>(where.single_copy_bytes) && pulled < t.b_intra) busiest = t.b_intra = pulled;
+  }
+  if (cost.mean.has_value() && busiest > 0) {
+    const double share = std::min(1.0, At(*cost.mean, v) / busiest);
+    t.b_spared = (1 - share) * t.wait_bytes();
   }
   return t;
 }

@@ -19,6 +19,7 @@
 // plus the reduction, gamma * B * r (r = 1/2 for allreduce, whose bytes are half reduce-scatter, half allgather; 1
 // for reducescatter and reduce; 0 otherwise). Version 2 adds each call's own cost (call) and, when a node has more
 // busy ranks than cores, the wait for a core: e*(call' + rounds*round' + B*byte') (rounds: S, or the one exchange;
+// B: the average rank's bytes, the registry's `mean` where a rooted algorithm's busiest rank moves more;
 // e = (l - cores)/cores, the ranks beyond the cores per core; l counts every node's ranks when `cores_shared`);
 // version 1 multiplies everything by l/cores instead. docs/MODEL.md shows the terms with their reasons.
 //
@@ -68,8 +69,10 @@ struct Terms {
   double inter_calls = 0;  // 1 when the call crosses nodes (version 2)
   bool tcp = false;        // one node over link=tcp: the intra terms at the profile's intra_tcp (version 2)
   double factor = 1;       // l / cores when oversubscribed (version 1)
+  double b_spared = 0;     // of the bytes, what the average rank does not move (a rooted algorithm's root does)
   double rounds() const { return s_intra + s_inter + exchanges; }
-  double wait_bytes() const { return b_intra + b_alt; }
+  // The bytes a rank copies while it waits for a core: the average rank's, since the cores copy every rank's.
+  double wait_bytes() const { return b_intra + b_alt - b_spared; }
 };
 // Where a configuration runs, besides its shape: what CostTerms needs of the profile and the configuration.
 struct TermContext {

@@ -61,6 +61,9 @@ std::vector<std::string> AlgorithmsFor(Collective c);
 // single copy (shm from the node's single-copy size on, runtime/transport/shm/shm_transport.h): each receiver copies
 // straight from the sender's buffer, all of them at once, so a root that sends to every rank pays none of it. Its
 // value is also the size of each such message. Empty = `bytes` whatever the link.
+// `mean` is, where it is less than `bytes`, the bytes all ranks send together divided by p: a rooted algorithm's
+// busiest rank (the root, a tree's inner ranks) moves more than the others, and a node's shared cores copy every
+// rank's bytes, not p times the busiest's. Empty = `bytes` (every rank moves as much).
 enum class Crossing : uint8_t { kEveryRank, kOnePerNode, kLevels, kDoubling, kTree };
 struct AlgorithmCost {
   absl::string_view steps;
@@ -69,6 +72,7 @@ struct AlgorithmCost {
   absl::string_view messages = {};
   absl::string_view mailbox = {};
   absl::string_view pulled = {};
+  absl::string_view mean = {};
 
   absl::string_view Messages() const { return messages.empty() ? steps : messages; }
 };

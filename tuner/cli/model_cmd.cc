@@ -1,7 +1,7 @@
 // `hccl-tune model fit | check | show`: the cost model's profile fitted to the sweeps of a store, checked against
 // them, and shown (model/fit.h, model/check.h; docs/MODEL.md).
 //   fit   (--db F | --daemon T) [--sweep ID]... (--out PROFILE | --store) [--name N] [--nics-per-node K]
-//         [--cores-per-node C [--cores-shared]]
+//         [--cores-per-node C [--cores-shared]] [--single-copy-bytes B]
 //   check (--db F | --daemon T) [--sweep ID]... (--profile PROFILE | --class C [--model-version V]) [--json]
 //   show  --profile PROFILE | (--db F | --daemon T) [--class C [--model-version V]]
 // --store keeps the fitted profile in the store as the next model version of each topology class the sweeps ran
@@ -42,6 +42,7 @@ struct ModelArgs {
   int nics = 1;
   int cores = static_cast<int>(std::thread::hardware_concurrency());
   bool cores_shared = false;
+  int64_t single_copy = -1;
   bool json = false;
 };
 
@@ -180,7 +181,7 @@ absl::Status RunFit(const ModelArgs& a) {
   std::vector<std::string> ids;
   auto ms = ReadMeasurements(a, *opened->store, opened->where, &classes, &ids);
   if (!ms.ok()) return ms.status();
-  auto fit = model::Fit(*ms, {a.name, a.nics, a.cores, a.cores_shared});
+  auto fit = model::Fit(*ms, {a.name, a.nics, a.cores, a.cores_shared, a.single_copy});
   if (!fit.ok()) return fit.status();
   std::printf(
       "fitted %zu one-node and %zu multi-node points from %zu sweeps (%zu samples unusable; %zu one-node "
@@ -321,6 +322,10 @@ void RegisterModel(CLI::App& app, int* exit_code) {
   fit->add_flag("--cores-shared", a->cores_shared,
                 "The sweeps' nodes shared those cores (an emulated cluster on one host): the wait for a core counts "
                 "every node's ranks");
+  fit->add_option("--single-copy-bytes", a->single_copy,
+                  "The smallest shm message the sweeps' ranks read by single copy, a core per rank (the runtime's "
+                  "log says it; 0: none); default: the measured size that fits best")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   fit->callback([a, exit_code] { Finish(RunFit(*a), exit_code); });
   auto* check = cmd->add_subcommand("check", "Predicted against every stored measurement, per bucket");
   AddStoreFlags(check, &a->store);

@@ -563,12 +563,20 @@ TEST(Predict, VersionTwoAddsTheWaitForACoreOnlyWhenOversubscribed) {
   };
   // broadcast binomial_tree, 1000 B: 4 ranks on 4 cores wait for nothing (2 rounds, 2000 B).
   EXPECT_NEAR(PredictV2(Collective::kBroadcast, "binomial_tree", 4, 1000), plain(2, 2000), 1e-15);
-  // 8 ranks on 4 cores: 3 rounds and 3000 B, plus the call's wait, each round's and each byte's, times one rank
-  // beyond the cores per core; 6 ranks on 4 cores (the same rounds and bytes): half that wait.
+  // 8 ranks on 4 cores: 3 rounds and the root's 3000 B, plus the call's wait, each round's and each byte's the
+  // average rank moves (7/8 of 1000 B: the cores copy every rank's bytes, not 8 times the root's), times one rank
+  // beyond the cores per core; 6 ranks on 4 cores (the same rounds, 5/6 of 1000 B on average): half that wait.
   const Oversubscribed& o = p.oversubscribed;
-  const double wait = o.call_s + 3 * o.round_s + 3000 * o.byte_s;
-  EXPECT_NEAR(PredictV2(Collective::kBroadcast, "binomial_tree", 8, 1000), plain(3, 3000) + wait, 1e-15);
-  EXPECT_NEAR(PredictV2(Collective::kBroadcast, "binomial_tree", 6, 1000), plain(3, 3000) + wait / 2, 1e-15);
+  const double wait8 = o.call_s + 3 * o.round_s + 875 * o.byte_s;
+  const double wait6 = o.call_s + 3 * o.round_s + 5000.0 / 6 * o.byte_s;
+  EXPECT_NEAR(PredictV2(Collective::kBroadcast, "binomial_tree", 8, 1000), plain(3, 3000) + wait8, 1e-15);
+  EXPECT_NEAR(PredictV2(Collective::kBroadcast, "binomial_tree", 6, 1000), plain(3, 3000) + wait6 / 2, 1e-15);
+  // A ring's ranks all move as much: the wait counts its bytes whole.
+  EXPECT_NEAR(
+      PredictV2(Collective::kAllgather, "ring", 8, 8 << 20) - PredictV2(Collective::kAllgather, "ring", 4, 8 << 20),
+      o.call_s + 7 * o.round_s + 7.0 * (1 << 20) * o.byte_s + 4 * (p.intra.alpha_s + p.intra.overhead_s) +
+          (7.0 - 6.0) * (1 << 20) * p.intra.beta_s,
+      1e-12);
   // A mailbox exchange is a round too.
   EXPECT_NEAR(PredictV2(Collective::kAllgather, "direct", 8, 800),
               p.mailbox_s + 700 * p.intra.beta_s + o.call_s + o.round_s + 700 * o.byte_s, 1e-15);
@@ -769,6 +777,36 @@ TEST(Fit, FindsTheSingleCopySizeThatMadeTheMeasurements) {
     EXPECT_EQ(fit->profile.single_copy_bytes, size);
     EXPECT_NEAR(fit->profile.intra.beta_s, truth.intra.beta_s, 1e-3 * truth.intra.beta_s) << size;
   }
+  // A size given (the runtime's log names it) is kept, not fitted.
+  FitOptions given{"t", 1, truth.cores_per_node};
+  given.single_copy_bytes = 8192;
+  auto fit = Fit(Synthetic(truth, shapes), given);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_EQ(fit->profile.single_copy_bytes, 8192u);
+}
+
+TEST(Registry, AMeanIsWrittenOnlyWhereTheBusiestRankMovesMore) {
+  int written = 0;
+  for (Collective c : AllCollectives()) {
+    for (const std::string& name : registry::AlgorithmsFor(c)) {
+      const registry::AlgorithmCost* cost = registry::Cost(c, name);
+      ASSERT_NE(cost, nullptr);
+      if (cost->mean.empty()) continue;
+      ++written;
+      auto mean = Formula::Parse(cost->mean);
+      auto bytes = Formula::Parse(cost->bytes);
+      ASSERT_TRUE(mean.ok() && bytes.ok()) << cost->mean;
+      for (double p : {2.0, 3.0, 4.0, 8.0, 64.0}) {
+        FormulaVars v;
+        v.p = v.l = p, v.n = 1 << 20;
+        EXPECT_LE(mean->Eval(v), bytes->Eval(v)) << CollectiveName(c) << " " << name << " p=" << p;
+        if (p >= 4) {
+          EXPECT_LT(mean->Eval(v), bytes->Eval(v)) << CollectiveName(c) << " " << name << " p=" << p;
+        }
+      }
+    }
+  }
+  EXPECT_GE(written, 4);
 }
 
 }  // namespace
