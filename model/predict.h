@@ -94,7 +94,8 @@ absl::StatusOr<Terms> CostTerms(Collective c, const std::string& algorithm, uint
 // hierarchical configuration on several nodes of several ranks, which is the sum of its steps as its algorithm runs
 // them (model/levels.cc): each step priced with the configured part (intra or inter) where its algorithm exists for
 // the step's collective, else with what the runtime chooses for the step (Selector::ChooseStep); an inter step that
-// every local rank runs at once puts l of them on the node's NICs; form=leader and form=parallel (auto on these
+// every local rank runs at once puts l of them on the node's NICs; each step after the first waits to start as a call
+// across nodes does (inter_calls); form=leader and form=parallel (auto on these
 // uniform nodes) take their own steps. The wait for a core is the whole call's, at `shape`.
 absl::StatusOr<Terms> ConfigTerms(Collective c, const Configuration& config, const Shape& shape, uint64_t bytes,
                                   TermContext where);

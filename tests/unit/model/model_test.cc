@@ -515,6 +515,33 @@ TEST(Levels, AHierarchicalConfigurationIsTheSumOfItsStepsAsConfigured) {
   EXPECT_DOUBLE_EQ(*t1, *t0);
 }
 
+TEST(Levels, EachStepOfAHierarchicalCallWaitsToStartWhenOversubscribed) {
+  ClusterProfile p = TestProfileV2();
+  p.inter_oversubscribed = {40e-6, 0, 0};  // only the wait for a call to start across nodes
+  const auto predict = [&](const std::string& config, const Shape& shape) {
+    auto c = Configuration::Parse(config);
+    EXPECT_TRUE(c.ok()) << c.status();
+    auto t = PredictSeconds(p, Collective::kAllreduce, *c, shape, 8192);
+    EXPECT_TRUE(t.ok()) << t.status();
+    return t.ok() ? *t : NAN;
+  };
+  // 4 x 8 ranks on 4 cores: e = 1. Hierarchical allreduce takes 3 steps (reduce-scatter inside, allreduce between
+  // nodes, allgather inside): a flat call starts once across nodes, each of its steps starts after the last one.
+  const std::string hier = "hierarchical(intra=ring,inter=ring)";
+  p.inter_oversubscribed.call_s = 0;
+  const double without = predict(hier, {4, 8});
+  p.inter_oversubscribed.call_s = 40e-6;
+  EXPECT_NEAR(predict(hier, {4, 8}) - without, 3 * 40e-6, 1e-12);
+  p.inter_oversubscribed.call_s = 0;
+  const double flat_without = predict("ring", {4, 8});
+  p.inter_oversubscribed.call_s = 40e-6;
+  EXPECT_NEAR(predict("ring", {4, 8}) - flat_without, 40e-6, 1e-12);
+  // With a core per rank nothing waits.
+  const double dedicated = predict(hier, {4, 2});
+  p.inter_oversubscribed.call_s = 0;
+  EXPECT_DOUBLE_EQ(predict(hier, {4, 2}), dedicated);
+}
+
 TEST(Levels, CandidatesListEveryInterStepFormAndChainChunk) {
   std::set<std::string> names;
   for (const Candidate& c : RankCandidates(TestProfileV2(), Collective::kAllgather, Shape{3, 4}, 1 << 20)) {
