@@ -169,12 +169,15 @@ for trial in $(seq "$trials"); do
       reports=$((reports + 1))
       ;;
     2)  # a daemon-run sweep, killed mid-sweep, resumed under a restarted daemon
+      # A mini-sweep killed in an earlier trial may still be 'running' in the store: only a new row is this sweep.
+      earlier=$(sqlite3 "$d/t.db" "SELECT group_concat(quote(id)) FROM sweeps WHERE status='running'" 2>/dev/null || true)
       "$cli" sweep --via-daemon --daemon "$T" --ranks 2 --coll allreduce --min-bytes 1K --max-bytes 1M \
         --links shm,tcp --cap-ms 80 --force --json > "$d/sweep.json" 2>&1 &
       client=$!
       sid=""
       for _ in $(seq 300); do
-        sid=$(sqlite3 "$d/t.db" "SELECT id FROM sweeps WHERE status='running'" 2>/dev/null || true)
+        sid=$(sqlite3 "$d/t.db" "SELECT id FROM sweeps WHERE status='running' AND id NOT IN (${earlier:-''})
+          ORDER BY started_ms DESC LIMIT 1" 2>/dev/null || true)
         [[ -n $sid ]] && break
         sleep 0.05
       done
