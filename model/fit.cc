@@ -152,10 +152,6 @@ double Rest(const Terms& t, const ClusterProfile& p) {
   return t.calls * p.call_s + t.reduced * p.gamma_s + t.exchanges * p.mailbox_s + WaitSeconds(t, p.oversubscribed);
 }
 
-}  // namespace
-
-namespace {
-
 // A median whose configuration parses: what the fit prices.
 struct Point {
   Measurement m;
