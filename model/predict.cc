@@ -69,10 +69,9 @@ double ReducedShare(Collective c) {
 
 double At(const Formula& f, const FormulaVars& v) { return std::max(0.0, f.Eval(v)); }
 
-// Whether `c`'s large messages over shm travel by single copy where the profile knows its size (the runtime's rule:
-// never for reductions, runtime/transport/stream_endpoint.cc).
+// Whether `c`'s large messages over shm travel by single copy where the profile knows its size (the runtime's rule).
 bool SingleCopies(Collective c, const TermContext& where) {
-  return where.single_copy_bytes > 0 && !IsReducing(c) && c != Collective::kSendRecv;
+  return where.single_copy_bytes > 0 && SingleCopyCollective(c);
 }
 
 // The transfer terms of predict.h's table for `cost` at `v`.

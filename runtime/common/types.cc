@@ -57,6 +57,8 @@ bool IsReducing(Collective c) {
   return c == Collective::kAllreduce || c == Collective::kReducescatter || c == Collective::kReduce;
 }
 
+bool SingleCopyCollective(Collective c) { return c != Collective::kSendRecv && !IsReducing(c); }
+
 absl::string_view DataTypeName(DataType t) { return kDataTypeNames[static_cast<size_t>(t)]; }
 
 absl::StatusOr<DataType> ParseDataType(absl::string_view name) {

@@ -21,13 +21,6 @@ using namespace stream_internal;  // NOLINT(build/namespaces): this class's own 
 
 namespace {
 
-// Which collectives' messages may travel by single copy (CMA). Reductions never do: they already reduce
-// straight out of the ring (one copy), and with single copy a 2-rank fp32 allreduce lost 1.4-1.9x at 4-16 MiB
-// (each 256 KiB piece read from memory, then combined) and 1.6x at 128 KiB. Point-to-point sends stay eager: a user's
-// blocking Send must complete into the ring before the peer posts its Recv. Every other collective copies each byte
-// once this way instead of twice (writer -> ring -> reader), at every size from the pair's threshold up (measured per
-// size).
-bool SingleCopyCollective(Collective c) { return c != Collective::kSendRecv && !IsReducing(c); }
 // Idle waiting (nothing moved): spin, then yield, then block. Times, not pass counts: a pass over many queues
 // costs more than one over a few.
 constexpr int64_t kSpinNs = 50'000;  // every rank may have a CPU (not bound): round trips are ~0.1-1 us
